@@ -1,0 +1,48 @@
+package v1alpha1
+
+// Condition types, named as HyperShift names them where the concept is the same.
+const (
+	// Available means the hosted control plane serves its API.
+	Available = "Available"
+	// Progressing means the control plane is being created or changed.
+	Progressing = "Progressing"
+	// Degraded means a component of the control plane is not healthy.
+	Degraded = "Degraded"
+	// EtcdAvailable means the hosted cluster's etcd is healthy.
+	EtcdAvailable = "EtcdAvailable"
+	// KubeAPIServerAvailable means the hosted kube-apiserver answers /readyz.
+	KubeAPIServerAvailable = "KubeAPIServerAvailable"
+	// ValidConfiguration means the spec can be acted upon.
+	ValidConfiguration = "ValidConfiguration"
+	// ReconciliationActive is False while spec.pausedUntil holds reconciliation.
+	ReconciliationActive = "ReconciliationActive"
+	// InfrastructureReady means the per-cluster namespace and PKI exist.
+	InfrastructureReady = "InfrastructureReady"
+
+	// NodePool condition types.
+
+	// NodePoolReady means every requested node is Ready.
+	NodePoolReady = "Ready"
+	// NodePoolAllMachinesReady means every machine of the pool exists.
+	NodePoolAllMachinesReady = "AllMachinesReady"
+	// NodePoolAllNodesHealthy means every node of the pool reports Ready.
+	NodePoolAllNodesHealthy = "AllNodesHealthy"
+	// NodePoolValidPlatformConfig means the pool's platform is usable.
+	NodePoolValidPlatformConfig = "ValidPlatformConfig"
+	// NodePoolUpdatingVersion means the pool is moving to a new version.
+	NodePoolUpdatingVersion = "UpdatingVersion"
+)
+
+// Condition reasons (CamelCase, as metav1.Condition requires).
+const (
+	AsExpectedReason            = "AsExpected"
+	ReconciliationPausedReason  = "ReconciliationPaused"
+	WaitingForComponentsReason  = "WaitingForComponents"
+	ComponentNotReadyReason     = "ComponentNotReady"
+	ComponentsReadyReason       = "ComponentsReady"
+	RuntimeErrorReason          = "RuntimeError"
+	InvalidConfigurationReason  = "InvalidConfiguration"
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
+	DeletingReason              = "Deleting"
+	HostedClusterNotFoundReason = "HostedClusterNotFound"
+)

@@ -1,0 +1,269 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PlatformType names where a hosted cluster's nodes come from.
+//
+// +kubebuilder:validation:Enum=None;Simulated
+type PlatformType string
+
+const (
+	// NonePlatform: nodes are brought by the user (`hypershift join`).
+	NonePlatform PlatformType = "None"
+	// SimulatedPlatform: nodes are simulated by a node agent, for development,
+	// CI and scale tests.
+	SimulatedPlatform PlatformType = "Simulated"
+)
+
+// EtcdManagementType says who runs a hosted cluster's etcd.
+//
+// +kubebuilder:validation:Enum=Managed
+type EtcdManagementType string
+
+const (
+	// Managed etcd is run by hypershift, one dedicated etcd per hosted cluster.
+	Managed EtcdManagementType = "Managed"
+)
+
+// AvailabilityPolicy is the replication of control-plane components.
+//
+// +kubebuilder:validation:Enum=SingleReplica;HighlyAvailable
+type AvailabilityPolicy string
+
+const (
+	// SingleReplica runs one instance of every component.
+	SingleReplica AvailabilityPolicy = "SingleReplica"
+	// HighlyAvailable runs replicated components.
+	HighlyAvailable AvailabilityPolicy = "HighlyAvailable"
+)
+
+// PlatformSpec selects the platform of a hosted cluster.
+type PlatformSpec struct {
+	// type is the platform the cluster's nodes run on. Immutable.
+	//
+	// +kubebuilder:default=None
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.platform.type is immutable"
+	Type PlatformType `json:"type"`
+}
+
+// EtcdSpec configures a hosted cluster's etcd.
+type EtcdSpec struct {
+	// managementType says who runs etcd. Immutable.
+	//
+	// +kubebuilder:default=Managed
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.etcd.managementType is immutable"
+	ManagementType EtcdManagementType `json:"managementType"`
+}
+
+// ClusterNetworkEntry is a range of pod IP addresses.
+type ClusterNetworkEntry struct {
+	// cidr is the pod network range.
+	//
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="spec.networking.clusterNetwork[].cidr must be a CIDR such as 10.132.0.0/14"
+	CIDR string `json:"cidr"`
+
+	// hostPrefix is the prefix length of each node's pod range.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=8
+	// +kubebuilder:validation:Maximum=30
+	HostPrefix int32 `json:"hostPrefix,omitempty"`
+}
+
+// ServiceNetworkEntry is a range of service IP addresses.
+type ServiceNetworkEntry struct {
+	// cidr is the service network range.
+	//
+	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="spec.networking.serviceNetwork[].cidr must be a CIDR such as 172.31.0.0/16"
+	CIDR string `json:"cidr"`
+}
+
+// ClusterNetworking holds a hosted cluster's network ranges.
+//
+// +kubebuilder:validation:XValidation:rule="self.clusterNetwork.all(c, self.serviceNetwork.all(s, !isCIDR(c.cidr) || !isCIDR(s.cidr) || (!cidr(c.cidr).containsCIDR(cidr(s.cidr)) && !cidr(s.cidr).containsCIDR(cidr(c.cidr)))))",message="spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"
+type ClusterNetworking struct {
+	// clusterNetwork lists the pod network ranges.
+	//
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:default={{cidr: "10.132.0.0/14", hostPrefix: 23}}
+	ClusterNetwork []ClusterNetworkEntry `json:"clusterNetwork"`
+
+	// serviceNetwork lists the service network ranges.
+	//
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:default={{cidr: "172.31.0.0/16"}}
+	ServiceNetwork []ServiceNetworkEntry `json:"serviceNetwork"`
+}
+
+// ServiceType names a control-plane service that is published.
+type ServiceType string
+
+const (
+	// APIServer is the hosted kube-apiserver.
+	APIServer ServiceType = "APIServer"
+)
+
+// PublishingStrategyType says how a control-plane service is reached.
+//
+// +kubebuilder:validation:Enum=HostPort;LoadBalancer;NodePort;Route
+type PublishingStrategyType string
+
+const (
+	// HostPort publishes the service on a port of the management host
+	// (the process runtime's way).
+	HostPort PublishingStrategyType = "HostPort"
+)
+
+// ServicePublishingStrategy says how one service is published.
+type ServicePublishingStrategy struct {
+	// type is the publishing strategy.
+	Type PublishingStrategyType `json:"type"`
+}
+
+// ServicePublishingStrategyMapping maps a service to its publishing strategy.
+type ServicePublishingStrategyMapping struct {
+	// service is the published service.
+	//
+	// +kubebuilder:validation:Enum=APIServer
+	Service ServiceType `json:"service"`
+	// servicePublishingStrategy says how it is published.
+	ServicePublishingStrategy `json:"servicePublishingStrategy"`
+}
+
+// HostedClusterSpec is the desired state of a hosted cluster.
+type HostedClusterSpec struct {
+	// kubernetesVersion is the Kubernetes version of the hosted control plane.
+	// Only versions compiled into this hypershift build can run.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self in ['v1.37.1']",message="spec.kubernetesVersion is not supported: this build runs v1.37.1"
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// platform selects where the cluster's nodes run.
+	//
+	// +kubebuilder:default={type: None}
+	Platform PlatformSpec `json:"platform"`
+
+	// etcd configures the cluster's datastore.
+	//
+	// +kubebuilder:default={managementType: Managed}
+	Etcd EtcdSpec `json:"etcd"`
+
+	// networking holds the cluster's network ranges.
+	//
+	// +kubebuilder:default={clusterNetwork: {{cidr: "10.132.0.0/14", hostPrefix: 23}}, serviceNetwork: {{cidr: "172.31.0.0/16"}}}
+	Networking ClusterNetworking `json:"networking"`
+
+	// services says how control-plane services are published.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=service
+	// +kubebuilder:validation:MaxItems=8
+	Services []ServicePublishingStrategyMapping `json:"services,omitempty"`
+
+	// controllerAvailabilityPolicy is the replication of control-plane
+	// components.
+	//
+	// +kubebuilder:default=SingleReplica
+	// +optional
+	ControllerAvailabilityPolicy AvailabilityPolicy `json:"controllerAvailabilityPolicy,omitempty"`
+
+	// pausedUntil stops reconciliation until the given RFC 3339 date, or
+	// indefinitely when "true".
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == 'true' || self == 'false' || self.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$')",message="spec.pausedUntil must be an RFC 3339 date or \"true\""
+	PausedUntil *string `json:"pausedUntil,omitempty"`
+}
+
+// APIEndpoint is where a hosted kube-apiserver listens.
+type APIEndpoint struct {
+	// host is the address clients connect to.
+	Host string `json:"host"`
+	// port is the port clients connect to.
+	Port int32 `json:"port"`
+}
+
+// KubeconfigSecretRef names a Secret with a kubeconfig.
+type KubeconfigSecretRef struct {
+	// name is the Secret's name.
+	Name string `json:"name"`
+	// key is the data key that holds the kubeconfig.
+	Key string `json:"key"`
+}
+
+// HostedClusterStatus is the observed state of a hosted cluster.
+type HostedClusterStatus struct {
+	// version is the Kubernetes version the control plane runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// controlPlaneEndpoint is where the hosted API server is reached.
+	// +optional
+	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitzero"`
+
+	// endpoint is the hosted API server's URL.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// kubeconfig names the Secret in the HostedCluster's namespace with the
+	// admin kubeconfig.
+	// +optional
+	KubeConfig *KubeconfigSecretRef `json:"kubeconfig,omitempty"`
+
+	// controlPlaneNamespace is the namespace that holds the control plane.
+	// +optional
+	ControlPlaneNamespace string `json:"controlPlaneNamespace,omitempty"`
+
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the cluster's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HostedCluster is a Kubernetes cluster whose control plane is hosted by the
+// management plane and whose nodes live elsewhere.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hc;hcs,categories=hypershift
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version"
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=".status.conditions[?(@.type==\"Available\")].status"
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=".status.conditions[?(@.type==\"Progressing\")].status"
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=".status.endpoint"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: lower-case letters, digits and '-', starting with a letter"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so that the control-plane namespace NAMESPACE-NAME fits in 63"
+type HostedCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   HostedClusterSpec   `json:"spec,omitempty"`
+	Status HostedClusterStatus `json:"status,omitempty"`
+}
+
+// HostedClusterList is a list of HostedClusters.
+//
+// +kubebuilder:object:root=true
+type HostedClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostedCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&HostedCluster{}, &HostedClusterList{})
+}

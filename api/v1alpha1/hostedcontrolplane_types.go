@@ -1,0 +1,126 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HostedControlPlaneSpec is the control plane of one hosted cluster, as the
+// HostedCluster controller asks for it. It lives in the control-plane
+// namespace NAMESPACE-NAME.
+type HostedControlPlaneSpec struct {
+	// kubernetesVersion is the version of the control-plane components.
+	KubernetesVersion string `json:"kubernetesVersion"`
+
+	// networking holds the cluster's network ranges.
+	Networking ClusterNetworking `json:"networking"`
+
+	// controllerAvailabilityPolicy is the replication of components.
+	// +optional
+	ControllerAvailabilityPolicy AvailabilityPolicy `json:"controllerAvailabilityPolicy,omitempty"`
+
+	// etcd configures the datastore.
+	Etcd EtcdSpec `json:"etcd"`
+
+	// platform of the hosted cluster.
+	Platform PlatformSpec `json:"platform"`
+
+	// pausedUntil mirrors the HostedCluster's.
+	// +optional
+	PausedUntil *string `json:"pausedUntil,omitempty"`
+}
+
+// ComponentPhase is the state of one control-plane component.
+type ComponentPhase string
+
+const (
+	// ComponentStarting: the process runs but is not ready yet.
+	ComponentStarting ComponentPhase = "Starting"
+	// ComponentRunning: the process runs and its readiness probe passes.
+	ComponentRunning ComponentPhase = "Running"
+	// ComponentUnhealthy: the process runs but its probe fails.
+	ComponentUnhealthy ComponentPhase = "Unhealthy"
+	// ComponentBackOff: the process exited and waits to be restarted.
+	ComponentBackOff ComponentPhase = "BackOff"
+	// ComponentStopped: the process is not running.
+	ComponentStopped ComponentPhase = "Stopped"
+)
+
+// ComponentStatus is the observed state of one control-plane component
+// instance.
+type ComponentStatus struct {
+	// name of the component instance, e.g. kube-apiserver or etcd-1.
+	Name string `json:"name"`
+	// phase is the component's state.
+	Phase ComponentPhase `json:"phase"`
+	// pid of the process, for the process runtime.
+	// +optional
+	PID int32 `json:"pid,omitempty"`
+	// restarts counts how often the component was restarted.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// lastExitReason says why the component last exited.
+	// +optional
+	LastExitReason string `json:"lastExitReason,omitempty"`
+	// message adds detail, such as a failing probe's error.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// startedAt is when the current process started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+}
+
+// HostedControlPlaneStatus is the observed state of a control plane.
+type HostedControlPlaneStatus struct {
+	// ready is true when the API server answers /readyz.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// version is the Kubernetes version the control plane runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// controlPlaneEndpoint is where the API server is reached.
+	// +optional
+	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitzero"`
+	// components lists each component's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Components []ComponentStatus `json:"components,omitempty"`
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions describe the control plane's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HostedControlPlane is the control plane of one hosted cluster. It is
+// created and owned by the HostedCluster controller.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=hcp;hcps,categories=hypershift
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version"
+// +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=".status.ready"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+type HostedControlPlane struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   HostedControlPlaneSpec   `json:"spec,omitempty"`
+	Status HostedControlPlaneStatus `json:"status,omitempty"`
+}
+
+// HostedControlPlaneList is a list of HostedControlPlanes.
+//
+// +kubebuilder:object:root=true
+type HostedControlPlaneList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostedControlPlane `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&HostedControlPlane{}, &HostedControlPlaneList{})
+}

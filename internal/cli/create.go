@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/version"
+)
+
+const defaultNamespace = "clusters"
+
+func newCreateCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create hosted clusters and their credentials",
+	}
+	cmd.AddCommand(newCreateClusterCommand(g), newCreateKubeconfigCommand(g))
+	return cmd
+}
+
+type createClusterOptions struct {
+	*globalOptions
+	name, namespace    string
+	kubernetesVersion  string
+	serviceCIDR        string
+	clusterCIDR        string
+	availabilityPolicy string
+	wait, render       bool
+	timeout            time.Duration
+}
+
+var platforms = map[string]hypershiftv1alpha1.PlatformType{
+	"none":      hypershiftv1alpha1.NonePlatform,
+	"simulated": hypershiftv1alpha1.SimulatedPlatform,
+}
+
+func newCreateClusterCommand(g *globalOptions) *cobra.Command {
+	o := &createClusterOptions{globalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "cluster PLATFORM --name NAME",
+		Short: "Create a hosted cluster (PLATFORM: none or simulated)",
+		Example: "  hypershift create cluster none --name demo --wait\n" +
+			"  hypershift create cluster none --name demo --render > demo.yaml",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("name a platform: `hypershift create cluster none --name NAME` (platforms: none, simulated)")
+			}
+			if _, ok := platforms[args[0]]; !ok {
+				return fmt.Errorf("unknown platform %q: use none or simulated", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, platforms[args[0]])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.name, "name", "", "name of the hosted cluster (required)")
+	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
+	f.StringVar(&o.kubernetesVersion, "kubernetes-version", version.KubernetesVersion, "Kubernetes version of the control plane (supported: "+strings.Join(version.SupportedKubernetesVersions(), ", ")+")")
+	f.StringVar(&o.serviceCIDR, "service-cidr", "172.31.0.0/16", "service network range")
+	f.StringVar(&o.clusterCIDR, "cluster-cidr", "10.132.0.0/14", "pod network range")
+	f.StringVar(&o.availabilityPolicy, "availability-policy", string(hypershiftv1alpha1.SingleReplica), "SingleReplica or HighlyAvailable")
+	f.BoolVar(&o.wait, "wait", false, "wait until the cluster is Available, printing each step")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
+	f.BoolVar(&o.render, "render", false, "print the objects that would be created as YAML, and create nothing")
+	return cmd
+}
+
+func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType) (*corev1.Namespace, *hypershiftv1alpha1.HostedCluster) {
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.namespace},
+	}
+	hc := &hypershiftv1alpha1.HostedCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: o.name},
+		Spec: hypershiftv1alpha1.HostedClusterSpec{
+			KubernetesVersion: o.kubernetesVersion,
+			Platform:          hypershiftv1alpha1.PlatformSpec{Type: platform},
+			Etcd:              hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Managed},
+			Networking: hypershiftv1alpha1.ClusterNetworking{
+				ClusterNetwork: []hypershiftv1alpha1.ClusterNetworkEntry{{CIDR: o.clusterCIDR, HostPrefix: 23}},
+				ServiceNetwork: []hypershiftv1alpha1.ServiceNetworkEntry{{CIDR: o.serviceCIDR}},
+			},
+			Services: []hypershiftv1alpha1.ServicePublishingStrategyMapping{{
+				Service:                   hypershiftv1alpha1.APIServer,
+				ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.HostPort},
+			}},
+			ControllerAvailabilityPolicy: hypershiftv1alpha1.AvailabilityPolicy(o.availabilityPolicy),
+		},
+	}
+	return ns, hc
+}
+
+func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) error {
+	if o.name == "" {
+		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
+	}
+	ns, hc := o.objects(platform)
+	if o.render {
+		return printYAML(cmd, ns, hc)
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", o.namespace, err)
+	}
+	if err := c.Create(ctx, hc); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("hosted cluster %s/%s already exists: choose another --name, or remove it with `hypershift destroy cluster --name %s`", o.namespace, o.name, o.name)
+		}
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "hostedcluster %s/%s created\n", o.namespace, o.name)
+	if !o.wait {
+		return nil
+	}
+	return waitAvailable(ctx, cmd, c, client.ObjectKeyFromObject(hc), o.timeout)
+}
+
+func printYAML(cmd *cobra.Command, objs ...any) error {
+	for i, obj := range objs {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), "---")
+		}
+		fmt.Fprint(cmd.OutOrStdout(), string(data))
+	}
+	return nil
+}
+
+func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
+	var name, namespace, output string
+	cmd := &cobra.Command{
+		Use:   "kubeconfig --name NAME",
+		Short: "Print the admin kubeconfig of a hosted cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				return fmt.Errorf("--name is required: `hypershift create kubeconfig --name NAME`")
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			kc, err := adminKubeconfig(cmd.Context(), c, client.ObjectKey{Namespace: namespace, Name: name})
+			if err != nil {
+				return err
+			}
+			if output == "" || output == "-" {
+				_, err = cmd.OutOrStdout().Write(kc)
+				return err
+			}
+			return os.WriteFile(output, kc, 0o600)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "name of the hosted cluster (required)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (mode 0600) instead of standard output")
+	return cmd
+}
+
+func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey) ([]byte, error) {
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := c.Get(ctx, key, hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
+		}
+		return nil, err
+	}
+	ref := hc.Status.KubeConfig
+	if ref == nil {
+		return nil, fmt.Errorf("hosted cluster %s has no kubeconfig yet: wait with `hypershift create cluster ... --wait`, or see `hypershift describe cluster %s`", key, key.Name)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("read kubeconfig secret %s/%s: %w", key.Namespace, ref.Name, err)
+	}
+	return secret.Data[ref.Key], nil
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+)
+
+func newDescribeCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe",
+		Short: "Show details of a hosted cluster",
+	}
+	var namespace string
+	cluster := &cobra.Command{
+		Use:   "cluster NAME",
+		Short: "Show a hosted cluster's conditions, components, endpoints and recent events",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("name the cluster: `hypershift describe cluster NAME`")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
+			hc := &hypershiftv1alpha1.HostedCluster{}
+			if err := c.Get(ctx, key, hc); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
+				}
+				return err
+			}
+			hcp := &hypershiftv1alpha1.HostedControlPlane{}
+			cpNamespace := hc.Namespace + "-" + hc.Name
+			if err := c.Get(ctx, client.ObjectKey{Namespace: cpNamespace, Name: hc.Name}, hcp); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			var events []corev1.Event
+			for _, ns := range []string{hc.Namespace, cpNamespace} {
+				list := &corev1.EventList{}
+				if err := c.List(ctx, list, client.InNamespace(ns)); err == nil {
+					for _, e := range list.Items {
+						if e.InvolvedObject.Name == hc.Name {
+							events = append(events, e)
+						}
+					}
+				}
+			}
+			return printDescription(cmd.OutOrStdout(), hc, hcp, events)
+		},
+	}
+	cluster.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
+	cmd.AddCommand(cluster)
+	return cmd
+}
+
+func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.HostedControlPlane, events []corev1.Event) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "Name:\t%s\n", hc.Name)
+	fmt.Fprintf(w, "Namespace:\t%s\n", hc.Namespace)
+	fmt.Fprintf(w, "Control plane namespace:\t%s\n", orDash(hc.Status.ControlPlaneNamespace))
+	fmt.Fprintf(w, "Platform:\t%s\n", hc.Spec.Platform.Type)
+	fmt.Fprintf(w, "Availability policy:\t%s\n", hc.Spec.ControllerAvailabilityPolicy)
+	fmt.Fprintf(w, "Version:\t%s\n", orDash(hc.Status.Version))
+	fmt.Fprintf(w, "Endpoint:\t%s\n", orDash(hc.Status.Endpoint))
+	if hc.Status.KubeConfig != nil {
+		fmt.Fprintf(w, "Kubeconfig secret:\t%s/%s\n", hc.Namespace, hc.Status.KubeConfig.Name)
+	}
+	fmt.Fprintf(w, "Created:\t%s (%s ago)\n", hc.CreationTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
+	if !hc.DeletionTimestamp.IsZero() {
+		fmt.Fprintf(w, "Deleting since:\t%s\n", hc.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(w, "\nConditions:")
+	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range hc.Status.Conditions {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	fmt.Fprintln(w, "\nComponents:")
+	if len(hcp.Status.Components) == 0 {
+		fmt.Fprintln(w, "  (none reported yet)")
+	} else {
+		fmt.Fprintln(w, "  NAME\tSTATE\tPID\tRESTARTS\tLAST EXIT\tSTARTED")
+		for _, s := range hcp.Status.Components {
+			started := "-"
+			if s.StartedAt != nil {
+				started = duration.HumanDuration(time.Since(s.StartedAt.Time)) + " ago"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%s\t%s\n", s.Name, s.Phase, s.PID, s.Restarts, orDash(s.LastExitReason), started)
+		}
+	}
+	fmt.Fprintln(w, "\nEvents:")
+	if len(events) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	} else {
+		sort.Slice(events, func(i, j int) bool { return eventTime(events[i]).Before(eventTime(events[j])) })
+		if len(events) > 15 {
+			events = events[len(events)-15:]
+		}
+		fmt.Fprintln(w, "  AGE\tTYPE\tREASON\tOBJECT\tMESSAGE")
+		for _, e := range events {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", duration.HumanDuration(time.Since(eventTime(e))), e.Type, e.Reason, e.InvolvedObject.Kind, e.Message)
+		}
+	}
+	return w.Flush()
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.CreationTimestamp.Time
+	}
+}

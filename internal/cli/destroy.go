@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+)
+
+func newDestroyCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "destroy",
+		Short: "Destroy hosted clusters",
+	}
+	var name, namespace string
+	var wait bool
+	var timeout time.Duration
+	cluster := &cobra.Command{
+		Use:   "cluster --name NAME",
+		Short: "Destroy a hosted cluster: its control plane, data and namespace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				return fmt.Errorf("--name is required: `hypershift destroy cluster --name NAME`")
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			key := client.ObjectKey{Namespace: namespace, Name: name}
+			hc := &hypershiftv1alpha1.HostedCluster{}
+			if err := c.Get(cmd.Context(), key, hc); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
+				}
+				return err
+			}
+			if err := c.Delete(cmd.Context(), hc); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "hostedcluster %s deletion requested\n", key)
+			if !wait {
+				return nil
+			}
+			return waitGone(cmd, c, key, timeout)
+		},
+	}
+	f := cluster.Flags()
+	f.StringVar(&name, "name", "", "name of the hosted cluster (required)")
+	f.StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
+	f.BoolVar(&wait, "wait", false, "wait until everything of the cluster is gone")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait: how long to wait")
+	cmd.AddCommand(cluster)
+	return cmd
+}
+
+func waitGone(cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		err := c.Get(ctx, key, &hypershiftv1alpha1.HostedCluster{})
+		if apierrors.IsNotFound(err) {
+			fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s destroyed after %.1fs\n", key, time.Since(start).Seconds())
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("hosted cluster %s still present after %s: see `hypershift describe cluster %s`", key, timeout, key.Name)
+		case <-ticker.C:
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+)
+
+func newGetCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "List hosted clusters",
+	}
+	var namespace string
+	clusters := &cobra.Command{
+		Use:     "clusters",
+		Aliases: []string{"cluster", "hostedclusters"},
+		Short:   "List hosted clusters of every namespace (or of --namespace)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			list := &hypershiftv1alpha1.HostedClusterList{}
+			if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
+				return err
+			}
+			if len(list.Items) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "No hosted clusters. Create one with `hypershift create cluster none --name NAME --wait`.")
+				return nil
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tENDPOINT\tAGE")
+			for _, hc := range list.Items {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
+					conditionStatus(hc.Status, hypershiftv1alpha1.Available),
+					conditionStatus(hc.Status, hypershiftv1alpha1.Progressing),
+					orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
+			}
+			return w.Flush()
+		},
+	}
+	clusters.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
+	cmd.AddCommand(clusters)
+	return cmd
+}
+
+func conditionStatus(s hypershiftv1alpha1.HostedClusterStatus, typ string) string {
+	if c := meta.FindStatusCondition(s.Conditions, typ); c != nil {
+		return string(c.Status)
+	}
+	return "Unknown"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

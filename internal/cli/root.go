@@ -1,0 +1,130 @@
+// Package cli implements the hypershift command line.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/scheme"
+)
+
+// ComponentRunner runs a compiled-in control-plane component.
+type ComponentRunner func(ctx context.Context, name string, args []string) error
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	kubeconfig string
+	dataDir    string
+}
+
+// DefaultDataDir is ~/.hypershift, or $HYPERSHIFT_DATA_DIR.
+func DefaultDataDir() string {
+	if d := os.Getenv("HYPERSHIFT_DATA_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".hypershift"
+	}
+	return filepath.Join(home, ".hypershift")
+}
+
+// errNoManagementPlane says what to do when no management cluster is known.
+var errNoManagementPlane = errors.New("no management plane found: run `hypershift up` or pass --kubeconfig")
+
+// kubeconfigPath finds the management cluster: --kubeconfig, $KUBECONFIG,
+// then the data dir's management.kubeconfig.
+func (o *globalOptions) kubeconfigPath() (string, error) {
+	if o.kubeconfig != "" {
+		return o.kubeconfig, nil
+	}
+	if env := os.Getenv("KUBECONFIG"); env != "" {
+		return env, nil
+	}
+	path := managementplane.KubeconfigPath(o.dataDir)
+	if _, err := os.Stat(path); err != nil {
+		return "", errNoManagementPlane
+	}
+	return path, nil
+}
+
+func (o *globalOptions) restConfig() (*rest.Config, error) {
+	path, err := o.kubeconfigPath()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func (o *globalOptions) client() (client.Client, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the management plane: %w", err)
+	}
+	return c, nil
+}
+
+// NewRootCommand returns the hypershift command. run executes compiled-in
+// components; it is passed in so that only the main package links them.
+func NewRootCommand(run ComponentRunner) *cobra.Command {
+	opts := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "hypershift",
+		Short:         "Hosted Kubernetes control planes",
+		Long:          "hypershift runs the control planes of many Kubernetes clusters on one management plane.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then DATA_DIR/management.kubeconfig)")
+	root.PersistentFlags().StringVar(&opts.dataDir, "data-dir", DefaultDataDir(), "data directory of the embedded management plane ($HYPERSHIFT_DATA_DIR)")
+	root.AddCommand(
+		newVersionCommand(),
+		newComponentCommand(run),
+		newUpCommand(opts),
+		newDownCommand(opts),
+		newOperatorCommand(opts),
+		newCreateCommand(opts),
+		newGetCommand(opts),
+		newDescribeCommand(opts),
+		newDestroyCommand(opts),
+	)
+	return root
+}
+
+// Execute runs the command line and prints errors plainly.
+func Execute(run ComponentRunner) int {
+	if err := NewRootCommand(run).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "Error: "+describeError(err))
+		return 1
+	}
+	return 0
+}
+
+// describeError turns API errors into their server message, which names the
+// field at fault, without Go's wrapping noise.
+func describeError(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}

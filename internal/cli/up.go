@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"hypershift.dev/internal/hostnet"
+	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/runtime/process"
+)
+
+const (
+	upPIDFile = "up.pid"
+	upLogFile = "up.log"
+	// upChildEnv marks the background process of `up --detach`.
+	upChildEnv = "HYPERSHIFT_UP_DETACHED"
+)
+
+type upOptions struct {
+	*globalOptions
+	detach         bool
+	timeout        time.Duration
+	metricsAddress string
+	healthAddress  string
+	endpointHost   string
+}
+
+func newUpCommand(g *globalOptions) *cobra.Command {
+	o := &upOptions{globalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the embedded management plane and the operator on this machine",
+		Long: "Start a real management plane (etcd, kube-apiserver, garbage-collector and namespace controllers),\n" +
+			"install the hypershift.dev API and run the operator, which runs hosted control planes as local processes.\n" +
+			"A second `up` on the same data dir resumes everything; `hypershift down` stops it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.detach && os.Getenv(upChildEnv) == "" {
+				return o.runDetached(cmd)
+			}
+			return o.run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.detach, "detach", false, "run in the background and return once the management plane is ready")
+	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "with --detach: how long to wait for readiness")
+	f.StringVar(&o.metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of the operator's Prometheus metrics (\"0\" disables)")
+	f.StringVar(&o.healthAddress, "health-probe-bind-address", "0", "address of the operator's /healthz and /readyz (\"0\" disables)")
+	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
+	return cmd
+}
+
+func (o *upOptions) pidPath() string { return filepath.Join(o.dataDir, upPIDFile) }
+
+func (o *upOptions) run(cmd *cobra.Command) error {
+	if pid, _, ok := process.LivePID(o.pidPath()); ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, managementplane.KubeconfigPath(o.dataDir))
+		return nil
+	}
+	log := zap.New(zap.UseDevMode(false))
+	ctrl.SetLogger(log)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	start := time.Now()
+	plane, err := managementplane.Start(ctx, managementplane.Options{DataDir: o.dataDir, Log: log})
+	if err != nil {
+		return fmt.Errorf("start management plane: %w", err)
+	}
+	events, notify := operator.NewEvents()
+	hosted, err := process.New(process.Options{Root: managementplane.ClustersDir(o.dataDir), Log: log.WithName("hosted"), OnChange: notify})
+	if err != nil {
+		return err
+	}
+	advertise := ""
+	if ip := hostnet.HostIPv4(); ip != nil {
+		advertise = ip.String()
+	}
+	mgr, err := operator.New(operator.Options{
+		RESTConfig:             plane.RESTConfig,
+		Runtime:                hosted,
+		Events:                 events,
+		MetricsBindAddress:     o.metricsAddress,
+		HealthProbeBindAddress: o.healthAddress,
+		EndpointHost:           o.endpointHost,
+		AdvertiseAddress:       advertise,
+	})
+	if err != nil {
+		return err
+	}
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	defer stopMgr()
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("operator cache did not sync")
+	}
+	if err := process.RecordSelf(o.pidPath()); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n",
+		time.Since(start).Seconds(), plane.Kubeconfig)
+
+	select {
+	case <-ctx.Done():
+	case err := <-mgrDone:
+		if err != nil {
+			log.Error(err, "operator stopped")
+		}
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "stopping hosted control planes and the management plane (data is kept)")
+	stopMgr()
+	<-mgrDone
+	stopCtx := context.Background()
+	hosted.StopAll(stopCtx)
+	process.StopOrphans(managementplane.ClustersDir(o.dataDir), log)
+	plane.Stop(stopCtx)
+	return process.RemovePIDFile(o.pidPath())
+}
+
+// runDetached starts `up` in its own session with output to DATA_DIR/up.log
+// and returns once it reports ready.
+func (o *upOptions) runDetached(cmd *cobra.Command) error {
+	if pid, _, ok := process.LivePID(o.pidPath()); ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, managementplane.KubeconfigPath(o.dataDir))
+		return nil
+	}
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	logPath := filepath.Join(o.dataDir, upLogFile)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() //nolint:errcheck // the child holds its own descriptor
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"up", "--data-dir", o.dataDir}, childFlags(cmd)...)
+	child := exec.Command(exe, args...) //nolint:gosec // our own binary
+	child.Stdout, child.Stderr = logFile, logFile
+	child.Env = append(os.Environ(), upChildEnv+"=1")
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start background management plane: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(o.timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("management plane exited (%v); last lines of %s:\n%s", err, logPath, tailFile(logPath, 15))
+		case <-deadline:
+			return fmt.Errorf("management plane not ready after %s; see %s", o.timeout, logPath)
+		case <-tick.C:
+			if pid, _, ok := process.LivePID(o.pidPath()); ok && pid == child.Process.Pid {
+				fmt.Fprintf(cmd.OutOrStdout(), "management plane running (pid %d), logs in %s\nexport KUBECONFIG=%s\n",
+					pid, logPath, managementplane.KubeconfigPath(o.dataDir))
+				return nil
+			}
+		}
+	}
+}
+
+// childFlags passes the flags the user set on to the background process.
+func childFlags(cmd *cobra.Command) []string {
+	var out []string
+	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address", "endpoint-host"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			out = append(out, "--"+name+"="+f.Value.String())
+		}
+	}
+	return out
+}
+
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := splitLines(string(data))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := ""
+	for _, l := range lines {
+		out += "  " + l + "\n"
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+)
+
+const pollInterval = 200 * time.Millisecond
+
+// waitAvailable prints a line each time a condition of the HostedCluster
+// changes, until Available=True or the timeout, when it names the condition
+// that is not met and why.
+func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	seen := map[string]string{}
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		err := c.Get(ctx, key, hc)
+		switch {
+		case err == nil:
+			printConditionChanges(cmd, start, hc.Status.Conditions, seen)
+			if cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available); cond != nil && cond.Status == metav1.ConditionTrue {
+				fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
+				fmt.Fprintf(cmd.OutOrStdout(), "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
+				return nil
+			}
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("hosted cluster %s was deleted while waiting", key)
+		case ctx.Err() == nil:
+			fmt.Fprintf(cmd.ErrOrStderr(), "[%6.1fs] cannot read hosted cluster: %v (retrying)\n", time.Since(start).Seconds(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return timeoutError(key, timeout, hc.Status.Conditions)
+		case <-ticker.C:
+		}
+	}
+}
+
+func printConditionChanges(cmd *cobra.Command, start time.Time, conds []metav1.Condition, seen map[string]string) {
+	sorted := append([]metav1.Condition(nil), conds...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].LastTransitionTime.Before(&sorted[j].LastTransitionTime) })
+	for _, cond := range sorted {
+		line := fmt.Sprintf("%s=%s", cond.Type, cond.Status)
+		if cond.Message != "" {
+			line += ": " + cond.Message
+		}
+		if seen[cond.Type] == line {
+			continue
+		}
+		seen[cond.Type] = line
+		fmt.Fprintf(cmd.OutOrStdout(), "[%6.1fs] %s\n", time.Since(start).Seconds(), line)
+	}
+}
+
+func timeoutError(key client.ObjectKey, timeout time.Duration, conds []metav1.Condition) error {
+	cond := meta.FindStatusCondition(conds, hypershiftv1alpha1.Available)
+	why := "the operator has not reported any status: is `hypershift up` (or `hypershift operator`) running?"
+	if cond != nil {
+		why = fmt.Sprintf("condition Available is %s (%s): %s", cond.Status, cond.Reason, cond.Message)
+	}
+	var notes []string
+	for _, c := range conds {
+		if c.Type == hypershiftv1alpha1.Degraded && c.Status == metav1.ConditionTrue {
+			notes = append(notes, "Degraded: "+c.Message)
+		}
+	}
+	msg := fmt.Sprintf("hosted cluster %s not available after %s: %s", key, timeout, why)
+	if len(notes) > 0 {
+		msg += "\n" + strings.Join(notes, "\n")
+	}
+	return fmt.Errorf("%s\nsee `hypershift describe cluster %s --namespace %s`", msg, key.Name, key.Namespace)
+}
+
+func splitLines(s string) []string {
+	return strings.Split(strings.TrimRight(s, "\n"), "\n")
+}

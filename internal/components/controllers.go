@@ -1,0 +1,113 @@
+package components
+
+import (
+	"fmt"
+
+	"hypershift.dev/internal/kubeconfig"
+	"hypershift.dev/internal/pki"
+)
+
+// Controllers a management plane runs: it hosts no workloads, so it needs
+// only namespace cleanup and owner-reference garbage collection.
+const managementControllers = "garbage-collector-controller,namespace-controller"
+
+func renderKubeControllerManager(cfg Config) (Spec, error) {
+	const name = KubeControllerManager
+	p := cfg.PKI
+	dir := func(f string) string { return path(cfg.Dir, name, f) }
+	kc, err := localKubeconfig(cfg, name, p.KubeControllerManager)
+	if err != nil {
+		return Spec{}, err
+	}
+	args := []string{
+		"--kubeconfig=" + dir("kubeconfig"),
+		"--authentication-kubeconfig=" + dir("kubeconfig"),
+		"--authorization-kubeconfig=" + dir("kubeconfig"),
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", cfg.Ports.KubeControllerManager),
+		"--cert-dir=" + dir("certs"),
+		"--leader-elect=false",
+		"--profiling=false",
+		"--root-ca-file=" + dir("root-ca.crt"),
+		"--service-account-private-key-file=" + dir("service-account.key"),
+		"--use-service-account-credentials=true",
+		"--service-cluster-ip-range=" + cfg.ServiceCIDR,
+	}
+	if cfg.Management {
+		args = append(args, "--controllers="+managementControllers)
+	} else {
+		args = append(args,
+			"--controllers=*,bootstrapsigner,tokencleaner",
+			"--cluster-signing-kube-apiserver-client-cert-file="+dir("client-ca.crt"),
+			"--cluster-signing-kube-apiserver-client-key-file="+dir("client-ca.key"),
+			"--cluster-signing-kubelet-client-cert-file="+dir("client-ca.crt"),
+			"--cluster-signing-kubelet-client-key-file="+dir("client-ca.key"),
+			"--cluster-signing-legacy-unknown-cert-file="+dir("client-ca.crt"),
+			"--cluster-signing-legacy-unknown-key-file="+dir("client-ca.key"),
+			"--cluster-signing-kubelet-serving-cert-file="+dir("kubelet-ca.crt"),
+			"--cluster-signing-kubelet-serving-key-file="+dir("kubelet-ca.key"),
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr="+cfg.ClusterCIDR,
+			fmt.Sprintf("--node-cidr-mask-size=%d", cfg.NodeCIDRMaskSize),
+		)
+	}
+	files := []File{
+		{Path: "kubeconfig", Content: kc, Secret: true},
+		{Path: "root-ca.crt", Content: p.RootCA.CertPEM},
+		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
+	}
+	if !cfg.Management {
+		files = append(files,
+			File{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
+			File{Path: "client-ca.key", Content: p.ClientCA.KeyPEM, Secret: true},
+			File{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
+			File{Path: "kubelet-ca.key", Content: p.KubeletCA.KeyPEM, Secret: true},
+		)
+	}
+	return Spec{
+		Name:      name,
+		Component: KubeControllerManager,
+		Args:      args,
+		Files:     files,
+		Ports:     map[string]int{"https": cfg.Ports.KubeControllerManager},
+		Readiness: Probe{Scheme: "https", Port: cfg.Ports.KubeControllerManager, Path: "/healthz"},
+	}, nil
+}
+
+func renderKubeScheduler(cfg Config) (Spec, error) {
+	const name = KubeScheduler
+	dir := func(f string) string { return path(cfg.Dir, name, f) }
+	kc, err := localKubeconfig(cfg, name, cfg.PKI.KubeScheduler)
+	if err != nil {
+		return Spec{}, err
+	}
+	return Spec{
+		Name:      name,
+		Component: KubeScheduler,
+		Args: []string{
+			"--kubeconfig=" + dir("kubeconfig"),
+			"--authentication-kubeconfig=" + dir("kubeconfig"),
+			"--authorization-kubeconfig=" + dir("kubeconfig"),
+			"--bind-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", cfg.Ports.KubeScheduler),
+			"--cert-dir=" + dir("certs"),
+			"--leader-elect=false",
+			"--profiling=false",
+		},
+		Files:     []File{{Path: "kubeconfig", Content: kc, Secret: true}},
+		Ports:     map[string]int{"https": cfg.Ports.KubeScheduler},
+		Readiness: Probe{Scheme: "https", Port: cfg.Ports.KubeScheduler, Path: "/healthz"},
+	}, nil
+}
+
+// localKubeconfig is the kubeconfig of a component that reaches its API
+// server over loopback.
+func localKubeconfig(cfg Config, name string, client pki.KeyPair) ([]byte, error) {
+	return kubeconfig.Render(kubeconfig.Params{
+		Name:      name,
+		Server:    fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports.KubeAPIServer),
+		CAPEM:     cfg.PKI.RootCA.CertPEM,
+		ClientPEM: client.CertPEM,
+		KeyPEM:    client.KeyPEM,
+	})
+}

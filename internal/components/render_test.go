@@ -1,0 +1,132 @@
+package components
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"hypershift.dev/internal/pki"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fakePKI gives every key pair distinct, recognisable content, so tests can
+// check which file carries which key without generating keys.
+func fakePKI() *pki.ControlPlane {
+	kp := func(name string) pki.KeyPair {
+		return pki.KeyPair{CertPEM: []byte(name + ".crt"), KeyPEM: []byte(name + ".key")}
+	}
+	return &pki.ControlPlane{
+		EtcdCA: kp("etcd-ca"), RootCA: kp("root-ca"), ClientCA: kp("client-ca"), KubeletCA: kp("kubelet-ca"),
+		FrontProxyCA: kp("front-proxy-ca"), EtcdServer: kp("etcd-server"), EtcdPeer: kp("etcd-peer"),
+		EtcdClient: kp("etcd-client"), KubeAPIServer: kp("apiserver"), KubeAPIServerKubeletClient: kp("apiserver-kubelet"),
+		FrontProxyClient: kp("front-proxy-client"), Admin: kp("admin"), KubeControllerManager: kp("kcm"),
+		KubeScheduler: kp("scheduler"), ServiceAccountKey: kp("sa"),
+	}
+}
+
+func testConfig() Config {
+	return Config{
+		Name:             "clusters-demo",
+		Dir:              "/var/lib/hypershift/clusters/clusters-demo",
+		PKI:              fakePKI(),
+		Ports:            Ports{EtcdClient: 20001, EtcdPeer: 20002, EtcdMetrics: 20003, KubeAPIServer: 20004, KubeControllerManager: 20005, KubeScheduler: 20006},
+		AdvertiseAddress: "192.0.2.10",
+		ServiceCIDR:      "172.31.0.0/16",
+		ClusterCIDR:      "10.132.0.0/14",
+		NodeCIDRMaskSize: 23,
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	management := testConfig()
+	management.Name, management.Dir, management.Management, management.AdvertiseAddress = "management", "/var/lib/hypershift/management", true, ""
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"hosted", testConfig()},
+		{"management", management},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			specs, err := Render(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(specs, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", tt.name+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run `make update-golden`)", err)
+			}
+			if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
+				t.Errorf("rendered specs differ from %s (run `make update-golden` if intended):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestRenderFileContents checks that each file carries the key material its
+// flag promises; golden files do not show contents.
+func TestRenderFileContents(t *testing.T) {
+	specs, err := Render(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{
+		"etcd-0": {"ca.crt": "etcd-ca.crt", "server.key": "etcd-server.key", "peer.crt": "etcd-peer.crt"},
+		KubeAPIServer: {
+			"server.crt": "apiserver.crt", "client-ca.crt": "client-ca.crt", "etcd-client.key": "etcd-client.key",
+			"service-account.key": "sa.key", "service-account.pub": "sa.crt", "kubelet-ca.crt": "kubelet-ca.crt",
+			"front-proxy-ca.crt": "front-proxy-ca.crt",
+		},
+		KubeControllerManager: {"client-ca.key": "client-ca.key", "kubelet-ca.key": "kubelet-ca.key", "root-ca.crt": "root-ca.crt"},
+	}
+	for _, s := range specs {
+		for _, f := range s.Files {
+			if exp, ok := want[s.Name][f.Path]; ok && string(f.Content) != exp {
+				t.Errorf("%s/%s holds %q, want %q", s.Name, f.Path, f.Content, exp)
+			}
+			if strings.HasSuffix(f.Path, ".key") && !f.Secret {
+				t.Errorf("%s/%s is a private key but not marked secret", s.Name, f.Path)
+			}
+		}
+	}
+}
+
+func TestRenderIsPure(t *testing.T) {
+	a, err := Render(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Render(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if a[i].Hash() != b[i].Hash() {
+			t.Errorf("%s: two renders of one config differ", a[i].Name)
+		}
+	}
+	changed := testConfig()
+	changed.Ports.KubeAPIServer++
+	c, err := Render(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a[1].Hash() == c[1].Hash() {
+		t.Error("changing the API server port did not change its spec hash")
+	}
+}

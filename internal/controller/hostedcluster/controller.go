@@ -1,0 +1,150 @@
+// Package hostedcluster reconciles HostedClusters: it makes the control-plane
+// namespace NS-NAME, the cluster's PKI, its HostedControlPlane and admin
+// kubeconfig, reports conditions, and removes all of it on deletion.
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/conditions"
+)
+
+// Finalizer keeps a HostedCluster until everything it owns is gone.
+const Finalizer = "hypershift.dev/hostedcluster"
+
+// Labels that tie control-plane objects to their HostedCluster.
+const (
+	ClusterNameLabel      = "hypershift.dev/hostedcluster-name"
+	ClusterNamespaceLabel = "hypershift.dev/hostedcluster-namespace"
+)
+
+// ControlPlaneNamespace is HyperShift's convention: NS-NAME.
+func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
+	return hc.Namespace + "-" + hc.Name
+}
+
+// Reconciler reconciles HostedClusters.
+type Reconciler struct {
+	Client client.Client
+	// APIServerIPs and APIServerDNSNames are put into every hosted API
+	// server's serving certificate, besides the in-cluster names.
+	APIServerIPs      []net.IP
+	APIServerDNSNames []string
+	// Metrics records cluster lifecycle figures; may be nil.
+	Metrics *Metrics
+}
+
+// scope is what the phases of one reconcile share.
+type scope struct {
+	hc  *hypershiftv1alpha1.HostedCluster
+	hcp *hypershiftv1alpha1.HostedControlPlane
+	ns  string
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	log := ctrl.LoggerFrom(ctx)
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{hc: hc, ns: ControlPlaneNamespace(hc)}
+
+	if !hc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if controllerutil.AddFinalizer(hc, Finalizer) {
+		if err := r.Client.Update(ctx, hc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+
+	before := hc.DeepCopy()
+	wasAvailable := conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available)
+	defer func() {
+		if err := r.patchStatus(ctx, before, hc); err != nil && reterr == nil {
+			reterr = err
+		}
+		if !wasAvailable && conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) && r.Metrics != nil {
+			r.Metrics.observeAvailable(hc)
+		}
+	}()
+
+	paused, pausedFor := conditions.PausedFor(hc.Spec.PausedUntil, time.Now())
+	conditions.SetPaused(&hc.Status.Conditions, hc.Generation, paused, hc.Spec.PausedUntil)
+	if paused {
+		log.Info("reconciliation paused", "pausedUntil", *hc.Spec.PausedUntil)
+		return ctrl.Result{RequeueAfter: pausedFor}, nil
+	}
+
+	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcileNamespace,
+		r.reconcilePKI,
+		r.reconcileHostedControlPlane,
+		r.reconcileKubeconfig,
+	}
+	res, err := runPhases(ctx, s, phases)
+	r.updateStatus(s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if res.IsZero() && !conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) {
+		// The HostedControlPlane watch brings progress; this is a safety net.
+		res.RequeueAfter = 10 * time.Second
+	}
+	if res.IsZero() {
+		hc.Status.ObservedGeneration = hc.Generation
+	}
+	return res, nil
+}
+
+func runPhases(ctx context.Context, s *scope, phases []func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {
+	for _, phase := range phases {
+		res, err := phase(ctx, s)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, before, after *hypershiftv1alpha1.HostedCluster) error {
+	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&hypershiftv1alpha1.HostedCluster{}).
+		// Control-plane objects live in another namespace, where owner
+		// references cannot point; labels lead back to the HostedCluster.
+		Watches(&hypershiftv1alpha1.HostedControlPlane{}, handler.EnqueueRequestsFromMapFunc(toHostedCluster)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toHostedCluster)).
+		Named("hostedcluster").
+		Complete(r)
+}
+
+func toHostedCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	labels := obj.GetLabels()
+	name, ns := labels[ClusterNameLabel], labels[ClusterNamespaceLabel]
+	if name == "" || ns == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}

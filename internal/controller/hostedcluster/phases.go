@@ -1,0 +1,209 @@
+package hostedcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/kubeconfig"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/version"
+)
+
+// Secret names of a hosted cluster's admin kubeconfig.
+const (
+	// AdminKubeconfigSecret is in the control-plane namespace.
+	AdminKubeconfigSecret = "admin-kubeconfig"
+	// KubeconfigKey is the data key holding the kubeconfig.
+	KubeconfigKey = "kubeconfig"
+)
+
+// AdminKubeconfigSecretName is the Secret in the HostedCluster's namespace.
+func AdminKubeconfigSecretName(hc *hypershiftv1alpha1.HostedCluster) string {
+	return hc.Name + "-admin-kubeconfig"
+}
+
+func (s *scope) labels() map[string]string {
+	return map[string]string{ClusterNameLabel: s.hc.Name, ClusterNamespaceLabel: s.hc.Namespace}
+}
+
+func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, ns, func() error {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		for k, v := range s.labels() {
+			ns.Labels[k] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("control-plane namespace %s: %w", s.ns, err)
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		// A previous cluster of the same name is still being removed.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, error) {
+	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: s.ns, Labels: s.labels()}
+	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, r.APIServerIPs...)
+	if ip, err := firstServiceIP(s.hc); err == nil {
+		ips = append(ips, ip)
+	}
+	dns := append([]string{
+		"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local",
+	}, r.APIServerDNSNames...)
+	if _, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{APIServerIPs: ips, APIServerDNSNames: dns}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("PKI: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hcp := &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.hc.Name}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, hcp, func() error {
+		hcp.Labels = s.labels()
+		v := s.hc.Spec.KubernetesVersion
+		if v == "" {
+			v = version.KubernetesVersion
+		}
+		hcp.Spec = hypershiftv1alpha1.HostedControlPlaneSpec{
+			KubernetesVersion:            v,
+			Networking:                   s.hc.Spec.Networking,
+			ControllerAvailabilityPolicy: s.hc.Spec.ControllerAvailabilityPolicy,
+			Etcd:                         s.hc.Spec.Etcd,
+			Platform:                     s.hc.Spec.Platform,
+			PausedUntil:                  s.hc.Spec.PausedUntil,
+		}
+		return nil
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("hosted control plane: %w", err)
+	}
+	s.hcp = hcp
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ep := s.hcp.Status.ControlPlaneEndpoint
+	if ep.Port == 0 {
+		return ctrl.Result{}, nil // the control plane has no endpoint yet
+	}
+	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: s.ns, ReadOnly: true}
+	rootCA, _, err := store.Get(pki.RootCAName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	admin, _, err := store.Get(pki.AdminName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	kc, err := kubeconfig.Render(kubeconfig.Params{
+		Name:      s.hc.Name,
+		Server:    fmt.Sprintf("https://%s", net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))),
+		CAPEM:     rootCA.CertPEM,
+		ClientPEM: admin.CertPEM,
+		KeyPEM:    admin.KeyPEM,
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	inCP := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: AdminKubeconfigSecret}}
+	if err := r.writeKubeconfig(ctx, inCP, s.labels(), kc, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The copy beside the HostedCluster is owned by it, so it goes with it.
+	beside := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.hc.Namespace, Name: AdminKubeconfigSecretName(s.hc)}}
+	if err := r.writeKubeconfig(ctx, beside, s.labels(), kc, s.hc); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.hc.Status.KubeConfig = &hypershiftv1alpha1.KubeconfigSecretRef{Name: beside.Name, Key: KubeconfigKey}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) writeKubeconfig(ctx context.Context, secret *corev1.Secret, labels map[string]string, kc []byte, owner client.Object) error {
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, secret, func() error {
+		secret.Labels = labels
+		secret.Data = map[string][]byte{KubeconfigKey: kc}
+		if owner != nil {
+			return controllerutil.SetControllerReference(owner, secret, r.Client.Scheme())
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("kubeconfig secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	return nil
+}
+
+// reconcileDelete removes the control plane (its processes and data go with
+// the HostedControlPlane's finalizer), then the namespace, then the
+// finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.hc, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	hcp := &hypershiftv1alpha1.HostedControlPlane{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: s.hc.Name}, hcp)
+	switch {
+	case err == nil:
+		if hcp.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, hcp); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete hosted control plane: %w", err)
+			}
+		}
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	ns := &corev1.Namespace{}
+	err = r.Client.Get(ctx, client.ObjectKey{Name: s.ns}, ns)
+	switch {
+	case err == nil:
+		if ns.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete namespace %s: %w", s.ns, err)
+			}
+		}
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	if r.Metrics != nil {
+		r.Metrics.forget(s.hc)
+	}
+	controllerutil.RemoveFinalizer(s.hc, Finalizer)
+	if err := r.Client.Update(ctx, s.hc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// firstServiceIP is the `kubernetes` Service's ClusterIP: the first address
+// of the first service range.
+func firstServiceIP(hc *hypershiftv1alpha1.HostedCluster) (net.IP, error) {
+	if len(hc.Spec.Networking.ServiceNetwork) == 0 {
+		return nil, fmt.Errorf("no service network")
+	}
+	_, ipnet, err := net.ParseCIDR(hc.Spec.Networking.ServiceNetwork[0].CIDR)
+	if err != nil {
+		return nil, err
+	}
+	ip := append(net.IP(nil), ipnet.IP...)
+	ip[len(ip)-1]++
+	return ip, nil
+}

@@ -1,0 +1,52 @@
+package hostedcluster
+
+import (
+	"fmt"
+	"net"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/conditions"
+)
+
+// mirrored are the HostedControlPlane conditions a HostedCluster reports.
+var mirrored = []string{
+	hypershiftv1alpha1.Available,
+	hypershiftv1alpha1.Progressing,
+	hypershiftv1alpha1.Degraded,
+	hypershiftv1alpha1.EtcdAvailable,
+	hypershiftv1alpha1.KubeAPIServerAvailable,
+}
+
+// updateStatus derives the HostedCluster's status from its control plane.
+func (r *Reconciler) updateStatus(s *scope) {
+	hc := s.hc
+	hc.Status.ControlPlaneNamespace = s.ns
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, true,
+		hypershiftv1alpha1.AsExpectedReason, "Configuration passes validation")
+	if s.hcp == nil {
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,
+			hypershiftv1alpha1.WaitingForControlPlaneReason, "Waiting for the hosted control plane to be created")
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Progressing, true,
+			hypershiftv1alpha1.WaitingForControlPlaneReason, "Creating the hosted control plane")
+		return
+	}
+	hcp := s.hcp
+	for _, typ := range mirrored {
+		c := meta.FindStatusCondition(hcp.Status.Conditions, typ)
+		if c == nil {
+			continue
+		}
+		conditions.Set(&hc.Status.Conditions, hc.Generation, typ, c.Status == "True", c.Reason, c.Message)
+	}
+	if meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available) == nil {
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,
+			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the control-plane components to start")
+	}
+	hc.Status.Version = hcp.Status.Version
+	hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint
+	if ep := hcp.Status.ControlPlaneEndpoint; ep.Port != 0 {
+		hc.Status.Endpoint = "https://" + net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))
+	}
+}

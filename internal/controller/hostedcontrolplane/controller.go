@@ -1,0 +1,233 @@
+// Package hostedcontrolplane reconciles HostedControlPlanes: it renders the
+// control plane's components and hands them to a runtime, and reports their
+// state as conditions.
+package hostedcontrolplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
+)
+
+// Finalizer keeps a HostedControlPlane until its components are stopped and
+// their data removed.
+const Finalizer = "hypershift.dev/hostedcontrolplane"
+
+// Reconciler reconciles HostedControlPlanes.
+type Reconciler struct {
+	Client  client.Client
+	Runtime runtime.Runtime
+	// EndpointHost is the address clients use to reach hosted API servers.
+	EndpointHost string
+	// AdvertiseAddress is the hosted API servers' address for their
+	// `kubernetes` Service; empty disables its endpoint reconciler.
+	AdvertiseAddress string
+	// Events receives a HostedControlPlane whenever the runtime sees one of
+	// its components change; may be nil.
+	Events <-chan event.GenericEvent
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	hcp := &hypershiftv1alpha1.HostedControlPlane{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ref := runtime.ControlPlaneRef{Namespace: hcp.Namespace, Name: hcp.Name}
+	if !hcp.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref)
+	}
+	if controllerutil.AddFinalizer(hcp, Finalizer) {
+		if err := r.Client.Update(ctx, hcp); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	before := hcp.DeepCopy()
+	defer func() {
+		if err := r.Client.Status().Patch(ctx, hcp, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) && reterr == nil {
+			reterr = fmt.Errorf("patch status: %w", err)
+		}
+	}()
+
+	paused, pausedFor := conditions.PausedFor(hcp.Spec.PausedUntil, time.Now())
+	conditions.SetPaused(&hcp.Status.Conditions, hcp.Generation, paused, hcp.Spec.PausedUntil)
+	if paused {
+		return ctrl.Result{RequeueAfter: pausedFor}, nil
+	}
+
+	specs, err := r.render(ctx, hcp, ref)
+	if errors.Is(err, pki.ErrMissing) {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Progressing, true,
+			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the cluster's PKI")
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Runtime.Apply(ctx, ref, specs); err != nil {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
+		return ctrl.Result{}, fmt.Errorf("run components: %w", err)
+	}
+	allReady := r.updateStatus(hcp, ref)
+	hcp.Status.ObservedGeneration = hcp.Generation
+	if !allReady {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+}
+
+func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) ([]components.Spec, error) {
+	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: hcp.Namespace, ReadOnly: true}
+	certs, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ports, err := r.Runtime.Ports(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("ports: %w", err)
+	}
+	hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: r.EndpointHost, Port: int32(ports.KubeAPIServer)} //nolint:gosec // ports fit in int32
+	net := hcp.Spec.Networking
+	cfg := components.Config{
+		Name:             hcp.Namespace,
+		Dir:              runtimeDir(r.Runtime, ref),
+		PKI:              certs,
+		Ports:            ports,
+		AdvertiseAddress: r.AdvertiseAddress,
+		ServiceCIDR:      net.ServiceNetwork[0].CIDR,
+		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
+		NodeCIDRMaskSize: int(net.ClusterNetwork[0].HostPrefix),
+	}
+	if cfg.NodeCIDRMaskSize == 0 {
+		cfg.NodeCIDRMaskSize = 24
+	}
+	return components.Render(cfg)
+}
+
+// runtimeDir asks runtimes that keep files locally where they keep them.
+func runtimeDir(rt runtime.Runtime, ref runtime.ControlPlaneRef) string {
+	if d, ok := rt.(interface {
+		Dir(runtime.ControlPlaneRef) string
+	}); ok {
+		return d.Dir(ref)
+	}
+	return "/var/lib/hypershift"
+}
+
+func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {
+	if !controllerutil.ContainsFinalizer(hcp, Finalizer) {
+		return nil
+	}
+	if err := r.Runtime.Delete(ctx, ref); err != nil {
+		return fmt.Errorf("delete components: %w", err)
+	}
+	controllerutil.RemoveFinalizer(hcp, Finalizer)
+	return client.IgnoreNotFound(r.Client.Update(ctx, hcp))
+}
+
+// updateStatus reports the runtime's view and returns whether every
+// component is running.
+func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) bool {
+	statuses := r.Runtime.Status(ref)
+	hcp.Status.Components = statuses
+	phase := map[string]hypershiftv1alpha1.ComponentStatus{}
+	var notRunning []string
+	for _, s := range statuses {
+		phase[s.Name] = s
+		if s.Phase != hypershiftv1alpha1.ComponentRunning {
+			notRunning = append(notRunning, fmt.Sprintf("%s is %s", s.Name, s.Phase))
+		}
+	}
+	gen := hcp.Generation
+	etcd := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.EtcdAvailable, phase["etcd-0"])
+	api := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, phase[components.KubeAPIServer])
+	available := etcd && api
+	hcp.Status.Ready = available
+	if available {
+		hcp.Status.Version = hcp.Spec.KubernetesVersion
+		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Available, true,
+			hypershiftv1alpha1.AsExpectedReason, "The hosted API server is available")
+	} else {
+		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Available, false,
+			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for etcd and kube-apiserver to be ready")
+	}
+	if len(notRunning) == 0 {
+		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Progressing, false,
+			hypershiftv1alpha1.ComponentsReadyReason, "All components are running")
+	} else {
+		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Progressing, true,
+			hypershiftv1alpha1.WaitingForComponentsReason, joinMessages(notRunning))
+	}
+	var degraded []string
+	for _, s := range statuses {
+		if s.Phase == hypershiftv1alpha1.ComponentBackOff || s.Phase == hypershiftv1alpha1.ComponentUnhealthy {
+			degraded = append(degraded, fmt.Sprintf("%s is %s (restarts %d, last exit %q): %s", s.Name, s.Phase, s.Restarts, s.LastExitReason, s.Message))
+		}
+	}
+	if len(degraded) > 0 {
+		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.ComponentNotReadyReason, joinMessages(degraded))
+	} else {
+		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Degraded, false,
+			hypershiftv1alpha1.AsExpectedReason, "No component is failing")
+	}
+	return len(notRunning) == 0
+}
+
+func componentCondition(conds *[]metav1.Condition, gen int64, typ string, s hypershiftv1alpha1.ComponentStatus) bool {
+	if s.Phase == hypershiftv1alpha1.ComponentRunning {
+		conditions.Set(conds, gen, typ, true, hypershiftv1alpha1.AsExpectedReason, s.Name+" is running")
+		return true
+	}
+	msg := s.Name + " is " + string(s.Phase)
+	if s.Name == "" {
+		msg = "not started yet"
+	}
+	if s.Message != "" {
+		msg += ": " + s.Message
+	}
+	conditions.Set(conds, gen, typ, false, hypershiftv1alpha1.ComponentNotReadyReason, msg)
+	return false
+}
+
+func joinMessages(msgs []string) string {
+	out := ""
+	for i, m := range msgs {
+		if i > 0 {
+			out += "; "
+		}
+		out += m
+	}
+	if len(out) > 32000 {
+		out = out[:32000]
+	}
+	return out
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&hypershiftv1alpha1.HostedControlPlane{}).
+		Named("hostedcontrolplane")
+	if r.Events != nil {
+		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}

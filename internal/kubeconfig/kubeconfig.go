@@ -1,0 +1,47 @@
+// Package kubeconfig renders kubeconfig files for certificate-authenticated
+// users of a control plane.
+package kubeconfig
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Params describe one kubeconfig with a single cluster, user and context.
+type Params struct {
+	// Name is used for the cluster, the user and the context.
+	Name      string
+	Server    string
+	CAPEM     []byte
+	ClientPEM []byte
+	KeyPEM    []byte
+}
+
+// Render returns the kubeconfig as YAML.
+func Render(p Params) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[p.Name] = &clientcmdapi.Cluster{Server: p.Server, CertificateAuthorityData: p.CAPEM}
+	cfg.AuthInfos[p.Name] = &clientcmdapi.AuthInfo{ClientCertificateData: p.ClientPEM, ClientKeyData: p.KeyPEM}
+	cfg.Contexts[p.Name] = &clientcmdapi.Context{Cluster: p.Name, AuthInfo: p.Name}
+	cfg.CurrentContext = p.Name
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("render kubeconfig %s: %w", p.Name, err)
+	}
+	return out, nil
+}
+
+// RESTConfig returns a client configuration for the same parameters.
+func RESTConfig(p Params) *rest.Config {
+	return &rest.Config{
+		Host: p.Server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   p.CAPEM,
+			CertData: p.ClientPEM,
+			KeyData:  p.KeyPEM,
+		},
+	}
+}

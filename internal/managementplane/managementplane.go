@@ -1,0 +1,164 @@
+// Package managementplane runs the embedded management plane of `hypershift
+// up`: a real etcd, kube-apiserver and the kube-controller-manager's
+// garbage-collector and namespace controllers, as supervised processes under
+// DATA_DIR/management, with the hypershift.dev API installed.
+package managementplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/kubeconfig"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/scheme"
+)
+
+// Layout of a data directory.
+const (
+	KubeconfigFile = "management.kubeconfig"
+	dirName        = "management"
+	serviceCIDR    = "10.0.0.0/24"
+)
+
+// KubeconfigPath returns where a data dir keeps the management kubeconfig.
+func KubeconfigPath(dataDir string) string { return filepath.Join(dataDir, KubeconfigFile) }
+
+// ClustersDir returns where a data dir keeps hosted control planes.
+func ClustersDir(dataDir string) string { return filepath.Join(dataDir, "clusters") }
+
+var ref = runtime.ControlPlaneRef{Namespace: dirName, Name: dirName}
+
+// Options configure the management plane.
+type Options struct {
+	DataDir string
+	// Binary runs the components; empty means this process's executable.
+	Binary string
+	Log    logr.Logger
+}
+
+// Plane is a running management plane.
+type Plane struct {
+	runtime    *process.Runtime
+	RESTConfig *rest.Config
+	Kubeconfig string
+}
+
+// Start starts (or adopts) the management plane's processes, waits until its
+// API serves, and installs the hypershift.dev API.
+func Start(ctx context.Context, opts Options) (*Plane, error) {
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	rt, err := process.New(process.Options{Root: opts.DataDir, Binary: opts.Binary, Log: opts.Log.WithName("management")})
+	if err != nil {
+		return nil, err
+	}
+	ports, err := rt.Ports(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := pki.EnsureControlPlane(pki.FileStore{Dir: filepath.Join(rt.Dir(ref), "pki")}, pki.ControlPlaneOptions{
+		APIServerIPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+		APIServerDNSNames: []string{"localhost"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("management PKI: %w", err)
+	}
+	specs, err := components.Render(components.Config{
+		Name:        dirName,
+		Dir:         rt.Dir(ref),
+		PKI:         certs,
+		Ports:       ports,
+		ServiceCIDR: serviceCIDR,
+		Management:  true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	params := kubeconfig.Params{
+		Name:      "hypershift-management",
+		Server:    fmt.Sprintf("https://127.0.0.1:%d", ports.KubeAPIServer),
+		CAPEM:     certs.RootCA.CertPEM,
+		ClientPEM: certs.Admin.CertPEM,
+		KeyPEM:    certs.Admin.KeyPEM,
+	}
+	kc, err := kubeconfig.Render(params)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plane{runtime: rt, RESTConfig: kubeconfig.RESTConfig(params), Kubeconfig: KubeconfigPath(opts.DataDir)}
+	if err := rt.Apply(ctx, ref, specs); err != nil {
+		return nil, err
+	}
+	if err := p.serve(ctx, kc); err != nil {
+		// Leave nothing running behind a failed start.
+		p.Stop(context.Background())
+		return nil, err
+	}
+	return p, nil
+}
+
+// serve waits for the API, installs the hypershift.dev API and writes the
+// kubeconfig.
+func (p *Plane) serve(ctx context.Context, kc []byte) error {
+	if err := p.waitReady(ctx); err != nil {
+		return err
+	}
+	c, err := client.New(p.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := install.Install(ctx, c); err != nil {
+		return fmt.Errorf("install hypershift.dev API: %w", err)
+	}
+	// Written last: its presence tells other commands the plane is usable.
+	return atomicfile.Write(p.Kubeconfig, kc, 0o600)
+}
+
+func (p *Plane) waitReady(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(p.RESTConfig)
+	if err != nil {
+		return err
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("management API server not ready: %w (last error: %v; logs under %s)", err, lastErr, p.runtime.Dir(ref)) //nolint:errorlint // the poll error is wrapped
+	}
+	return nil
+}
+
+// Status reports the management plane's components.
+func (p *Plane) Status() []string {
+	var out []string
+	for _, s := range p.runtime.Status(ref) {
+		out = append(out, fmt.Sprintf("%s=%s", s.Name, s.Phase))
+	}
+	return out
+}
+
+// Stop stops the management plane's processes, keeping its data.
+func (p *Plane) Stop(ctx context.Context) {
+	p.runtime.Stop(ctx, ref)
+}
+
+// Release stops supervising without stopping the processes.
+func (p *Plane) Release() { p.runtime.Release() }

@@ -1,0 +1,106 @@
+// Package operator assembles hypershift's controllers into a
+// controller-runtime manager, against any management cluster.
+package operator
+
+import (
+	"fmt"
+	"net"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/hostedcluster"
+	"hypershift.dev/internal/controller/hostedcontrolplane"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/scheme"
+)
+
+// Options configure the operator.
+type Options struct {
+	RESTConfig *rest.Config
+	Runtime    runtime.Runtime
+	// Events carries runtime notifications to the HostedControlPlane
+	// controller; see NewEvents.
+	Events chan event.GenericEvent
+	// MetricsBindAddress serves Prometheus metrics; "0" disables.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables.
+	HealthProbeBindAddress string
+	// EndpointHost is the address clients reach hosted API servers on.
+	EndpointHost string
+	// AdvertiseAddress is the hosted API servers' `kubernetes` Service
+	// address; empty disables their endpoint reconciler.
+	AdvertiseAddress string
+	// ExtraSANs are added to hosted API server certificates.
+	ExtraSANs []string
+}
+
+// NewEvents returns a channel for runtime notifications and the runtime
+// callback that feeds it. A full channel drops the event: the controller's
+// periodic resync covers it.
+func NewEvents() (chan event.GenericEvent, func(runtime.ControlPlaneRef)) {
+	ch := make(chan event.GenericEvent, 1024)
+	return ch, func(ref runtime.ControlPlaneRef) {
+		obj := &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
+		select {
+		case ch <- event.GenericEvent{Object: obj}:
+		default:
+		}
+	}
+}
+
+// New returns a manager running the HostedCluster and HostedControlPlane
+// controllers.
+func New(opts Options) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(opts.RESTConfig, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	var ips []net.IP
+	var names []string
+	for _, san := range append([]string{opts.EndpointHost, opts.AdvertiseAddress}, opts.ExtraSANs...) {
+		if san == "" {
+			continue
+		}
+		if ip := net.ParseIP(san); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			names = append(names, san)
+		}
+	}
+	hc := &hostedcluster.Reconciler{
+		Client:            mgr.GetClient(),
+		APIServerIPs:      ips,
+		APIServerDNSNames: names,
+		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
+	}
+	if err := hc.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	hcp := &hostedcontrolplane.Reconciler{
+		Client:           mgr.GetClient(),
+		Runtime:          opts.Runtime,
+		EndpointHost:     opts.EndpointHost,
+		AdvertiseAddress: opts.AdvertiseAddress,
+		Events:           opts.Events,
+	}
+	if err := hcp.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,134 @@
+package pki
+
+import (
+	"fmt"
+	"net"
+)
+
+// Names of the key pairs of a control plane. They are Secret names in the
+// control-plane namespace and file names under a management data dir.
+const (
+	EtcdCAName       = "etcd-ca"
+	RootCAName       = "root-ca"
+	ClientCAName     = "client-ca"
+	KubeletCAName    = "kubelet-ca"
+	FrontProxyCAName = "front-proxy-ca"
+
+	EtcdServerName             = "etcd-server"
+	EtcdPeerName               = "etcd-peer"
+	EtcdClientName             = "etcd-client"
+	KubeAPIServerName          = "kube-apiserver-server"
+	KubeAPIServerKubeletName   = "kube-apiserver-kubelet-client"
+	FrontProxyClientName       = "front-proxy-client"
+	AdminName                  = "admin-client"
+	KubeControllerManagerName  = "kube-controller-manager-client"
+	KubeSchedulerName          = "kube-scheduler-client"
+	ServiceAccountKeyName      = "service-account-key"
+	FrontProxyClientCommonName = "front-proxy-client"
+)
+
+// Store loads and saves key pairs by name.
+type Store interface {
+	// Get returns the key pair and whether it exists.
+	Get(name string) (KeyPair, bool, error)
+	// Put saves a key pair.
+	Put(name string, kp KeyPair) error
+}
+
+// ControlPlaneOptions says what the serving certificates must cover.
+type ControlPlaneOptions struct {
+	// APIServerIPs are the IP SANs of the API server certificate.
+	APIServerIPs []net.IP
+	// APIServerDNSNames are the DNS SANs of the API server certificate.
+	APIServerDNSNames []string
+}
+
+// ControlPlane holds every key pair a control plane uses.
+type ControlPlane struct {
+	EtcdCA, RootCA, ClientCA, KubeletCA, FrontProxyCA KeyPair
+
+	EtcdServer, EtcdPeer, EtcdClient            KeyPair
+	KubeAPIServer, KubeAPIServerKubeletClient   KeyPair
+	FrontProxyClient                            KeyPair
+	Admin, KubeControllerManager, KubeScheduler KeyPair
+	ServiceAccountKey                           KeyPair // CertPEM holds the public key.
+}
+
+type leaf struct {
+	name string
+	ca   *KeyPair
+	req  CertRequest
+	out  *KeyPair
+}
+
+// EnsureControlPlane loads the control plane's key pairs from store and
+// creates those that are missing. CAs are made first so that a leaf missing
+// from an existing PKI is issued by the CA already trusted.
+func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, error) {
+	cp := &ControlPlane{}
+	cas := []struct {
+		name string
+		out  *KeyPair
+	}{
+		{EtcdCAName, &cp.EtcdCA},
+		{RootCAName, &cp.RootCA},
+		{ClientCAName, &cp.ClientCA},
+		{KubeletCAName, &cp.KubeletCA},
+		{FrontProxyCAName, &cp.FrontProxyCA},
+	}
+	for _, ca := range cas {
+		kp, err := loadOr(store, ca.name, func() (KeyPair, error) { return NewCA(ca.name) })
+		if err != nil {
+			return nil, err
+		}
+		*ca.out = kp
+	}
+
+	loopback := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
+	leaves := []leaf{
+		{EtcdServerName, &cp.EtcdCA, CertRequest{CommonName: "etcd-server", DNSNames: []string{"localhost"}, IPs: loopback, Server: true, Client: true}, &cp.EtcdServer},
+		{EtcdPeerName, &cp.EtcdCA, CertRequest{CommonName: "etcd-peer", DNSNames: []string{"localhost"}, IPs: loopback, Server: true, Client: true}, &cp.EtcdPeer},
+		{EtcdClientName, &cp.EtcdCA, CertRequest{CommonName: "etcd-client", Client: true}, &cp.EtcdClient},
+		{KubeAPIServerName, &cp.RootCA, CertRequest{CommonName: "kube-apiserver", DNSNames: opts.APIServerDNSNames, IPs: opts.APIServerIPs, Server: true}, &cp.KubeAPIServer},
+		{KubeAPIServerKubeletName, &cp.ClientCA, CertRequest{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}, &cp.KubeAPIServerKubeletClient},
+		{FrontProxyClientName, &cp.FrontProxyCA, CertRequest{CommonName: FrontProxyClientCommonName, Client: true}, &cp.FrontProxyClient},
+		{AdminName, &cp.ClientCA, CertRequest{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}, &cp.Admin},
+		{KubeControllerManagerName, &cp.ClientCA, CertRequest{CommonName: "system:kube-controller-manager", Client: true}, &cp.KubeControllerManager},
+		{KubeSchedulerName, &cp.ClientCA, CertRequest{CommonName: "system:kube-scheduler", Client: true}, &cp.KubeScheduler},
+	}
+	for _, l := range leaves {
+		kp, err := loadOr(store, l.name, func() (KeyPair, error) { return Issue(*l.ca, l.req) })
+		if err != nil {
+			return nil, err
+		}
+		*l.out = kp
+	}
+
+	sa, err := loadOr(store, ServiceAccountKeyName, func() (KeyPair, error) {
+		key, pub, err := NewServiceAccountKey()
+		return KeyPair{CertPEM: pub, KeyPEM: key}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	cp.ServiceAccountKey = sa
+	return cp, nil
+}
+
+func loadOr(store Store, name string, create func() (KeyPair, error)) (KeyPair, error) {
+	kp, ok, err := store.Get(name)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("load %s: %w", name, err)
+	}
+	if ok {
+		return kp, nil
+	}
+	kp, err = create()
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := store.Put(name, kp); err != nil {
+		return KeyPair{}, fmt.Errorf("save %s: %w", name, err)
+	}
+	return kp, nil
+}

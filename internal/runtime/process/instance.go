@@ -1,0 +1,392 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/components"
+)
+
+// Supervision timing.
+const (
+	initialBackoff = 500 * time.Millisecond
+	maxBackoff     = 30 * time.Second
+	// A process that ran this long healthy resets its back-off.
+	stableAfter = time.Minute
+	// A process whose probe fails this long after it was ready is restarted
+	// (its liveness failed).
+	livenessTimeout = time.Minute
+	stopGrace       = 10 * time.Second
+	probeFast       = 200 * time.Millisecond
+	probeSlow       = 2 * time.Second
+)
+
+type action int
+
+const (
+	actionExited action = iota
+	actionStop
+	actionRelease
+	actionRespec
+)
+
+// proc is a running process: one we started (exited is non-nil) or one we
+// adopted from an earlier operator.
+type proc struct {
+	pid       int
+	startTime uint64
+	started   time.Time
+	exited    chan error
+}
+
+// instance supervises one component instance.
+type instance struct {
+	name     string
+	dir      string
+	binary   string
+	log      logr.Logger
+	onChange func()
+
+	mu     sync.Mutex
+	spec   components.Spec
+	status hypershiftv1alpha1.ComponentStatus
+
+	respec  chan struct{}
+	stop    chan struct{}
+	release chan struct{}
+	done    chan struct{}
+}
+
+func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onChange func()) *instance {
+	return &instance{
+		name:     spec.Name,
+		dir:      dir,
+		binary:   binary,
+		log:      log.WithValues("component", spec.Name),
+		onChange: onChange,
+		spec:     spec,
+		status:   hypershiftv1alpha1.ComponentStatus{Name: spec.Name, Phase: hypershiftv1alpha1.ComponentStopped},
+		respec:   make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		release:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+func (in *instance) pidPath() string { return filepath.Join(in.dir, "pid.json") }
+func (in *instance) logPath() string { return filepath.Join(in.dir, in.name+".log") }
+
+// setSpec replaces the spec; a changed spec restarts the process.
+func (in *instance) setSpec(spec components.Spec) {
+	in.mu.Lock()
+	changed := in.spec.Hash() != spec.Hash()
+	in.spec = spec
+	in.mu.Unlock()
+	if changed {
+		select {
+		case in.respec <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (in *instance) currentSpec() components.Spec {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.spec
+}
+
+func (in *instance) getStatus() hypershiftv1alpha1.ComponentStatus {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return *in.status.DeepCopy()
+}
+
+func (in *instance) update(f func(s *hypershiftv1alpha1.ComponentStatus)) {
+	in.mu.Lock()
+	before := in.status.Phase
+	f(&in.status)
+	changed := before != in.status.Phase
+	in.mu.Unlock()
+	if changed && in.onChange != nil {
+		in.onChange()
+	}
+}
+
+// run supervises the instance until it is stopped or released.
+func (in *instance) run() {
+	defer close(in.done)
+	backoff := initialBackoff
+	for {
+		p, err := in.adoptOrStart()
+		if err != nil {
+			in.log.Error(err, "start failed")
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+				s.Phase = hypershiftv1alpha1.ComponentBackOff
+				s.LastExitReason = "StartFailed"
+				s.Message = err.Error()
+				s.PID = 0
+			})
+			if in.wait(backoff) != actionExited {
+				return
+			}
+			backoff = min(backoff*2, maxBackoff)
+			continue
+		}
+		act, exitErr := in.watch(p)
+		switch act {
+		case actionStop:
+			if err := terminate(p.pid, p.startTime, stopGrace); err != nil {
+				in.log.Error(err, "stop failed")
+			}
+			if err := removePidRecord(in.pidPath()); err != nil {
+				in.log.Error(err, "remove pid file")
+			}
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+				s.Phase = hypershiftv1alpha1.ComponentStopped
+				s.PID = 0
+			})
+			return
+		case actionRelease:
+			return
+		case actionRespec:
+			in.log.Info("spec changed, restarting", "pid", p.pid)
+			if err := terminate(p.pid, p.startTime, stopGrace); err != nil {
+				in.log.Error(err, "stop for restart failed")
+			}
+			continue
+		case actionExited:
+		}
+		if time.Since(p.started) > stableAfter {
+			backoff = initialBackoff
+		}
+		reason := exitReason(exitErr)
+		tail := logTail(in.logPath(), 5)
+		in.log.Info("exited, restarting after back-off", "reason", reason, "backoff", backoff.String())
+		in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+			s.Phase = hypershiftv1alpha1.ComponentBackOff
+			s.Restarts++
+			s.LastExitReason = reason
+			s.Message = tail
+			s.PID = 0
+		})
+		if in.wait(backoff) != actionExited {
+			return
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// wait sleeps for d unless stopped or released; it returns actionExited when
+// the sleep ran out. A stop during back-off has no process to kill but still
+// clears the pid file.
+func (in *instance) wait(d time.Duration) action {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return actionExited
+	case <-in.respec:
+		return actionExited
+	case <-in.stop:
+		_ = removePidRecord(in.pidPath()) //nolint:errcheck // nothing runs
+		in.update(func(s *hypershiftv1alpha1.ComponentStatus) { s.Phase = hypershiftv1alpha1.ComponentStopped })
+		return actionStop
+	case <-in.release:
+		return actionRelease
+	}
+}
+
+// adoptOrStart adopts the process recorded in the pid file when it is alive
+// and runs the current spec; otherwise it starts a new one.
+func (in *instance) adoptOrStart() (*proc, error) {
+	spec := in.currentSpec()
+	hash := spec.Hash()
+	if rec, ok := readPidRecord(in.pidPath()); ok && alive(rec.PID, rec.StartTime) {
+		if rec.Hash == hash {
+			in.log.Info("adopted running process", "pid", rec.PID)
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+				s.Phase = hypershiftv1alpha1.ComponentStarting
+				s.PID = int32(rec.PID) //nolint:gosec // pids fit in int32
+			})
+			return &proc{pid: rec.PID, startTime: rec.StartTime, started: time.Now()}, nil
+		}
+		in.log.Info("running process has an old spec, replacing it", "pid", rec.PID)
+		if err := terminate(rec.PID, rec.StartTime, stopGrace); err != nil {
+			return nil, err
+		}
+	}
+	return in.start(spec, hash)
+}
+
+func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
+	if err := os.MkdirAll(in.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", in.dir, err)
+	}
+	for _, f := range spec.Files {
+		mode := os.FileMode(0o644)
+		if f.Secret {
+			mode = 0o600
+		}
+		path := filepath.Join(in.dir, f.Path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+		}
+		if err := atomicfile.Write(path, f.Content, mode); err != nil {
+			return nil, err
+		}
+	}
+	logFile, err := os.OpenFile(in.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	defer logFile.Close() //nolint:errcheck // the child holds its own descriptor
+	fmt.Fprintf(logFile, "--- %s starting %s\n", time.Now().UTC().Format(time.RFC3339), spec.Name)
+
+	cmd := exec.Command(in.binary, append([]string{"component", spec.Component}, spec.Args...)...) //nolint:gosec // our own binary
+	cmd.Dir = in.dir
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.Env = append(os.Environ(), spec.Env...)
+	// Its own session: the component outlives the operator and a terminal's
+	// signals, and its whole process group can be stopped at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	pid := cmd.Process.Pid
+	startTime, err := procStartTime(pid)
+	if err != nil {
+		_ = cmd.Process.Kill() //nolint:errcheck // best effort
+		return nil, fmt.Errorf("read start time of %s: %w", spec.Name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := writePidRecord(in.pidPath(), pidRecord{PID: pid, StartTime: startTime, Hash: hash}); err != nil {
+		_ = cmd.Process.Kill() //nolint:errcheck // best effort
+		return nil, err
+	}
+	now := metav1.Now()
+	in.log.Info("started", "pid", pid)
+	in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+		s.Phase = hypershiftv1alpha1.ComponentStarting
+		s.PID = int32(pid) //nolint:gosec // pids fit in int32
+		s.StartedAt = &now
+		s.Message = ""
+	})
+	return &proc{pid: pid, startTime: startTime, started: time.Now(), exited: exited}, nil
+}
+
+// watch probes p until it exits or the instance is stopped, released or
+// given a new spec.
+func (in *instance) watch(p *proc) (action, error) {
+	probe := newProber(in.currentSpec().Readiness)
+	var failingSince time.Time
+	wasReady := false
+	interval := time.Duration(0)
+	for {
+		timer := time.NewTimer(interval)
+		select {
+		case err := <-p.exited:
+			timer.Stop()
+			return actionExited, err
+		case <-in.stop:
+			timer.Stop()
+			return actionStop, nil
+		case <-in.release:
+			timer.Stop()
+			return actionRelease, nil
+		case <-in.respec:
+			timer.Stop()
+			return actionRespec, nil
+		case <-timer.C:
+		}
+		if p.exited == nil && !alive(p.pid, p.startTime) {
+			return actionExited, errors.New("exited while not supervised by this operator")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := probe(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			wasReady = true
+			failingSince = time.Time{}
+			interval = probeSlow
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+				s.Phase = hypershiftv1alpha1.ComponentRunning
+				s.Message = ""
+			})
+		case !wasReady:
+			interval = probeFast
+		default:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			interval = probeFast * 5
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+				s.Phase = hypershiftv1alpha1.ComponentUnhealthy
+				s.Message = err.Error()
+			})
+			if time.Since(failingSince) > livenessTimeout {
+				in.log.Info("unhealthy for too long, restarting", "pid", p.pid, "error", err.Error())
+				if err := terminate(p.pid, p.startTime, stopGrace); err != nil {
+					in.log.Error(err, "stop unhealthy process")
+				}
+				if p.exited != nil {
+					<-p.exited
+				}
+				return actionExited, fmt.Errorf("liveness failed: %w", err)
+			}
+		}
+	}
+}
+
+func exitReason(err error) string {
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return "Completed"
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "Signaled: " + ws.Signal().String()
+		}
+		return fmt.Sprintf("Error: exit code %d", exitErr.ExitCode())
+	default:
+		return err.Error()
+	}
+}
+
+// logTail returns the last n lines of a log file, for status messages.
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	const window = 4096
+	info, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	offset := max(info.Size()-window, 0)
+	buf := make([]byte, window)
+	m, _ := f.ReadAt(buf, offset) //nolint:errcheck // EOF expected
+	lines := strings.Split(strings.TrimRight(string(buf[:m]), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

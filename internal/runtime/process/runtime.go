@@ -1,0 +1,310 @@
+// Package process runs control-plane components as supervised local OS
+// processes, each in its own session with its files, data and log under
+// ROOT/<control-plane namespace>/<instance>/. Processes outlive the
+// operator: a new operator adopts those still running (same pids) and
+// restarts the ones that died meanwhile.
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/runtime"
+)
+
+// Runtime is the process runtime.
+type Runtime struct {
+	root     string
+	binary   string
+	log      logr.Logger
+	onChange func(ref runtime.ControlPlaneRef)
+
+	mu     sync.Mutex
+	planes map[runtime.ControlPlaneRef]map[string]*instance
+	// ports handed out by this runtime, so two control planes never get the
+	// same one between allocation and bind.
+	usedPorts map[int]bool
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Options configure a Runtime.
+type Options struct {
+	// Root is the directory that holds one directory per control plane.
+	Root string
+	// Binary is the hypershift binary that runs `component <name>`.
+	Binary string
+	Log    logr.Logger
+	// OnChange is called when an instance of a control plane changes phase.
+	OnChange func(ref runtime.ControlPlaneRef)
+}
+
+// New returns a process runtime.
+func New(opts Options) (*Runtime, error) {
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own binary: %w", err)
+		}
+		opts.Binary = exe
+	}
+	if err := os.MkdirAll(opts.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", opts.Root, err)
+	}
+	return &Runtime{
+		root:      opts.Root,
+		binary:    opts.Binary,
+		log:       opts.Log,
+		onChange:  opts.OnChange,
+		planes:    map[runtime.ControlPlaneRef]map[string]*instance{},
+		usedPorts: map[int]bool{},
+	}, nil
+}
+
+// Dir returns the directory of a control plane.
+func (r *Runtime) Dir(ref runtime.ControlPlaneRef) string {
+	return filepath.Join(r.root, ref.Namespace)
+}
+
+// Ports implements runtime.Runtime. Ports are chosen once and kept in
+// ports.json, so a control plane keeps its endpoint across restarts.
+func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef) (components.Ports, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	path := filepath.Join(r.Dir(ref), "ports.json")
+	var ports components.Ports
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &ports); err != nil {
+			return ports, fmt.Errorf("read %s: %w", path, err)
+		}
+		return ports, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return ports, fmt.Errorf("read %s: %w", path, err)
+	}
+	free, err := r.freePorts(6)
+	if err != nil {
+		return ports, err
+	}
+	ports = components.Ports{
+		EtcdClient: free[0], EtcdPeer: free[1], EtcdMetrics: free[2],
+		KubeAPIServer: free[3], KubeControllerManager: free[4], KubeScheduler: free[5],
+	}
+	data, err := json.Marshal(ports)
+	if err != nil {
+		return ports, err
+	}
+	if err := os.MkdirAll(r.Dir(ref), 0o700); err != nil {
+		return ports, fmt.Errorf("create %s: %w", r.Dir(ref), err)
+	}
+	return ports, atomicfile.Write(path, data, 0o600)
+}
+
+// freePorts asks the kernel for n distinct free ports. Listeners stay open
+// until all are chosen so none is handed out twice.
+func (r *Runtime) freePorts(n int) ([]int, error) {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close() //nolint:errcheck // only reserving
+		}
+	}()
+	var ports []int
+	for len(ports) < n {
+		l, err := net.Listen("tcp", ":0") //nolint:gosec // probing for a port free on every address
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		if r.usedPorts[port] {
+			continue
+		}
+		r.usedPorts[port] = true
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// Apply implements runtime.Runtime.
+func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []components.Spec) error {
+	r.mu.Lock()
+	plane := r.planes[ref]
+	if plane == nil {
+		plane = map[string]*instance{}
+		r.planes[ref] = plane
+	}
+	want := map[string]bool{}
+	var removed []*instance
+	for _, spec := range specs {
+		want[spec.Name] = true
+		if in := plane[spec.Name]; in != nil {
+			in.setSpec(spec)
+			continue
+		}
+		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.binary, spec,
+			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref))
+		plane[spec.Name] = in
+		go in.run()
+	}
+	for name, in := range plane {
+		if !want[name] {
+			removed = append(removed, in)
+			delete(plane, name)
+		}
+	}
+	r.mu.Unlock()
+	stopAll(removed)
+	return nil
+}
+
+func (r *Runtime) notifier(ref runtime.ControlPlaneRef) func() {
+	return func() {
+		if r.onChange != nil {
+			r.onChange(ref)
+		}
+	}
+}
+
+// Status implements runtime.Runtime.
+func (r *Runtime) Status(ref runtime.ControlPlaneRef) []hypershiftv1alpha1.ComponentStatus {
+	r.mu.Lock()
+	plane := r.planes[ref]
+	out := make([]hypershiftv1alpha1.ComponentStatus, 0, len(plane))
+	for _, in := range plane {
+		out = append(out, in.getStatus())
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Stop stops a control plane's processes and keeps its data.
+func (r *Runtime) Stop(_ context.Context, ref runtime.ControlPlaneRef) {
+	r.mu.Lock()
+	plane := r.planes[ref]
+	delete(r.planes, ref)
+	r.mu.Unlock()
+	var servers, datastores []*instance
+	for _, in := range plane {
+		if isDatastore(in.name) {
+			datastores = append(datastores, in)
+		} else {
+			servers = append(servers, in)
+		}
+	}
+	// The datastore goes last: an API server whose etcd is gone cannot
+	// finish its graceful shutdown.
+	stopAll(servers)
+	stopAll(datastores)
+	// Processes of this control plane that no supervisor knows (an operator
+	// that died before adopting them) are stopped from their pid files.
+	StopOrphans(r.Dir(ref), r.log)
+}
+
+// Delete implements runtime.Runtime.
+func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error {
+	r.Stop(ctx, ref)
+	if err := os.RemoveAll(r.Dir(ref)); err != nil {
+		return fmt.Errorf("remove %s: %w", r.Dir(ref), err)
+	}
+	return nil
+}
+
+// StopAll stops every control plane this runtime supervises, keeping data.
+func (r *Runtime) StopAll(ctx context.Context) {
+	r.mu.Lock()
+	refs := make([]runtime.ControlPlaneRef, 0, len(r.planes))
+	for ref := range r.planes {
+		refs = append(refs, ref)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ref := range refs {
+		wg.Go(func() { r.Stop(ctx, ref) })
+	}
+	wg.Wait()
+}
+
+// Release stops supervising without stopping any process: the processes keep
+// serving and a later runtime adopts them.
+func (r *Runtime) Release() {
+	r.mu.Lock()
+	var all []*instance
+	for _, plane := range r.planes {
+		for _, in := range plane {
+			all = append(all, in)
+		}
+	}
+	r.planes = map[runtime.ControlPlaneRef]map[string]*instance{}
+	r.mu.Unlock()
+	for _, in := range all {
+		close(in.release)
+	}
+	for _, in := range all {
+		<-in.done
+	}
+}
+
+func stopAll(instances []*instance) {
+	for _, in := range instances {
+		close(in.stop)
+	}
+	for _, in := range instances {
+		<-in.done
+	}
+}
+
+// isDatastore reports whether an instance is an etcd member.
+func isDatastore(name string) bool { return strings.HasPrefix(name, components.Etcd) }
+
+// StopOrphans stops every process recorded in a pid file under dir, for
+// control planes that no running supervisor owns. etcd members stop last.
+func StopOrphans(dir string, log logr.Logger) {
+	var servers, datastores []string
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error { //nolint:errcheck // best effort sweep
+		if err != nil || d.IsDir() || d.Name() != "pid.json" {
+			return nil //nolint:nilerr // keep sweeping
+		}
+		if isDatastore(filepath.Base(filepath.Dir(path))) {
+			datastores = append(datastores, path)
+		} else {
+			servers = append(servers, path)
+		}
+		return nil
+	})
+	stopRecorded(servers, log)
+	stopRecorded(datastores, log)
+}
+
+func stopRecorded(pidFiles []string, log logr.Logger) {
+	var wg sync.WaitGroup
+	for _, path := range pidFiles {
+		wg.Go(func() {
+			rec, ok := readPidRecord(path)
+			if !ok {
+				return
+			}
+			if alive(rec.PID, rec.StartTime) {
+				log.Info("stopping process", "pid", rec.PID, "pidFile", path)
+				if err := terminate(rec.PID, rec.StartTime, stopGrace); err != nil {
+					log.Error(err, "stop process", "pid", rec.PID)
+				}
+			}
+			_ = removePidRecord(path) //nolint:errcheck // best effort
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,90 @@
+// Package testenv starts a real management plane (etcd, kube-apiserver, the
+// garbage-collector and namespace controllers, the hypershift.dev API) for
+// tests, from the hypershift binary that `make build` writes — nothing is
+// downloaded.
+package testenv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/scheme"
+)
+
+// Binary returns the hypershift binary under test: $HYPERSHIFT_BIN, or
+// bin/hypershift at the module root. A missing binary fails the test with
+// what to run.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("HYPERSHIFT_BIN"); b != "" {
+		return b
+	}
+	_, file, _, _ := runtime.Caller(0) //nolint:dogsled // only the file is needed
+	b := filepath.Join(filepath.Dir(file), "..", "..", "bin", "hypershift")
+	if _, err := os.Stat(b); err != nil {
+		t.Fatalf("no hypershift binary at %s: run `make build` (or `make test`), or set HYPERSHIFT_BIN", b)
+	}
+	return b
+}
+
+// Env is a running management plane.
+type Env struct {
+	DataDir    string
+	RESTConfig *rest.Config
+	Client     client.Client
+}
+
+// Start starts a management plane in a temporary data dir; it is stopped
+// when the test ends.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	dir := ShortTempDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	plane, err := managementplane.Start(ctx, managementplane.Options{
+		DataDir: dir,
+		Binary:  Binary(t),
+		Log:     Logger(),
+	})
+	if err != nil {
+		t.Fatalf("start management plane: %v", err)
+	}
+	t.Cleanup(func() { plane.Stop(context.Background()) })
+	c, err := client.New(plane.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{DataDir: dir, RESTConfig: plane.RESTConfig, Client: c}
+}
+
+// ShortTempDir is a temporary directory with a short path: etcd and the
+// API servers put unix sockets under their data dirs, and socket paths are
+// limited to 108 bytes.
+func ShortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) //nolint:errcheck // best effort
+	return dir
+}
+
+// Logger logs to standard error when HYPERSHIFT_TEST_LOG is set, and
+// nowhere otherwise (supervisors may log after a test's last line).
+func Logger() logr.Logger {
+	if os.Getenv("HYPERSHIFT_TEST_LOG") == "" {
+		return logr.Discard()
+	}
+	return zap.New(zap.WriteTo(os.Stderr))
+}

@@ -1,0 +1,28 @@
+// Package version tells which hypershift this is and which Kubernetes it
+// hosts. Both are stamped at build time by the Makefile.
+package version
+
+// Set with -ldflags "-X hypershift.dev/internal/version.Version=…".
+var (
+	// Version is hypershift's own version.
+	Version = "v0.1.0-dev"
+	// KubernetesVersion is the version of the compiled-in Kubernetes
+	// components; it must match go.mod's k8s.io/kubernetes.
+	KubernetesVersion = "v1.37.1"
+)
+
+// SupportedKubernetesVersions lists the versions a hosted control plane can
+// run: the ones compiled into this binary.
+func SupportedKubernetesVersions() []string {
+	return []string{KubernetesVersion}
+}
+
+// Supported reports whether v can be run.
+func Supported(v string) bool {
+	for _, s := range SupportedKubernetesVersions() {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

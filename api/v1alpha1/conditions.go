@@ -42,6 +42,7 @@ const (
 	ComponentsReadyReason       = "ComponentsReady"
 	RuntimeErrorReason          = "RuntimeError"
 	InvalidConfigurationReason  = "InvalidConfiguration"
+	UnsupportedReason           = "Unsupported"
 	WaitingForControlPlaneReason = "WaitingForControlPlane"
 	DeletingReason              = "Deleting"
 	HostedClusterNotFoundReason = "HostedClusterNotFound"

@@ -19,12 +19,15 @@ const (
 
 // EtcdManagementType says who runs a hosted cluster's etcd.
 //
-// +kubebuilder:validation:Enum=Managed
+// +kubebuilder:validation:Enum=Managed;Unmanaged
 type EtcdManagementType string
 
 const (
 	// Managed etcd is run by hypershift, one dedicated etcd per hosted cluster.
 	Managed EtcdManagementType = "Managed"
+	// Unmanaged etcd is run by the user. Not supported yet: such a cluster
+	// reports ValidConfiguration=False.
+	Unmanaged EtcdManagementType = "Unmanaged"
 )
 
 // AvailabilityPolicy is the replication of control-plane components.
@@ -45,7 +48,7 @@ type PlatformSpec struct {
 	//
 	// +kubebuilder:default=None
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.platform.type is immutable"
-	Type PlatformType `json:"type"`
+	Type PlatformType `json:"type,omitempty"`
 }
 
 // EtcdSpec configures a hosted cluster's etcd.
@@ -54,7 +57,7 @@ type EtcdSpec struct {
 	//
 	// +kubebuilder:default=Managed
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.etcd.managementType is immutable"
-	ManagementType EtcdManagementType `json:"managementType"`
+	ManagementType EtcdManagementType `json:"managementType,omitempty"`
 }
 
 // ClusterNetworkEntry is a range of pod IP addresses.
@@ -98,7 +101,8 @@ type ClusterNetworking struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=2
 	// +kubebuilder:default={{cidr: "172.31.0.0/16"}}
-	ServiceNetwork []ServiceNetworkEntry `json:"serviceNetwork"`
+	// +optional
+	ServiceNetwork []ServiceNetworkEntry `json:"serviceNetwork,omitempty"`
 }
 
 // ServiceType names a control-plane service that is published.
@@ -149,12 +153,14 @@ type HostedClusterSpec struct {
 	// platform selects where the cluster's nodes run.
 	//
 	// +kubebuilder:default={type: None}
-	Platform PlatformSpec `json:"platform"`
+	// +optional
+	Platform PlatformSpec `json:"platform,omitzero"`
 
 	// etcd configures the cluster's datastore.
 	//
 	// +kubebuilder:default={managementType: Managed}
-	Etcd EtcdSpec `json:"etcd"`
+	// +optional
+	Etcd EtcdSpec `json:"etcd,omitzero"`
 
 	// networking holds the cluster's network ranges.
 	//

@@ -23,7 +23,7 @@ type NodePoolManagement struct {
 	//
 	// +kubebuilder:default=Replace
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.management.upgradeType is immutable"
-	UpgradeType UpgradeType `json:"upgradeType"`
+	UpgradeType UpgradeType `json:"upgradeType,omitempty"`
 
 	// autoRepair replaces nodes that stay unhealthy.
 	// +optional
@@ -92,7 +92,8 @@ type NodePoolSpec struct {
 	// management configures node lifecycle.
 	//
 	// +kubebuilder:default={upgradeType: Replace}
-	Management NodePoolManagement `json:"management"`
+	// +optional
+	Management NodePoolManagement `json:"management,omitzero"`
 
 	// nodeDrainTimeout bounds how long a node is drained before removal.
 	// +optional

@@ -67,6 +67,7 @@ func renderKubeControllerManager(cfg Config) (Spec, error) {
 	return Spec{
 		Name:      name,
 		Component: KubeControllerManager,
+		After:     []string{KubeAPIServer},
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{"https": cfg.Ports.KubeControllerManager},
@@ -84,6 +85,7 @@ func renderKubeScheduler(cfg Config) (Spec, error) {
 	return Spec{
 		Name:      name,
 		Component: KubeScheduler,
+		After:     []string{KubeAPIServer},
 		Args: []string{
 			"--kubeconfig=" + dir("kubeconfig"),
 			"--authentication-kubeconfig=" + dir("kubeconfig"),

@@ -47,6 +47,9 @@ type Spec struct {
 	Ports map[string]int `json:"ports"`
 	// Readiness says when the instance serves.
 	Readiness Probe `json:"readiness"`
+	// After names instances that must be ready before this one starts
+	// (a controller started before its API server only crash-loops).
+	After []string `json:"after,omitempty"`
 	// Env adds environment variables.
 	Env []string `json:"env,omitempty"`
 }

@@ -8,7 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -38,6 +40,9 @@ type Options struct {
 	AdvertiseAddress string
 	// ExtraSANs are added to hosted API server certificates.
 	ExtraSANs []string
+	// AllowRepeatedControllers lets one process build several operators
+	// (tests); controller-runtime otherwise refuses repeated names.
+	AllowRepeatedControllers bool
 }
 
 // NewEvents returns a channel for runtime notifications and the runtime
@@ -61,6 +66,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(opts.AllowRepeatedControllers)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -82,6 +88,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
+		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
 	}
 	if err := hc.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -50,6 +50,8 @@ func Run(ctx context.Context, name string, args []string) error {
 
 func runCobra(ctx context.Context, cmd *cobra.Command, args []string) error {
 	cmd.SetArgs(args)
+	// A flag or start-up error should end in one line, not the usage text.
+	cmd.SilenceUsage = true
 	cmd.SetOut(os.Stdout)
 	cmd.SetErr(os.Stderr)
 	return cmd.ExecuteContext(ctx)

@@ -7,11 +7,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -45,6 +49,12 @@ type Reconciler struct {
 	APIServerDNSNames []string
 	// Metrics records cluster lifecycle figures; may be nil.
 	Metrics *Metrics
+	// Recorder emits an Event for each condition transition; may be nil.
+	Recorder events.EventRecorder
+
+	// emitted remembers the last status an Event was emitted for, per
+	// cluster and condition: a stale cache must not repeat an Event.
+	emitted sync.Map
 }
 
 // scope is what the phases of one reconcile share.
@@ -78,6 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err := r.patchStatus(ctx, before, hc); err != nil && reterr == nil {
 			reterr = err
 		}
+		r.recordTransitions(before, hc)
 		if !wasAvailable && conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) && r.Metrics != nil {
 			r.Metrics.observeAvailable(hc)
 		}
@@ -89,6 +100,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		log.Info("reconciliation paused", "pausedUntil", *hc.Spec.PausedUntil)
 		return ctrl.Result{RequeueAfter: pausedFor}, nil
 	}
+
+	if err := validateSpec(hc); err != nil {
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, false,
+			hypershiftv1alpha1.UnsupportedReason, err.Error())
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,
+			hypershiftv1alpha1.InvalidConfigurationReason, "The configuration cannot be run: "+err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, true,
+		hypershiftv1alpha1.AsExpectedReason, "Configuration passes validation")
 
 	phases := []func(context.Context, *scope) (ctrl.Result, error){
 		r.reconcileNamespace,
@@ -109,6 +130,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		hc.Status.ObservedGeneration = hc.Generation
 	}
 	return res, nil
+}
+
+// recordTransitions emits an Event for every condition whose status changed.
+func (r *Reconciler) recordTransitions(before, after *hypershiftv1alpha1.HostedCluster) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, c := range after.Status.Conditions {
+		old := meta.FindStatusCondition(before.Status.Conditions, c.Type)
+		if old != nil && old.Status == c.Status {
+			continue
+		}
+		key := string(after.UID) + "/" + c.Type
+		if last, ok := r.emitted.Swap(key, c.Status); ok && last == c.Status {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		degraded := c.Type == hypershiftv1alpha1.Degraded && c.Status == metav1.ConditionTrue
+		lostAvailability := c.Type == hypershiftv1alpha1.Available && c.Status == metav1.ConditionFalse && old != nil
+		if degraded || lostAvailability {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(after, nil, eventType, c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
 }
 
 func runPhases(ctx context.Context, s *scope, phases []func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {

@@ -2,6 +2,7 @@ package hostedcluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -37,7 +38,12 @@ func NewMetrics(reader client.Reader) *Metrics {
 			"Number of HostedClusters by condition type and status.", []string{"condition", "status"}, nil),
 		observed: map[string]bool{},
 	}
-	metrics.Registry.MustRegister(m.createToAvailable, m)
+	// A second operator in one process (tests) keeps exporting the first's.
+	for _, c := range []prometheus.Collector{m.createToAvailable, m} {
+		if err := metrics.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			panic(err)
+		}
+	}
 	return m
 }
 

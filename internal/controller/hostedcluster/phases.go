@@ -186,6 +186,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if r.Metrics != nil {
 		r.Metrics.forget(s.hc)
 	}
+	for _, typ := range mirrored {
+		r.emitted.Delete(string(s.hc.UID) + "/" + typ)
+	}
 	controllerutil.RemoveFinalizer(s.hc, Finalizer)
 	if err := r.Client.Update(ctx, s.hc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -23,8 +23,6 @@ var mirrored = []string{
 func (r *Reconciler) updateStatus(s *scope) {
 	hc := s.hc
 	hc.Status.ControlPlaneNamespace = s.ns
-	conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, true,
-		hypershiftv1alpha1.AsExpectedReason, "Configuration passes validation")
 	if s.hcp == nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,
 			hypershiftv1alpha1.WaitingForControlPlaneReason, "Waiting for the hosted control plane to be created")

@@ -59,6 +59,8 @@ type instance struct {
 	binary   string
 	log      logr.Logger
 	onChange func()
+	// ready reports whether another instance of the control plane is ready.
+	ready func(name string) bool
 
 	mu     sync.Mutex
 	spec   components.Spec
@@ -70,8 +72,9 @@ type instance struct {
 	done    chan struct{}
 }
 
-func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onChange func()) *instance {
+func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onChange func(), ready func(string) bool) *instance {
 	return &instance{
+		ready:    ready,
 		name:     spec.Name,
 		dir:      dir,
 		binary:   binary,
@@ -132,6 +135,11 @@ func (in *instance) run() {
 	backoff := initialBackoff
 	for {
 		p, err := in.adoptOrStart()
+		if errors.Is(err, errInterrupted) {
+			// Stopped or released before the process existed.
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) { s.Phase = hypershiftv1alpha1.ComponentStopped })
+			return
+		}
 		if err != nil {
 			in.log.Error(err, "start failed")
 			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
@@ -229,7 +237,44 @@ func (in *instance) adoptOrStart() (*proc, error) {
 			return nil, err
 		}
 	}
+	if !in.waitForDependencies(spec.After) {
+		return nil, errInterrupted
+	}
 	return in.start(spec, hash)
+}
+
+// errInterrupted: the instance was stopped or released while waiting.
+var errInterrupted = errors.New("interrupted")
+
+// waitForDependencies waits until every instance in after is ready. It
+// returns false when the instance is stopped or released meanwhile.
+func (in *instance) waitForDependencies(after []string) bool {
+	if len(after) > 0 {
+		in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
+			s.Phase = hypershiftv1alpha1.ComponentStarting
+			s.Message = "waiting for " + strings.Join(after, ", ")
+		})
+	}
+	ticker := time.NewTicker(probeFast / 2)
+	defer ticker.Stop()
+	for {
+		ready := true
+		for _, dep := range after {
+			if !in.ready(dep) {
+				ready = false
+			}
+		}
+		if ready {
+			return true
+		}
+		select {
+		case <-in.stop:
+			return false
+		case <-in.release:
+			return false
+		case <-ticker.C:
+		}
+	}
 }
 
 func (in *instance) start(spec components.Spec, hash string) (*proc, error) {

@@ -155,7 +155,7 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 			continue
 		}
 		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.binary, spec,
-			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref))
+			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref), r.readiness(ref))
 		plane[spec.Name] = in
 		go in.run()
 	}
@@ -168,6 +168,17 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 	r.mu.Unlock()
 	stopAll(removed)
 	return nil
+}
+
+// readiness reports whether a named instance of a control plane runs and
+// passes its probe.
+func (r *Runtime) readiness(ref runtime.ControlPlaneRef) func(string) bool {
+	return func(name string) bool {
+		r.mu.Lock()
+		in := r.planes[ref][name]
+		r.mu.Unlock()
+		return in != nil && in.getStatus().Phase == hypershiftv1alpha1.ComponentRunning
+	}
 }
 
 func (r *Runtime) notifier(ref runtime.ControlPlaneRef) func() {

@@ -1,0 +1,170 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/testenv"
+	"hypershift.dev/internal/version"
+)
+
+func validCluster(ns, name string) *hypershiftv1alpha1.HostedCluster {
+	return &hypershiftv1alpha1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: hypershiftv1alpha1.HostedClusterSpec{
+			KubernetesVersion: version.KubernetesVersion,
+			Platform:          hypershiftv1alpha1.PlatformSpec{Type: hypershiftv1alpha1.NonePlatform},
+			Etcd:              hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Managed},
+			Networking: hypershiftv1alpha1.ClusterNetworking{
+				ClusterNetwork: []hypershiftv1alpha1.ClusterNetworkEntry{{CIDR: "10.132.0.0/14", HostPrefix: 23}},
+				ServiceNetwork: []hypershiftv1alpha1.ServiceNetworkEntry{{CIDR: "172.31.0.0/16"}},
+			},
+		},
+	}
+}
+
+func createNamespace(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdmission runs every validation rule of the API against a real API
+// server and checks that the error names the field at fault.
+func TestAdmission(t *testing.T) {
+	env := testenv.Start(t)
+	c := env.Client
+	const ns = "clusters"
+	createNamespace(t, c, ns)
+	longNS := strings.Repeat("n", 30)
+	createNamespace(t, c, longNS)
+
+	tests := []struct {
+		name    string
+		ns      string
+		mutate  func(hc *hypershiftv1alpha1.HostedCluster)
+		wantErr string // empty: accepted
+	}{
+		{name: "valid", mutate: func(*hypershiftv1alpha1.HostedCluster) {}},
+		{name: "defaults fill an empty spec", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec = hypershiftv1alpha1.HostedClusterSpec{}
+		}},
+		{name: "name with a dot", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = "a.b" },
+			wantErr: "metadata.name must be a DNS-1123 label"},
+		{name: "name too long", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = strings.Repeat("a", 41) },
+			wantErr: "metadata.name must be at most 40 characters"},
+		{name: "control-plane namespace too long", ns: longNS, mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = strings.Repeat("b", 35) },
+			wantErr: "metadata.name: the control-plane namespace " + longNS + "-" + strings.Repeat("b", 35) + " would be longer than 63 characters"},
+		{name: "service network inside cluster network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ServiceNetwork[0].CIDR = "10.133.0.0/16"
+		}, wantErr: "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},
+		{name: "cluster network inside service network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ClusterNetwork[0].CIDR = "172.31.128.0/20"
+		}, wantErr: "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},
+		{name: "not a CIDR", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ServiceNetwork[0].CIDR = "172.31.0.0/33"
+		}, wantErr: "spec.networking.serviceNetwork[].cidr must be a CIDR"},
+		{name: "unsupported version", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.20.0" },
+			wantErr: "spec.kubernetesVersion is not supported: this build runs " + version.KubernetesVersion},
+		{name: "bad pausedUntil", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("tomorrow") },
+			wantErr: "spec.pausedUntil must be an RFC 3339 date"},
+		{name: "pausedUntil date", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("2030-01-02T03:04:05Z") }},
+		{name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "Azure" },
+			wantErr: "spec.platform.type: Unsupported value"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			namespace := ns
+			if tt.ns != "" {
+				namespace = tt.ns
+			}
+			hc := validCluster(namespace, "c"+strings.Repeat("x", i))
+			tt.mutate(hc)
+			err := c.Create(t.Context(), hc)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("rejected a valid cluster: %v", err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("accepted, want error containing %q", tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("error %q does not contain %q", err, tt.wantErr)
+			}
+		})
+	}
+
+	t.Run("immutable fields", func(t *testing.T) {
+		hc := validCluster(ns, "immutable")
+		if err := c.Create(t.Context(), hc); err != nil {
+			t.Fatal(err)
+		}
+		updates := []struct {
+			mutate  func(hc *hypershiftv1alpha1.HostedCluster)
+			wantErr string
+		}{
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = hypershiftv1alpha1.SimulatedPlatform }, "spec.platform.type is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Etcd.ManagementType = hypershiftv1alpha1.Unmanaged }, "spec.etcd.managementType is immutable"},
+		}
+		for _, u := range updates {
+			current := &hypershiftv1alpha1.HostedCluster{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(hc), current); err != nil {
+				t.Fatal(err)
+			}
+			u.mutate(current)
+			err := c.Update(t.Context(), current)
+			if err == nil || !strings.Contains(err.Error(), u.wantErr) {
+				t.Errorf("update error %v, want %q", err, u.wantErr)
+			}
+		}
+	})
+
+	t.Run("nodepool", func(t *testing.T) {
+		np := &hypershiftv1alpha1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "np"},
+			Spec: hypershiftv1alpha1.NodePoolSpec{
+				ClusterName: "c",
+				Replicas:    ptr.To[int32](2),
+				AutoScaling: &hypershiftv1alpha1.NodePoolAutoScaling{Min: 1, Max: 3},
+				Platform:    hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.SimulatedPlatform},
+			},
+		}
+		err := c.Create(t.Context(), np)
+		if err == nil || !strings.Contains(err.Error(), "spec.replicas and spec.autoScaling are mutually exclusive") {
+			t.Errorf("error %v, want the mutual-exclusion message", err)
+		}
+		np.Spec.Replicas = nil
+		np.Spec.AutoScaling = &hypershiftv1alpha1.NodePoolAutoScaling{Min: 3, Max: 1}
+		err = c.Create(t.Context(), np)
+		if err == nil || !strings.Contains(err.Error(), "spec.autoScaling.max must be greater than or equal to spec.autoScaling.min") {
+			t.Errorf("error %v, want the min/max message", err)
+		}
+	})
+}
+
+// TestVersionRuleMatchesBuild keeps the CRD's version rule in step with the
+// versions this binary can run.
+func TestVersionRuleMatchesBuild(t *testing.T) {
+	data, err := os.ReadFile("../../config/crd/bases/hypershift.dev_hostedclusters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd map[string]any
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range version.SupportedKubernetesVersions() {
+		if !strings.Contains(string(data), "self in ['"+v+"']") {
+			t.Errorf("the CRD's spec.kubernetesVersion rule does not allow %s; update the marker in hostedcluster_types.go", v)
+		}
+	}
+	_ = context.Background()
+}

@@ -1,0 +1,217 @@
+package hostedcluster_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/hostedcluster"
+	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/testenv"
+	"hypershift.dev/internal/version"
+)
+
+func startOperator(t *testing.T, env *testenv.Env, root string) {
+	t.Helper()
+	ctrl.SetLogger(testenv.Logger())
+	events, notify := operator.NewEvents()
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), OnChange: notify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := operator.New(operator.Options{
+		RESTConfig: env.RESTConfig, Runtime: rt, Events: events,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
+		AllowRepeatedControllers: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		rt.StopAll(context.Background())
+	})
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
+func TestHostedClusterLifecycle(t *testing.T) {
+	env := testenv.Start(t)
+	root := filepath.Join(env.DataDir, "clusters")
+	startOperator(t, env, root)
+	c := env.Client
+	ctx := t.Context()
+
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "life"}}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(hc)
+	eventually(t, 3*time.Minute, "Available", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available), err
+	})
+
+	// Status tells where and what.
+	if hc.Status.Version != version.KubernetesVersion || hc.Status.ControlPlaneNamespace != "clusters-life" || hc.Status.Endpoint == "" {
+		t.Errorf("status version %q, namespace %q, endpoint %q", hc.Status.Version, hc.Status.ControlPlaneNamespace, hc.Status.Endpoint)
+	}
+	if !controllerContains(hc.Finalizers, hostedcluster.Finalizer) {
+		t.Errorf("finalizers %v lack %s", hc.Finalizers, hostedcluster.Finalizer)
+	}
+
+	// The PKI lives in the control-plane namespace.
+	for _, name := range []string{pki.RootCAName, pki.EtcdCAName, pki.ClientCAName, pki.KubeletCAName, pki.FrontProxyCAName, pki.ServiceAccountKeyName, pki.AdminName} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters-life", Name: name}, &corev1.Secret{}); err != nil {
+			t.Errorf("secret %s: %v", name, err)
+		}
+	}
+
+	// The admin kubeconfig reaches the hosted API server.
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[hc.Status.KubeConfig.Key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := hosted.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GitVersion != version.KubernetesVersion {
+		t.Errorf("hosted API server reports %s, want %s", info.GitVersion, version.KubernetesVersion)
+	}
+
+	// Key files are private; directories are the owner's.
+	cpDir := filepath.Join(root, "clusters-life")
+	checkMode(t, filepath.Join(cpDir, "kube-apiserver", "server.key"), 0o600)
+	checkMode(t, filepath.Join(cpDir, "kube-apiserver"), 0o700)
+	checkMode(t, cpDir, 0o700)
+
+	// pausedUntil stops reconciliation and says so.
+	patch := client.MergeFrom(hc.DeepCopy())
+	hc.Spec.PausedUntil = ptr.To("true")
+	if err := c.Patch(ctx, hc, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "ReconciliationActive=False", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ReconciliationActive)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ReconciliationPausedReason, err
+	})
+	patch = client.MergeFrom(hc.DeepCopy())
+	hc.Spec.PausedUntil = nil
+	if err := c.Patch(ctx, hc, patch); err != nil {
+		t.Fatal(err)
+	}
+
+	// Deleting removes the namespace, the processes and the data.
+	if err := c.Delete(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "HostedCluster gone", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		return apierrors.IsNotFound(err), err
+	})
+	if err := c.Get(ctx, client.ObjectKey{Name: "clusters-life"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("control-plane namespace still present: %v", err)
+	}
+	if _, err := os.Stat(cpDir); !os.IsNotExist(err) {
+		t.Errorf("control-plane data dir still present: %v", err)
+	}
+	if _, err := hosted.Discovery().ServerVersion(); err == nil {
+		t.Error("hosted API server still answers after deletion")
+	}
+}
+
+func TestUnsupportedSpecIsReported(t *testing.T) {
+	env := testenv.Start(t)
+	startOperator(t, env, filepath.Join(env.DataDir, "clusters"))
+	c := env.Client
+	ctx := t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &hypershiftv1alpha1.HostedCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "unmanaged"},
+		Spec:       hypershiftv1alpha1.HostedClusterSpec{Etcd: hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Unmanaged}},
+	}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
+		return cond != nil && cond.Status == metav1.ConditionFalse, err
+	})
+	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
+	if cond.Message != "spec.etcd.managementType Unmanaged is not supported yet: use Managed" {
+		t.Errorf("message %q", cond.Message)
+	}
+	// Nothing was started for it.
+	if err := c.Get(ctx, client.ObjectKey{Name: "clusters-unmanaged"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("control-plane namespace created for an invalid cluster: %v", err)
+	}
+}
+
+func controllerContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func checkMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if got := info.Mode().Perm(); got != want {
+		t.Errorf("%s has mode %v, want %v", path, got, want)
+	}
+}

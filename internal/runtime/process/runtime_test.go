@@ -1,0 +1,213 @@
+package process_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/testenv"
+)
+
+// etcdSpec is a plain-HTTP single-member etcd: a real component that starts
+// in well under a second.
+func etcdSpec(t *testing.T, dir string, extra ...string) components.Spec {
+	t.Helper()
+	port := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	client, peer, metrics := port(), port(), port()
+	args := []string{
+		"--name=etcd-0",
+		"--data-dir=" + filepath.Join(dir, "etcd-0", "data"),
+		fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", client),
+		fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", client),
+		fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", peer),
+		fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", peer),
+		fmt.Sprintf("--initial-cluster=etcd-0=http://127.0.0.1:%d", peer),
+		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", metrics),
+		"--log-level=warn",
+	}
+	return components.Spec{
+		Name:      "etcd-0",
+		Component: components.Etcd,
+		Args:      append(args, extra...),
+		Files:     []components.File{{Path: "secret.key", Content: []byte("k"), Secret: true}},
+		Readiness: components.Probe{Scheme: "http", Port: metrics, Path: "/health"},
+	}
+}
+
+func newRuntime(t *testing.T, root string) *process.Runtime {
+	t.Helper()
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func status(rt *process.Runtime, ref runtime.ControlPlaneRef) hypershiftv1alpha1.ComponentStatus {
+	for _, s := range rt.Status(ref) {
+		if s.Name == "etcd-0" {
+			return s
+		}
+	}
+	return hypershiftv1alpha1.ComponentStatus{}
+}
+
+func running(rt *process.Runtime, ref runtime.ControlPlaneRef) func() bool {
+	return func() bool { return status(rt, ref).Phase == hypershiftv1alpha1.ComponentRunning }
+}
+
+func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestSupervisionRestartAdoptStop(t *testing.T) {
+	root := testenv.ShortTempDir(t)
+	ref := runtime.ControlPlaneRef{Namespace: "ns-a", Name: "a"}
+	ctx := context.Background()
+	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
+
+	rt := newRuntime(t, root)
+	if err := rt.Apply(ctx, ref, []components.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "etcd running", running(rt, ref))
+	first := status(rt, ref)
+
+	info, err := os.Stat(filepath.Join(root, ref.Namespace, "etcd-0", "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("secret file mode %v, want 0600", info.Mode().Perm())
+	}
+	if sid, _ := unix.Getsid(int(first.PID)); sid != int(first.PID) {
+		t.Errorf("component is not the leader of its own session (sid %d, pid %d)", sid, first.PID)
+	}
+
+	// A killed component is restarted, and the restart is recorded.
+	if err := syscall.Kill(int(first.PID), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "restart", func() bool {
+		s := status(rt, ref)
+		return s.Restarts == 1 && s.PID != first.PID && s.Phase == hypershiftv1alpha1.ComponentRunning
+	})
+	if got := status(rt, ref).LastExitReason; got != "Signaled: killed" {
+		t.Errorf("last exit reason %q, want %q", got, "Signaled: killed")
+	}
+	second := status(rt, ref)
+
+	// Releasing the supervisor leaves the process serving; a new runtime
+	// adopts the same pid instead of starting another.
+	rt.Release()
+	if !processAlive(int(second.PID)) {
+		t.Fatal("release stopped the process")
+	}
+	rt2 := newRuntime(t, root)
+	if err := rt2.Apply(ctx, ref, []components.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "adopted etcd running", running(rt2, ref))
+	if got := status(rt2, ref).PID; got != second.PID {
+		t.Errorf("adopted pid %d, want the running %d", got, second.PID)
+	}
+
+	// A changed spec replaces the process.
+	changed := spec
+	changed.Args = append(append([]string(nil), spec.Args...), "--snapshot-count=5000")
+	if err := rt2.Apply(ctx, ref, []components.Spec{changed}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "restart with the new spec", func() bool {
+		s := status(rt2, ref)
+		return s.PID != second.PID && s.Phase == hypershiftv1alpha1.ComponentRunning
+	})
+	third := status(rt2, ref)
+
+	// Delete stops the process and removes its data.
+	if err := rt2.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(int(third.PID)) {
+		t.Error("process still running after Delete")
+	}
+	if _, err := os.Stat(filepath.Join(root, ref.Namespace)); !os.IsNotExist(err) {
+		t.Errorf("data dir still present after Delete: %v", err)
+	}
+}
+
+func TestCrashLoopBacksOffAndReports(t *testing.T) {
+	root := testenv.ShortTempDir(t)
+	ref := runtime.ControlPlaneRef{Namespace: "ns-b", Name: "b"}
+	spec := etcdSpec(t, filepath.Join(root, ref.Namespace), "--no-such-flag")
+	rt := newRuntime(t, root)
+	t.Cleanup(func() { rt.Stop(context.Background(), ref) })
+	if err := rt.Apply(context.Background(), ref, []components.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two restarts", func() bool { return status(rt, ref).Restarts >= 2 })
+	s := status(rt, ref)
+	if s.LastExitReason == "" || s.LastExitReason == "Completed" {
+		t.Errorf("last exit reason %q, want an error", s.LastExitReason)
+	}
+	if s.Message == "" {
+		t.Error("no log lines in the status message of a crash-looping component")
+	}
+}
+
+func TestPortsAreStableAndDistinct(t *testing.T) {
+	root := testenv.ShortTempDir(t)
+	rt := newRuntime(t, root)
+	ctx := context.Background()
+	a1, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := newRuntime(t, root).Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1 != a2 {
+		t.Errorf("ports changed across runtimes: %+v then %+v", a1, a2)
+	}
+	seen := map[int]bool{}
+	for _, p := range []components.Ports{a1, b} {
+		for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.EtcdMetrics, p.KubeAPIServer, p.KubeControllerManager, p.KubeScheduler} {
+			if seen[port] {
+				t.Errorf("port %d handed out twice", port)
+			}
+			seen[port] = true
+		}
+	}
+}

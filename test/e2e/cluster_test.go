@@ -1,0 +1,255 @@
+// Package e2e drives the hypershift binary and a stock kubectl the way a
+// user does, against real control planes on this machine.
+package e2e
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/version"
+)
+
+// TestHostedClusters is the user's journey of the core: a management plane,
+// two isolated hosted clusters used with kubectl, bad input, destroy, and
+// the management plane going down and coming back.
+func TestHostedClusters(t *testing.T) {
+	hs := newCLI(t)
+	metricsPort := freePort(t)
+	hs.must("up", "--detach", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
+	if info, err := os.Stat(mgmt); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("management kubeconfig: %v (mode %v), want mode 0600", err, info.Mode().Perm())
+	}
+
+	out := hs.must("create", "cluster", "none", "--name", "a", "--wait", "--timeout", "3m")
+	for _, step := range []string{"EtcdAvailable=True", "KubeAPIServerAvailable=True", "Available=True"} {
+		if !strings.Contains(out, step) {
+			t.Errorf("--wait output lacks the step %q:\n%s", step, out)
+		}
+	}
+	hs.must("create", "cluster", "none", "--name", "b", "--wait", "--timeout", "3m")
+
+	akc := filepath.Join(hs.dataDir, "a.kubeconfig")
+	writeFile(t, akc, hs.must("create", "kubeconfig", "--name", "a"))
+	bkc := filepath.Join(hs.dataDir, "b.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "b", "-o", bkc)
+
+	t.Run("kubectl uses a hosted cluster", func(t *testing.T) {
+		mustKubectl(t, akc, "create", "namespace", "x")
+		v := mustKubectl(t, akc, "get", "--raw", "/version")
+		if !strings.Contains(v, `"gitVersion": "`+version.KubernetesVersion+`"`) {
+			t.Errorf("/version does not report %s:\n%s", version.KubernetesVersion, v)
+		}
+		mustKubectl(t, bkc, "create", "namespace", "only-b")
+	})
+
+	t.Run("clusters are isolated", func(t *testing.T) {
+		a, b := loadKubeconfig(t, akc), loadKubeconfig(t, bkc)
+		if string(a.ca) == string(b.ca) {
+			t.Error("clusters a and b share a CA")
+		}
+		if code := statusWithClientCert(t, b.server, b.ca, a.cert, a.key); code != http.StatusUnauthorized {
+			t.Errorf("a's admin credentials on b's API server: HTTP %d, want 401", code)
+		}
+		if out, err := kubectl(t, bkc, "get", "namespace", "x"); err == nil || !strings.Contains(out, "NotFound") {
+			t.Errorf("a's namespace visible from b: %v\n%s", err, out)
+		}
+		etcds := 0
+		for name := range pidsUnder(t, hs.dataDir+"/clusters/") {
+			if strings.HasPrefix(name, "etcd#") {
+				etcds++
+			}
+		}
+		if etcds != 2 {
+			t.Errorf("%d etcd processes for two clusters, want one each", etcds)
+		}
+	})
+
+	t.Run("get, describe and metrics", func(t *testing.T) {
+		list := hs.must("get", "clusters")
+		for _, name := range []string{"a", "b"} {
+			if !strings.Contains(list, "clusters    "+name+"      "+version.KubernetesVersion+"   True") {
+				t.Errorf("get clusters does not show %s available:\n%s", name, list)
+			}
+		}
+		desc := hs.must("describe", "cluster", "a")
+		for _, want := range []string{"Control plane namespace:  clusters-a", "kube-apiserver", "Running", "Available=True"} {
+			if !strings.Contains(desc, want) {
+				t.Errorf("describe lacks %q:\n%s", want, desc)
+			}
+		}
+		metrics := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+		for _, want := range []string{
+			`hypershift_hostedclusters{condition="Available",status="True"} 2`,
+			`hypershift_hostedcluster_create_to_available_seconds_count 2`,
+		} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+	})
+
+	t.Run("bad input is rejected plainly", func(t *testing.T) {
+		cases := []struct {
+			args []string
+			want string
+		}{
+			{[]string{"create", "cluster", "none", "--name", "a.b"}, "metadata.name must be a DNS-1123 label"},
+			{[]string{"create", "cluster", "none", "--name", "c", "--service-cidr", "10.132.0.0/16"}, "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},
+			{[]string{"create", "cluster", "none", "--name", "c", "--kubernetes-version", "v1.20.0"}, "spec.kubernetesVersion is not supported: this build runs " + version.KubernetesVersion},
+			{[]string{"create", "cluster", "none", "--name", "a"}, "already exists"},
+			{[]string{"create", "cluster", "gcp", "--name", "c"}, `unknown platform "gcp": use none or simulated`},
+			{[]string{"create", "kubeconfig", "--name", "nope"}, "hosted cluster clusters/nope not found"},
+		}
+		for _, c := range cases {
+			if stderr := hs.fails(c.args...); !strings.Contains(stderr, c.want) {
+				t.Errorf("hypershift %s: stderr %q, want %q", strings.Join(c.args, " "), stderr, c.want)
+			}
+		}
+		out, err := kubectl(t, mgmt, "-n", "clusters", "patch", "hostedcluster", "a", "--type=merge", "-p", `{"spec":{"platform":{"type":"Simulated"}}}`)
+		if err == nil || !strings.Contains(out, "spec.platform.type is immutable") {
+			t.Errorf("changing the platform: %v\n%s", err, out)
+		}
+		other := &cli{t: t, bin: hs.bin, dataDir: t.TempDir()}
+		if stderr := other.fails("get", "clusters"); !strings.Contains(stderr, "no management plane found: run `hypershift up` or pass --kubeconfig") {
+			t.Errorf("without a management plane: %q", stderr)
+		}
+	})
+
+	t.Run("destroy removes everything of one cluster only", func(t *testing.T) {
+		aDir := filepath.Join(hs.dataDir, "clusters", "clusters-a")
+		if len(pidsUnder(t, aDir+"/")) == 0 {
+			t.Fatal("no process of cluster a found before destroy")
+		}
+		hs.must("destroy", "cluster", "--name", "a", "--wait")
+		if left := pidsUnder(t, aDir+"/"); len(left) > 0 {
+			t.Errorf("processes of a left after destroy: %v", left)
+		}
+		if _, err := os.Stat(aDir); !os.IsNotExist(err) {
+			t.Errorf("data dir of a left after destroy: %v", err)
+		}
+		if out, err := kubectl(t, mgmt, "get", "namespace", "clusters-a"); err == nil || !strings.Contains(out, "NotFound") {
+			t.Errorf("namespace clusters-a left after destroy: %v\n%s", err, out)
+		}
+		mustKubectl(t, bkc, "get", "namespace", "only-b")
+	})
+
+	t.Run("hosted API outlives the management plane", func(t *testing.T) {
+		bDir := filepath.Join(hs.dataDir, "clusters", "clusters-b") + "/"
+		before := pidsUnder(t, bDir)
+		pid := upPID(t, hs.dataDir)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		for i := range 10 {
+			if _, err := kubectl(t, bkc, "get", "namespace", "only-b"); err != nil {
+				t.Fatalf("request %d to b failed with the management plane dead: %v", i, err)
+			}
+		}
+		hs.must("up", "--detach", "--metrics-bind-address", "0")
+		eventually(t, time.Minute, "b Available after up", func() error {
+			if !strings.Contains(hs.must("get", "clusters"), "True") {
+				return errorf("b not available")
+			}
+			return nil
+		})
+		time.Sleep(3 * time.Second) // a few supervision rounds
+		after := pidsUnder(t, bDir)
+		for name := range before {
+			if _, ok := after[name]; !ok {
+				t.Errorf("process %s was replaced after the management plane came back (before %v, after %v)", name, before, after)
+			}
+		}
+	})
+
+	t.Run("down and up keep clusters and their objects", func(t *testing.T) {
+		hs.must("down")
+		if left := pidsUnder(t, hs.dataDir+"/"); len(left) > 0 {
+			t.Fatalf("processes left after down: %v", left)
+		}
+		hs.must("up", "--detach", "--metrics-bind-address", "0")
+		eventually(t, 2*time.Minute, "b Available after up", func() error {
+			_, err := kubectl(t, bkc, "get", "namespace", "only-b")
+			return err
+		})
+		if !strings.Contains(hs.must("get", "clusters"), "True") {
+			t.Error("b not reported Available after down and up")
+		}
+	})
+}
+
+type kubeconfigData struct {
+	server        string
+	ca, cert, key []byte
+}
+
+func loadKubeconfig(t *testing.T, path string) kubeconfigData {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfigData{server: cfg.Host, ca: cfg.CAData, cert: cfg.CertData, key: cfg.KeyData}
+}
+
+func statusWithClientCert(t *testing.T, server string, ca, cert, key []byte) int {
+	t.Helper()
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+	}}
+	resp, err := client.Get(server + "/api/v1/namespaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:gosec,noctx // test URL on loopback
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+func upPID(t *testing.T, dataDir string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dataDir, "up.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(string(raw), `{"pid":`), "%d", &pid); err != nil {
+		t.Fatalf("parse up.pid %q: %v", raw, err)
+	}
+	return pid
+}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hypershift.dev/internal/testenv"
+)
+
+// cli runs the hypershift binary exactly as a user would.
+type cli struct {
+	t       *testing.T
+	bin     string
+	dataDir string
+}
+
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+func newCLI(t *testing.T) *cli {
+	return &cli{t: t, bin: testenv.Binary(t), dataDir: testenv.ShortTempDir(t)}
+}
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
+	cmd.Env = withoutKubeconfig()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
+// must runs a command that has to succeed.
+func (c *cli) must(args ...string) string {
+	c.t.Helper()
+	start := time.Now()
+	r := c.run(args...)
+	if r.err != nil {
+		c.t.Fatalf("hypershift %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
+	}
+	c.t.Logf("hypershift %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
+	return r.stdout
+}
+
+// fails runs a command that has to fail and returns its standard error.
+func (c *cli) fails(args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.err == nil {
+		c.t.Fatalf("hypershift %s succeeded, want an error\nstdout:\n%s", strings.Join(args, " "), r.stdout)
+	}
+	for _, noise := range []string{"goroutine ", "panic:", ".go:"} {
+		if strings.Contains(r.stderr, noise) {
+			c.t.Errorf("hypershift %s printed %q, want a plain message:\n%s", strings.Join(args, " "), noise, r.stderr)
+		}
+	}
+	return r.stderr
+}
+
+func withoutKubeconfig() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// kubectl runs a stock kubectl.
+func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		path = filepath.Join(filepath.Dir(testenv.Binary(t)), "kubectl")
+		if _, statErr := os.Stat(path); statErr != nil {
+			t.Fatalf("no kubectl on PATH nor at %s: run `make deps`", path)
+		}
+	}
+	cmd := exec.Command(path, append([]string{"--kubeconfig", kubeconfig, "--request-timeout=20s"}, args...)...)
+	cmd.Env = withoutKubeconfig()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func mustKubectl(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// pidsUnder lists the processes whose command line mentions dir.
+func pidsUnder(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(raw, []byte(dir)) {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		name := strings.Join(args, " ")
+		if len(args) > 2 && args[1] == "component" {
+			name = args[2]
+		}
+		out[name+"#"+strconv.Itoa(pid)] = pid
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

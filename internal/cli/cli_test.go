@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := NewRootCommand(nil)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestCreateClusterRenderGolden(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	got, err := run(t, "--data-dir", t.TempDir(), "create", "cluster", "none", "--name", "demo", "--render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "create-cluster-none.golden.yaml")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run `make update-golden`)", err)
+	}
+	if got != string(want) {
+		t.Errorf("--render output differs from %s (run `make update-golden` if intended):\n%s", golden, got)
+	}
+}
+
+func TestErrorsSayWhatToDo(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	empty := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "clusters"}, "no management plane found: run `hypershift up` or pass --kubeconfig"},
+		{[]string{"create", "cluster", "none", "--name", "a"}, "no management plane found"},
+		{[]string{"create", "cluster", "none"}, "--name is required: `hypershift create cluster none --name NAME`"},
+		{[]string{"create", "cluster"}, "name a platform: `hypershift create cluster none --name NAME`"},
+		{[]string{"create", "cluster", "aws", "--name", "a"}, `unknown platform "aws": use none or simulated`},
+		{[]string{"create", "kubeconfig"}, "--name is required"},
+		{[]string{"destroy", "cluster"}, "--name is required"},
+		{[]string{"describe", "cluster"}, "name the cluster: `hypershift describe cluster NAME`"},
+		{[]string{"component", "etcd"}, "this binary has no compiled-in components"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := run(t, append([]string{"--data-dir", empty}, tt.args...)...)
+			if err == nil || !strings.Contains(describeError(err), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "kubernetes v1.37.1") {
+		t.Errorf("version output %q lacks the hosted Kubernetes version", out)
+	}
+}

@@ -35,15 +35,15 @@ const (
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
 const (
-	AsExpectedReason            = "AsExpected"
-	ReconciliationPausedReason  = "ReconciliationPaused"
-	WaitingForComponentsReason  = "WaitingForComponents"
-	ComponentNotReadyReason     = "ComponentNotReady"
-	ComponentsReadyReason       = "ComponentsReady"
-	RuntimeErrorReason          = "RuntimeError"
-	InvalidConfigurationReason  = "InvalidConfiguration"
-	UnsupportedReason           = "Unsupported"
+	AsExpectedReason             = "AsExpected"
+	ReconciliationPausedReason   = "ReconciliationPaused"
+	WaitingForComponentsReason   = "WaitingForComponents"
+	ComponentNotReadyReason      = "ComponentNotReady"
+	ComponentsReadyReason        = "ComponentsReady"
+	RuntimeErrorReason           = "RuntimeError"
+	InvalidConfigurationReason   = "InvalidConfiguration"
+	UnsupportedReason            = "Unsupported"
 	WaitingForControlPlaneReason = "WaitingForControlPlane"
-	DeletingReason              = "Deleting"
-	HostedClusterNotFoundReason = "HostedClusterNotFound"
+	DeletingReason               = "Deleting"
+	HostedClusterNotFoundReason  = "HostedClusterNotFound"
 )

@@ -10,9 +10,9 @@ import (
 type PlatformType string
 
 const (
-	// NonePlatform: nodes are brought by the user (`hypershift join`).
+	// NonePlatform means nodes are brought by the user (`hypershift join`).
 	NonePlatform PlatformType = "None"
-	// SimulatedPlatform: nodes are simulated by a node agent, for development,
+	// SimulatedPlatform means nodes are simulated by a node agent, for development,
 	// CI and scale tests.
 	SimulatedPlatform PlatformType = "Simulated"
 )
@@ -268,8 +268,4 @@ type HostedClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []HostedCluster `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&HostedCluster{}, &HostedClusterList{})
 }

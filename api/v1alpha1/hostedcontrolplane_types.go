@@ -33,15 +33,15 @@ type HostedControlPlaneSpec struct {
 type ComponentPhase string
 
 const (
-	// ComponentStarting: the process runs but is not ready yet.
+	// ComponentStarting means the process runs but is not ready yet.
 	ComponentStarting ComponentPhase = "Starting"
-	// ComponentRunning: the process runs and its readiness probe passes.
+	// ComponentRunning means the process runs and its readiness probe passes.
 	ComponentRunning ComponentPhase = "Running"
-	// ComponentUnhealthy: the process runs but its probe fails.
+	// ComponentUnhealthy means the process runs but its probe fails.
 	ComponentUnhealthy ComponentPhase = "Unhealthy"
-	// ComponentBackOff: the process exited and waits to be restarted.
+	// ComponentBackOff means the process exited and waits to be restarted.
 	ComponentBackOff ComponentPhase = "BackOff"
-	// ComponentStopped: the process is not running.
+	// ComponentStopped means the process is not running.
 	ComponentStopped ComponentPhase = "Stopped"
 )
 
@@ -119,8 +119,4 @@ type HostedControlPlaneList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []HostedControlPlane `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&HostedControlPlane{}, &HostedControlPlaneList{})
 }

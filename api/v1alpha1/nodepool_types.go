@@ -162,7 +162,3 @@ type NodePoolList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodePool `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&NodePool{}, &NodePoolList{})
-}

@@ -59,12 +59,18 @@ func TestAdmission(t *testing.T) {
 		{name: "defaults fill an empty spec", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec = hypershiftv1alpha1.HostedClusterSpec{}
 		}},
-		{name: "name with a dot", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = "a.b" },
-			wantErr: "metadata.name must be a DNS-1123 label"},
-		{name: "name too long", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = strings.Repeat("a", 41) },
-			wantErr: "metadata.name must be at most 40 characters"},
-		{name: "control-plane namespace too long", ns: longNS, mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = strings.Repeat("b", 35) },
-			wantErr: "metadata.name: the control-plane namespace " + longNS + "-" + strings.Repeat("b", 35) + " would be longer than 63 characters"},
+		{
+			name: "name with a dot", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = "a.b" },
+			wantErr: "metadata.name must be a DNS-1123 label",
+		},
+		{
+			name: "name too long", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = strings.Repeat("a", 41) },
+			wantErr: "metadata.name must be at most 40 characters",
+		},
+		{
+			name: "control-plane namespace too long", ns: longNS, mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Name = strings.Repeat("b", 35) },
+			wantErr: "metadata.name: the control-plane namespace " + longNS + "-" + strings.Repeat("b", 35) + " would be longer than 63 characters",
+		},
 		{name: "service network inside cluster network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ServiceNetwork[0].CIDR = "10.133.0.0/16"
 		}, wantErr: "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},
@@ -74,13 +80,19 @@ func TestAdmission(t *testing.T) {
 		{name: "not a CIDR", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ServiceNetwork[0].CIDR = "172.31.0.0/33"
 		}, wantErr: "spec.networking.serviceNetwork[].cidr must be a CIDR"},
-		{name: "unsupported version", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.20.0" },
-			wantErr: "spec.kubernetesVersion is not supported: this build runs " + version.KubernetesVersion},
-		{name: "bad pausedUntil", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("tomorrow") },
-			wantErr: "spec.pausedUntil must be an RFC 3339 date"},
+		{
+			name: "unsupported version", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.20.0" },
+			wantErr: "spec.kubernetesVersion is not supported: this build runs " + version.KubernetesVersion,
+		},
+		{
+			name: "bad pausedUntil", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("tomorrow") },
+			wantErr: "spec.pausedUntil must be an RFC 3339 date",
+		},
 		{name: "pausedUntil date", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("2030-01-02T03:04:05Z") }},
-		{name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "Azure" },
-			wantErr: "spec.platform.type: Unsupported value"},
+		{
+			name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "Azure" },
+			wantErr: "spec.platform.type: Unsupported value",
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +123,9 @@ func TestAdmission(t *testing.T) {
 			mutate  func(hc *hypershiftv1alpha1.HostedCluster)
 			wantErr string
 		}{
-			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = hypershiftv1alpha1.SimulatedPlatform }, "spec.platform.type is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) {
+				hc.Spec.Platform.Type = hypershiftv1alpha1.SimulatedPlatform
+			}, "spec.platform.type is immutable"},
 			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Etcd.ManagementType = hypershiftv1alpha1.Unmanaged }, "spec.etcd.managementType is immutable"},
 		}
 		for _, u := range updates {

@@ -16,7 +16,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	name := tmp.Name()
-	defer os.Remove(name) //nolint:errcheck // already renamed on success
+	defer os.Remove(name)
 	err = writeAndClose(tmp, data, perm)
 	if err == nil {
 		err = os.Rename(name, path)

@@ -32,7 +32,7 @@ func newDownCommand(g *globalOptions) *cobra.Command {
 			}
 			// Whatever an earlier `up` left running without supervision.
 			process.StopOrphans(g.dataDir, logr.Discard())
-			_ = process.RemovePIDFile(o.pidPath()) //nolint:errcheck // may be gone already
+			_ = process.RemovePIDFile(o.pidPath())
 			if purge {
 				if err := os.RemoveAll(g.dataDir); err != nil {
 					return fmt.Errorf("purge %s: %w", g.dataDir, err)

@@ -113,16 +113,17 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n",
 		time.Since(start).Seconds(), plane.Kubeconfig)
 
+	var mgrErr error
 	select {
 	case <-ctx.Done():
-	case err := <-mgrDone:
-		if err != nil {
-			log.Error(err, "operator stopped")
-		}
+		stopMgr()
+		mgrErr = <-mgrDone
+	case mgrErr = <-mgrDone:
+	}
+	if mgrErr != nil {
+		log.Error(mgrErr, "operator stopped")
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), "stopping hosted control planes and the management plane (data is kept)")
-	stopMgr()
-	<-mgrDone
 	stopCtx := context.Background()
 	hosted.StopAll(stopCtx)
 	process.StopOrphans(managementplane.ClustersDir(o.dataDir), log)
@@ -145,7 +146,7 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	defer logFile.Close() //nolint:errcheck // the child holds its own descriptor
+	defer logFile.Close()
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("management plane exited (%v); last lines of %s:\n%s", err, logPath, tailFile(logPath, 15))
+			return fmt.Errorf("management plane exited (%w); last lines of %s:\n%s", err, logPath, tailFile(logPath, 15))
 		case <-deadline:
 			return fmt.Errorf("management plane not ready after %s; see %s", o.timeout, logPath)
 		case <-tick.C:

@@ -59,7 +59,7 @@ type Spec struct {
 func (s Spec) Hash() string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode(s) //nolint:errcheck // encoding plain data into a hash cannot fail
+	_ = enc.Encode(s)
 	files := append([]File(nil), s.Files...)
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for _, f := range files {

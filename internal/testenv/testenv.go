@@ -76,7 +76,7 @@ func ShortTempDir(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) }) //nolint:errcheck // best effort
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
 }
 

@@ -22,7 +22,7 @@ import (
 // Secret names of a hosted cluster's admin kubeconfig.
 const (
 	// AdminKubeconfigSecret is in the control-plane namespace.
-	AdminKubeconfigSecret = "admin-kubeconfig"
+	AdminKubeconfigSecret = "admin-kubeconfig" //nolint:gosec // a Secret's name, not a credential
 	// KubeconfigKey is the data key holding the kubeconfig.
 	KubeconfigKey = "kubeconfig"
 )

@@ -210,7 +210,7 @@ func (in *instance) wait(d time.Duration) action {
 	case <-in.respec:
 		return actionExited
 	case <-in.stop:
-		_ = removePidRecord(in.pidPath()) //nolint:errcheck // nothing runs
+		_ = removePidRecord(in.pidPath())
 		in.update(func(s *hypershiftv1alpha1.ComponentStatus) { s.Phase = hypershiftv1alpha1.ComponentStopped })
 		return actionStop
 	case <-in.release:
@@ -298,7 +298,7 @@ func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	defer logFile.Close() //nolint:errcheck // the child holds its own descriptor
+	defer logFile.Close()
 	fmt.Fprintf(logFile, "--- %s starting %s\n", time.Now().UTC().Format(time.RFC3339), spec.Name)
 
 	cmd := exec.Command(in.binary, append([]string{"component", spec.Component}, spec.Args...)...) //nolint:gosec // our own binary
@@ -315,13 +315,13 @@ func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
 	pid := cmd.Process.Pid
 	startTime, err := procStartTime(pid)
 	if err != nil {
-		_ = cmd.Process.Kill() //nolint:errcheck // best effort
+		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("read start time of %s: %w", spec.Name, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if err := writePidRecord(in.pidPath(), pidRecord{PID: pid, StartTime: startTime, Hash: hash}); err != nil {
-		_ = cmd.Process.Kill() //nolint:errcheck // best effort
+		_ = cmd.Process.Kill()
 		return nil, err
 	}
 	now := metav1.Now()
@@ -390,10 +390,11 @@ func (in *instance) watch(p *proc) (action, error) {
 				if err := terminate(p.pid, p.startTime, stopGrace); err != nil {
 					in.log.Error(err, "stop unhealthy process")
 				}
+				var exitErr error
 				if p.exited != nil {
-					<-p.exited
+					exitErr = <-p.exited
 				}
-				return actionExited, fmt.Errorf("liveness failed: %w", err)
+				return actionExited, fmt.Errorf("liveness failed: %w (then: %s)", err, exitReason(exitErr))
 			}
 		}
 	}
@@ -420,7 +421,7 @@ func logTail(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close() //nolint:errcheck // read-only
+	defer f.Close()
 	const window = 4096
 	info, err := f.Stat()
 	if err != nil {
@@ -428,7 +429,7 @@ func logTail(path string, n int) string {
 	}
 	offset := max(info.Size()-window, 0)
 	buf := make([]byte, window)
-	m, _ := f.ReadAt(buf, offset) //nolint:errcheck // EOF expected
+	m, _ := f.ReadAt(buf, offset)
 	lines := strings.Split(strings.TrimRight(string(buf[:m]), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

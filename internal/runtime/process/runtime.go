@@ -118,7 +118,7 @@ func (r *Runtime) freePorts(n int) ([]int, error) {
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
-			_ = l.Close() //nolint:errcheck // only reserving
+			_ = l.Close()
 		}
 	}()
 	var ports []int
@@ -285,7 +285,7 @@ func isDatastore(name string) bool { return strings.HasPrefix(name, components.E
 // control planes that no running supervisor owns. etcd members stop last.
 func StopOrphans(dir string, log logr.Logger) {
 	var servers, datastores []string
-	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error { //nolint:errcheck // best effort sweep
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "pid.json" {
 			return nil //nolint:nilerr // keep sweeping
 		}
@@ -314,7 +314,7 @@ func stopRecorded(pidFiles []string, log logr.Logger) {
 					log.Error(err, "stop process", "pid", rec.PID)
 				}
 			}
-			_ = removePidRecord(path) //nolint:errcheck // best effort
+			_ = removePidRecord(path)
 		})
 	}
 	wg.Wait()

@@ -176,9 +176,12 @@ type HostedClusterSpec struct {
 	Services []ServicePublishingStrategyMapping `json:"services,omitempty"`
 
 	// controllerAvailabilityPolicy is the replication of control-plane
-	// components.
+	// components: SingleReplica runs one of each; HighlyAvailable runs three
+	// etcd members, two API servers behind a stable endpoint, and two
+	// leader-elected controller managers and schedulers. Immutable.
 	//
 	// +kubebuilder:default=SingleReplica
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.controllerAvailabilityPolicy is immutable"
 	// +optional
 	ControllerAvailabilityPolicy AvailabilityPolicy `json:"controllerAvailabilityPolicy,omitempty"`
 

@@ -50,6 +50,9 @@ const (
 type ComponentStatus struct {
 	// name of the component instance, e.g. kube-apiserver or etcd-1.
 	Name string `json:"name"`
+	// component the instance runs: etcd, kube-apiserver, …
+	// +optional
+	Component string `json:"component,omitempty"`
 	// phase is the component's state.
 	Phase ComponentPhase `json:"phase"`
 	// pid of the process, for the process runtime.

@@ -1,16 +1,34 @@
 package components
 
 import (
+	"fmt"
+
 	"hypershift.dev/internal/pki"
 )
 
-// Component names, as compiled into the binary.
+// Component names: the compiled-in Kubernetes components, and hypershift's
+// own endpoint proxy.
 const (
 	Etcd                  = "etcd"
 	KubeAPIServer         = "kube-apiserver"
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
+	// KubeAPIServerProxy is the stable endpoint in front of replicated API
+	// servers.
+	KubeAPIServerProxy = "kube-apiserver-proxy"
 )
+
+// Replicas is how many instances of each component a control plane runs.
+type Replicas struct {
+	Etcd, KubeAPIServer, Controllers int
+}
+
+// SingleReplica is the light default: one of everything.
+var SingleReplica = Replicas{Etcd: 1, KubeAPIServer: 1, Controllers: 1}
+
+// HighlyAvailable is three etcd members, two API servers behind a proxy and
+// two leader-elected controller managers and schedulers.
+var HighlyAvailable = Replicas{Etcd: 3, KubeAPIServer: 2, Controllers: 2}
 
 // Config is everything a control plane's components are rendered from.
 type Config struct {
@@ -20,8 +38,10 @@ type Config struct {
 	Dir string
 	// PKI holds the control plane's certificates and keys.
 	PKI *pki.ControlPlane
-	// Ports are the ports the instances listen on.
-	Ports Ports
+	// Replicas of each component; zero means SingleReplica.
+	Replicas Replicas
+	// Ports are the ports the instances listen on, by PortNames.
+	Ports map[string]int
 	// AdvertiseAddress is the API server's address for the `kubernetes`
 	// Service; empty turns the endpoint reconciler off.
 	AdvertiseAddress string
@@ -30,24 +50,101 @@ type Config struct {
 	ClusterCIDR string
 	// NodeCIDRMaskSize is the prefix length of each node's pod range.
 	NodeCIDRMaskSize int
+	// EncryptionKey (32 bytes) encrypts Secrets at rest in etcd.
+	EncryptionKey []byte
 	// Management renders a management plane: no scheduler, and only the
 	// controllers a management plane needs.
 	Management bool
 }
 
+func (cfg Config) replicas() Replicas {
+	if cfg.Replicas == (Replicas{}) {
+		return SingleReplica
+	}
+	return cfg.Replicas
+}
+
+// Port names.
+const (
+	// EndpointPort is the published API port: the API server's own in a
+	// single-replica control plane, the proxy's otherwise.
+	EndpointPort = "endpoint"
+	// proxyHealthPort serves the endpoint proxy's own /readyz.
+	proxyHealthPort = "kube-apiserver-proxy-health"
+)
+
+// PortNames lists the ports a control plane of r needs.
+func PortNames(r Replicas) []string {
+	names := []string{EndpointPort}
+	for i := range r.Etcd {
+		names = append(names, etcdPort(i, "client"), etcdPort(i, "peer"), etcdPort(i, "metrics"))
+	}
+	if r.KubeAPIServer > 1 {
+		for i := range r.KubeAPIServer {
+			names = append(names, instanceName(KubeAPIServer, i, r.KubeAPIServer))
+		}
+		names = append(names, proxyHealthPort)
+	}
+	for i := range r.Controllers {
+		names = append(names,
+			instanceName(KubeControllerManager, i, r.Controllers),
+			instanceName(KubeScheduler, i, r.Controllers))
+	}
+	return names
+}
+
+func etcdPort(i int, kind string) string { return fmt.Sprintf("etcd-%d-%s", i, kind) }
+
+// instanceName names instance i of n: the component itself when it runs
+// alone, NAME-i otherwise. etcd members are always etcd-i (their member
+// names are part of the cluster's identity).
+func instanceName(component string, i, n int) string {
+	if n == 1 && component != Etcd {
+		return component
+	}
+	return fmt.Sprintf("%s-%d", component, i)
+}
+
+// apiServerPort is the port of API server i.
+func (cfg Config) apiServerPort(i int) int {
+	n := cfg.replicas().KubeAPIServer
+	if n == 1 {
+		return cfg.Ports[EndpointPort]
+	}
+	return cfg.Ports[instanceName(KubeAPIServer, i, n)]
+}
+
 // Render returns the control plane's instances in start order.
 func Render(cfg Config) ([]Spec, error) {
-	kcm, err := renderKubeControllerManager(cfg)
-	if err != nil {
-		return nil, err
+	r := cfg.replicas()
+	var specs []Spec
+	for i := range r.Etcd {
+		specs = append(specs, renderEtcd(cfg, i))
 	}
-	specs := []Spec{renderEtcd(cfg), renderKubeAPIServer(cfg), kcm}
-	if cfg.Management {
-		return specs, nil
+	for i := range r.KubeAPIServer {
+		spec, err := renderKubeAPIServer(cfg, i)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
 	}
-	scheduler, err := renderKubeScheduler(cfg)
-	if err != nil {
-		return nil, err
+	if r.KubeAPIServer > 1 {
+		specs = append(specs, renderKubeAPIServerProxy(cfg))
 	}
-	return append(specs, scheduler), nil
+	for i := range r.Controllers {
+		kcm, err := renderKubeControllerManager(cfg, i)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, kcm)
+		if cfg.Management {
+			continue
+		}
+		scheduler, err := renderKubeScheduler(cfg, i)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, scheduler)
+	}
+	return specs, nil
 }

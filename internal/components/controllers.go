@@ -11,8 +11,21 @@ import (
 // only namespace cleanup and owner-reference garbage collection.
 const managementControllers = "garbage-collector-controller,namespace-controller"
 
-func renderKubeControllerManager(cfg Config) (Spec, error) {
-	const name = KubeControllerManager
+// endpointInstance is the instance behind the published API port.
+func endpointInstance(cfg Config) string {
+	if cfg.replicas().KubeAPIServer > 1 {
+		return KubeAPIServerProxy
+	}
+	return KubeAPIServer
+}
+
+// leaderElection is on when controllers are replicated.
+func leaderElection(cfg Config) string {
+	return fmt.Sprintf("--leader-elect=%t", cfg.replicas().Controllers > 1)
+}
+
+func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
+	name := instanceName(KubeControllerManager, i, cfg.replicas().Controllers)
 	p := cfg.PKI
 	dir := func(f string) string { return path(cfg.Dir, name, f) }
 	kc, err := localKubeconfig(cfg, name, p.KubeControllerManager)
@@ -24,9 +37,9 @@ func renderKubeControllerManager(cfg Config) (Spec, error) {
 		"--authentication-kubeconfig=" + dir("kubeconfig"),
 		"--authorization-kubeconfig=" + dir("kubeconfig"),
 		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", cfg.Ports.KubeControllerManager),
+		fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
 		"--cert-dir=" + dir("certs"),
-		"--leader-elect=false",
+		leaderElection(cfg),
 		"--profiling=false",
 		"--root-ca-file=" + dir("root-ca.crt"),
 		"--service-account-private-key-file=" + dir("service-account.key"),
@@ -67,16 +80,16 @@ func renderKubeControllerManager(cfg Config) (Spec, error) {
 	return Spec{
 		Name:      name,
 		Component: KubeControllerManager,
-		After:     []string{KubeAPIServer},
+		After:     []string{endpointInstance(cfg)},
 		Args:      args,
 		Files:     files,
-		Ports:     map[string]int{"https": cfg.Ports.KubeControllerManager},
-		Readiness: Probe{Scheme: "https", Port: cfg.Ports.KubeControllerManager, Path: "/healthz"},
+		Ports:     map[string]int{"https": cfg.Ports[name]},
+		Readiness: Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
 	}, nil
 }
 
-func renderKubeScheduler(cfg Config) (Spec, error) {
-	const name = KubeScheduler
+func renderKubeScheduler(cfg Config, i int) (Spec, error) {
+	name := instanceName(KubeScheduler, i, cfg.replicas().Controllers)
 	dir := func(f string) string { return path(cfg.Dir, name, f) }
 	kc, err := localKubeconfig(cfg, name, cfg.PKI.KubeScheduler)
 	if err != nil {
@@ -85,20 +98,20 @@ func renderKubeScheduler(cfg Config) (Spec, error) {
 	return Spec{
 		Name:      name,
 		Component: KubeScheduler,
-		After:     []string{KubeAPIServer},
+		After:     []string{endpointInstance(cfg)},
 		Args: []string{
 			"--kubeconfig=" + dir("kubeconfig"),
 			"--authentication-kubeconfig=" + dir("kubeconfig"),
 			"--authorization-kubeconfig=" + dir("kubeconfig"),
 			"--bind-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", cfg.Ports.KubeScheduler),
+			fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
 			"--cert-dir=" + dir("certs"),
-			"--leader-elect=false",
+			leaderElection(cfg),
 			"--profiling=false",
 		},
 		Files:     []File{{Path: "kubeconfig", Content: kc, Secret: true}},
-		Ports:     map[string]int{"https": cfg.Ports.KubeScheduler},
-		Readiness: Probe{Scheme: "https", Port: cfg.Ports.KubeScheduler, Path: "/healthz"},
+		Ports:     map[string]int{"https": cfg.Ports[name]},
+		Readiness: Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
 	}, nil
 }
 
@@ -107,7 +120,7 @@ func renderKubeScheduler(cfg Config) (Spec, error) {
 func localKubeconfig(cfg Config, name string, client pki.KeyPair) ([]byte, error) {
 	return kubeconfig.Render(kubeconfig.Params{
 		Name:      name,
-		Server:    fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports.KubeAPIServer),
+		Server:    fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[EndpointPort]),
 		CAPEM:     cfg.PKI.RootCA.CertPEM,
 		ClientPEM: client.CertPEM,
 		KeyPEM:    client.KeyPEM,

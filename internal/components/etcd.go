@@ -2,14 +2,20 @@ package components
 
 import (
 	"fmt"
+	"strings"
 )
 
-func renderEtcd(cfg Config) Spec {
-	const name = "etcd-0"
+func renderEtcd(cfg Config, i int) Spec {
+	n := cfg.replicas().Etcd
+	name := instanceName(Etcd, i, n)
 	p := cfg.PKI
 	dir := func(f string) string { return path(cfg.Dir, name, f) }
-	peerURL := fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports.EtcdPeer)
-	clientURL := fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports.EtcdClient)
+	peerURL := func(m int) string { return fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(m, "peer")]) }
+	clientURL := fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(i, "client")])
+	members := make([]string, n)
+	for m := range n {
+		members[m] = instanceName(Etcd, m, n) + "=" + peerURL(m)
+	}
 	return Spec{
 		Name:      name,
 		Component: Etcd,
@@ -18,12 +24,12 @@ func renderEtcd(cfg Config) Spec {
 			"--data-dir=" + dir("data"),
 			"--listen-client-urls=" + clientURL,
 			"--advertise-client-urls=" + clientURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=" + name + "=" + peerURL,
+			"--listen-peer-urls=" + peerURL(i),
+			"--initial-advertise-peer-urls=" + peerURL(i),
+			"--initial-cluster=" + strings.Join(members, ","),
 			"--initial-cluster-state=new",
 			"--initial-cluster-token=" + cfg.Name,
-			fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", cfg.Ports.EtcdMetrics),
+			fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", cfg.Ports[etcdPort(i, "metrics")]),
 			"--cert-file=" + dir("server.crt"),
 			"--key-file=" + dir("server.key"),
 			"--trusted-ca-file=" + dir("ca.crt"),
@@ -44,10 +50,19 @@ func renderEtcd(cfg Config) Spec {
 			{Path: "peer.key", Content: p.EtcdPeer.KeyPEM, Secret: true},
 		},
 		Ports: map[string]int{
-			"client":  cfg.Ports.EtcdClient,
-			"peer":    cfg.Ports.EtcdPeer,
-			"metrics": cfg.Ports.EtcdMetrics,
+			"client":  cfg.Ports[etcdPort(i, "client")],
+			"peer":    cfg.Ports[etcdPort(i, "peer")],
+			"metrics": cfg.Ports[etcdPort(i, "metrics")],
 		},
-		Readiness: Probe{Scheme: "http", Port: cfg.Ports.EtcdMetrics, Path: "/health"},
+		Readiness: Probe{Scheme: "http", Port: cfg.Ports[etcdPort(i, "metrics")], Path: "/health"},
 	}
+}
+
+// etcdServers lists every member's client URL.
+func etcdServers(cfg Config) string {
+	urls := make([]string, cfg.replicas().Etcd)
+	for m := range urls {
+		urls[m] = fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(m, "client")])
+	}
+	return strings.Join(urls, ",")
 }

@@ -4,17 +4,22 @@ import (
 	"fmt"
 )
 
-func renderKubeAPIServer(cfg Config) Spec {
-	const name = KubeAPIServer
+func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
+	name := instanceName(KubeAPIServer, i, cfg.replicas().KubeAPIServer)
 	p := cfg.PKI
+	port := cfg.apiServerPort(i)
 	dir := func(f string) string { return path(cfg.Dir, name, f) }
+	encryption, err := encryptionConfig(cfg.EncryptionKey)
+	if err != nil {
+		return Spec{}, err
+	}
 	args := []string{
-		fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", cfg.Ports.EtcdClient),
+		"--etcd-servers=" + etcdServers(cfg),
 		"--etcd-cafile=" + dir("etcd-ca.crt"),
 		"--etcd-certfile=" + dir("etcd-client.crt"),
 		"--etcd-keyfile=" + dir("etcd-client.key"),
 		"--bind-address=0.0.0.0",
-		fmt.Sprintf("--secure-port=%d", cfg.Ports.KubeAPIServer),
+		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + dir("certs"),
 		"--tls-cert-file=" + dir("server.crt"),
 		"--tls-private-key-file=" + dir("server.key"),
@@ -37,6 +42,11 @@ func renderKubeAPIServer(cfg Config) Spec {
 		"--requestheader-username-headers=X-Remote-User",
 		"--proxy-client-cert-file=" + dir("front-proxy-client.crt"),
 		"--proxy-client-key-file=" + dir("front-proxy-client.key"),
+		"--encryption-provider-config=" + dir("encryption-config.yaml"),
+		"--audit-policy-file=" + dir("audit-policy.yaml"),
+		"--audit-log-path=" + dir("audit.log"),
+		"--audit-log-maxsize=100",
+		"--audit-log-maxbackup=3",
 		"--allow-privileged=true",
 		"--profiling=false",
 	}
@@ -66,8 +76,34 @@ func renderKubeAPIServer(cfg Config) Spec {
 			{Path: "front-proxy-ca.crt", Content: p.FrontProxyCA.CertPEM},
 			{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM},
 			{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true},
+			{Path: "encryption-config.yaml", Content: encryption, Secret: true},
+			{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
 		},
-		Ports:     map[string]int{"https": cfg.Ports.KubeAPIServer},
-		Readiness: Probe{Scheme: "https", Port: cfg.Ports.KubeAPIServer, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+		Ports:     map[string]int{"https": port},
+		Readiness: Probe{Scheme: "https", Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+	}, nil
+}
+
+// renderKubeAPIServerProxy is the stable endpoint of replicated API servers:
+// a TCP proxy (TLS passes through) run as its own supervised process, so
+// the endpoint does not depend on the operator.
+func renderKubeAPIServerProxy(cfg Config) Spec {
+	port, health := cfg.Ports[EndpointPort], cfg.Ports[proxyHealthPort]
+	args := []string{
+		fmt.Sprintf("--listen=0.0.0.0:%d", port),
+		fmt.Sprintf("--health-listen=127.0.0.1:%d", health),
+		"--backend-ca-file=" + path(cfg.Dir, KubeAPIServerProxy, "ca.crt"),
+	}
+	for i := range cfg.replicas().KubeAPIServer {
+		args = append(args, fmt.Sprintf("--backend=127.0.0.1:%d", cfg.apiServerPort(i)))
+	}
+	return Spec{
+		Name:      KubeAPIServerProxy,
+		Component: KubeAPIServerProxy,
+		Args:      args,
+		Files:     []File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
+		Ports:     map[string]int{"https": port, "health": health},
+		// Ready while it routes to at least one ready API server.
+		Readiness: Probe{Scheme: "http", Port: health, Path: "/readyz"},
 	}
 }

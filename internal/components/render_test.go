@@ -28,12 +28,22 @@ func fakePKI() *pki.ControlPlane {
 	}
 }
 
+// testPorts numbers the ports of r from 20001 in PortNames order.
+func testPorts(r Replicas) map[string]int {
+	ports := map[string]int{}
+	for i, name := range PortNames(r) {
+		ports[name] = 20001 + i
+	}
+	return ports
+}
+
 func testConfig() Config {
 	return Config{
 		Name:             "clusters-demo",
 		Dir:              "/var/lib/hypershift/clusters/clusters-demo",
 		PKI:              fakePKI(),
-		Ports:            Ports{EtcdClient: 20001, EtcdPeer: 20002, EtcdMetrics: 20003, KubeAPIServer: 20004, KubeControllerManager: 20005, KubeScheduler: 20006},
+		Ports:            testPorts(SingleReplica),
+		EncryptionKey:    []byte("0123456789abcdef0123456789abcdef"),
 		AdvertiseAddress: "192.0.2.10",
 		ServiceCIDR:      "172.31.0.0/16",
 		ClusterCIDR:      "10.132.0.0/14",
@@ -44,11 +54,14 @@ func testConfig() Config {
 func TestRenderGolden(t *testing.T) {
 	management := testConfig()
 	management.Name, management.Dir, management.Management, management.AdvertiseAddress = "management", "/var/lib/hypershift/management", true, ""
+	ha := testConfig()
+	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
 	tests := []struct {
 		name string
 		cfg  Config
 	}{
 		{"hosted", testConfig()},
+		{"highly-available", ha},
 		{"management", management},
 	}
 	for _, tt := range tests {
@@ -91,6 +104,7 @@ func TestRenderFileContents(t *testing.T) {
 			"server.crt": "apiserver.crt", "client-ca.crt": "client-ca.crt", "etcd-client.key": "etcd-client.key",
 			"service-account.key": "sa.key", "service-account.pub": "sa.crt", "kubelet-ca.crt": "kubelet-ca.crt",
 			"front-proxy-ca.crt": "front-proxy-ca.crt",
+			"encryption-config.yaml": "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- providers:\n  - secretbox:\n      keys:\n      - name: key1\n        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n  - identity: {}\n  resources:\n  - secrets\n",
 		},
 		KubeControllerManager: {"client-ca.key": "client-ca.key", "kubelet-ca.key": "kubelet-ca.key", "root-ca.crt": "root-ca.crt"},
 	}
@@ -121,7 +135,8 @@ func TestRenderIsPure(t *testing.T) {
 		}
 	}
 	changed := testConfig()
-	changed.Ports.KubeAPIServer++
+	changed.Ports = testPorts(SingleReplica)
+	changed.Ports[EndpointPort]++
 	c, err := Render(changed)
 	if err != nil {
 		t.Fatal(err)
@@ -129,4 +144,47 @@ func TestRenderIsPure(t *testing.T) {
 	if a[1].Hash() == c[1].Hash() {
 		t.Error("changing the API server port did not change its spec hash")
 	}
+}
+
+func TestHighlyAvailableLayout(t *testing.T) {
+	cfg := testConfig()
+	cfg.Replicas, cfg.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	specs, err := Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	ports := map[int]string{}
+	for _, s := range specs {
+		count[s.Component]++
+		for _, p := range s.Ports {
+			if other, dup := ports[p]; dup {
+				t.Errorf("port %d used by %s and %s", p, other, s.Name)
+			}
+			ports[p] = s.Name
+		}
+		if s.Component == KubeControllerManager || s.Component == KubeScheduler {
+			if !contains(s.Args, "--leader-elect=true") {
+				t.Errorf("%s runs replicated without leader election", s.Name)
+			}
+			if len(s.After) != 1 || s.After[0] != KubeAPIServerProxy {
+				t.Errorf("%s starts after %v, want the API endpoint proxy", s.Name, s.After)
+			}
+		}
+	}
+	want := map[string]int{Etcd: 3, KubeAPIServer: 2, KubeAPIServerProxy: 1, KubeControllerManager: 2, KubeScheduler: 2}
+	for c, n := range want {
+		if count[c] != n {
+			t.Errorf("%d instances of %s, want %d", count[c], c, n)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -69,14 +69,4 @@ func (s Spec) Hash() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Ports of one control plane, chosen by the runtime.
-type Ports struct {
-	EtcdClient            int `json:"etcdClient"`
-	EtcdPeer              int `json:"etcdPeer"`
-	EtcdMetrics           int `json:"etcdMetrics"`
-	KubeAPIServer         int `json:"kubeAPIServer"`
-	KubeControllerManager int `json:"kubeControllerManager"`
-	KubeScheduler         int `json:"kubeScheduler"`
-}
-
 func path(dir, name, file string) string { return filepath.Join(dir, name, file) }

@@ -68,11 +68,16 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := rt.Ports(ctx, ref)
+	ports, err := rt.Ports(ctx, ref, components.PortNames(components.SingleReplica))
 	if err != nil {
 		return nil, err
 	}
-	certs, err := pki.EnsureControlPlane(pki.FileStore{Dir: filepath.Join(rt.Dir(ref), "pki")}, pki.ControlPlaneOptions{
+	pkiDir := filepath.Join(rt.Dir(ref), "pki")
+	encryptionKey, err := pki.EnsureEncryptionKeyFile(pkiDir)
+	if err != nil {
+		return nil, fmt.Errorf("management encryption key: %w", err)
+	}
+	certs, err := pki.EnsureControlPlane(pki.FileStore{Dir: pkiDir}, pki.ControlPlaneOptions{
 		APIServerIPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
 		APIServerDNSNames: []string{"localhost"},
 	})
@@ -84,15 +89,16 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 		Dir:         rt.Dir(ref),
 		PKI:         certs,
 		Ports:       ports,
-		ServiceCIDR: serviceCIDR,
-		Management:  true,
+		ServiceCIDR:   serviceCIDR,
+		EncryptionKey: encryptionKey,
+		Management:    true,
 	})
 	if err != nil {
 		return nil, err
 	}
 	params := kubeconfig.Params{
 		Name:      "hypershift-management",
-		Server:    fmt.Sprintf("https://127.0.0.1:%d", ports.KubeAPIServer),
+		Server:    fmt.Sprintf("https://127.0.0.1:%d", ports[components.EndpointPort]),
 		CAPEM:     certs.RootCA.CertPEM,
 		ClientPEM: certs.Admin.CertPEM,
 		KeyPEM:    certs.Admin.KeyPEM,

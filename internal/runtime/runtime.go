@@ -19,8 +19,9 @@ type ControlPlaneRef struct {
 
 // Runtime runs the components of control planes.
 type Runtime interface {
-	// Ports returns the ports of a control plane, allocating them once.
-	Ports(ctx context.Context, ref ControlPlaneRef) (components.Ports, error)
+	// Ports returns the named ports of a control plane, allocating each
+	// once and keeping it.
+	Ports(ctx context.Context, ref ControlPlaneRef, names []string) (map[string]int, error)
 	// Apply makes the running instances of a control plane match specs:
 	// it starts missing ones, restarts changed ones and stops others.
 	Apply(ctx context.Context, ref ControlPlaneRef, specs []components.Spec) error

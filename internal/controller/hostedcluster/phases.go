@@ -70,7 +70,30 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 	if _, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{APIServerIPs: ips, APIServerDNSNames: dns}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("PKI: %w", err)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.ensureEncryptionKey(ctx, s)
+}
+
+// ensureEncryptionKey creates the key that encrypts the hosted cluster's
+// Secrets in its etcd. It is kept in the management plane, never in the
+// hosted cluster, and never replaced: a new key would make existing Secrets
+// unreadable.
+func (r *Reconciler) ensureEncryptionKey(ctx context.Context, s *scope) error {
+	key := client.ObjectKey{Namespace: s.ns, Name: pki.EncryptionKeyName}
+	if err := r.Client.Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		return err
+	}
+	data, err := pki.NewEncryptionKey()
+	if err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: pki.EncryptionKeyName, Labels: s.labels()},
+		Data:       map[string][]byte{"key": data},
+	}
+	if err := r.Client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("encryption key: %w", err)
+	}
+	return nil
 }
 
 func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {

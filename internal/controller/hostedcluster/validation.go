@@ -17,8 +17,5 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster) error {
 	if hc.Spec.Etcd.ManagementType != "" && hc.Spec.Etcd.ManagementType != hypershiftv1alpha1.Managed {
 		return fmt.Errorf("spec.etcd.managementType %s is not supported yet: use Managed", hc.Spec.Etcd.ManagementType)
 	}
-	if hc.Spec.ControllerAvailabilityPolicy == hypershiftv1alpha1.HighlyAvailable {
-		return fmt.Errorf("spec.controllerAvailabilityPolicy HighlyAvailable is not supported yet: use SingleReplica")
-	}
 	return nil
 }

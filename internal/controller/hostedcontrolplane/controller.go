@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -99,17 +101,30 @@ func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedC
 	if err != nil {
 		return nil, err
 	}
-	ports, err := r.Runtime.Ports(ctx, ref)
+	encryptionKey := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hcp.Namespace, Name: pki.EncryptionKeyName}, encryptionKey); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s: %w", pki.EncryptionKeyName, pki.ErrMissing)
+		}
+		return nil, err
+	}
+	replicas := components.SingleReplica
+	if hcp.Spec.ControllerAvailabilityPolicy == hypershiftv1alpha1.HighlyAvailable {
+		replicas = components.HighlyAvailable
+	}
+	ports, err := r.Runtime.Ports(ctx, ref, components.PortNames(replicas))
 	if err != nil {
 		return nil, fmt.Errorf("ports: %w", err)
 	}
-	hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: r.EndpointHost, Port: int32(ports.KubeAPIServer)} //nolint:gosec // ports fit in int32
+	hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: r.EndpointHost, Port: int32(ports[components.EndpointPort])} //nolint:gosec // ports fit in int32
 	net := hcp.Spec.Networking
 	cfg := components.Config{
 		Name:             hcp.Namespace,
 		Dir:              runtimeDir(r.Runtime, ref),
 		PKI:              certs,
+		Replicas:         replicas,
 		Ports:            ports,
+		EncryptionKey:    encryptionKey.Data["key"],
 		AdvertiseAddress: r.AdvertiseAddress,
 		ServiceCIDR:      net.ServiceNetwork[0].CIDR,
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
@@ -147,17 +162,24 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) bool {
 	statuses := r.Runtime.Status(ref)
 	hcp.Status.Components = statuses
-	phase := map[string]hypershiftv1alpha1.ComponentStatus{}
+	byComponent := map[string][]hypershiftv1alpha1.ComponentStatus{}
 	var notRunning []string
 	for _, s := range statuses {
-		phase[s.Name] = s
+		byComponent[s.Component] = append(byComponent[s.Component], s)
 		if s.Phase != hypershiftv1alpha1.ComponentRunning {
 			notRunning = append(notRunning, fmt.Sprintf("%s is %s", s.Name, s.Phase))
 		}
 	}
 	gen := hcp.Generation
-	etcd := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.EtcdAvailable, phase["etcd-0"])
-	api := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, phase[components.KubeAPIServer])
+	// etcd serves while a majority of members runs; the API while one API
+	// server runs (and, when replicated, the endpoint proxy in front).
+	etcdMembers := byComponent[components.Etcd]
+	etcd := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.EtcdAvailable, etcdMembers, len(etcdMembers)/2+1)
+	apiInstances := byComponent[components.KubeAPIServer]
+	api := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, apiInstances, 1)
+	if proxy, ok := byComponent[components.KubeAPIServerProxy]; ok && api {
+		api = componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, proxy, 1)
+	}
 	available := etcd && api
 	hcp.Status.Ready = available
 	if available {
@@ -191,30 +213,35 @@ func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, re
 	return len(notRunning) == 0
 }
 
-func componentCondition(conds *[]metav1.Condition, gen int64, typ string, s hypershiftv1alpha1.ComponentStatus) bool {
-	if s.Phase == hypershiftv1alpha1.ComponentRunning {
-		conditions.Set(conds, gen, typ, true, hypershiftv1alpha1.AsExpectedReason, s.Name+" is running")
+// componentCondition sets typ True when at least need of the instances run,
+// and says which do not otherwise.
+func componentCondition(conds *[]metav1.Condition, gen int64, typ string, instances []hypershiftv1alpha1.ComponentStatus, need int) bool {
+	var running, other []string
+	for _, s := range instances {
+		if s.Phase == hypershiftv1alpha1.ComponentRunning {
+			running = append(running, s.Name)
+			continue
+		}
+		msg := s.Name + " is " + string(s.Phase)
+		if s.Message != "" {
+			msg += ": " + s.Message
+		}
+		other = append(other, msg)
+	}
+	if len(instances) > 0 && len(running) >= need {
+		conditions.Set(conds, gen, typ, true, hypershiftv1alpha1.AsExpectedReason, strings.Join(running, ", ")+" running")
 		return true
 	}
-	msg := s.Name + " is " + string(s.Phase)
-	if s.Name == "" {
-		msg = "not started yet"
-	}
-	if s.Message != "" {
-		msg += ": " + s.Message
+	msg := "not started yet"
+	if len(other) > 0 {
+		msg = strings.Join(other, "; ")
 	}
 	conditions.Set(conds, gen, typ, false, hypershiftv1alpha1.ComponentNotReadyReason, msg)
 	return false
 }
 
 func joinMessages(msgs []string) string {
-	out := ""
-	for i, m := range msgs {
-		if i > 0 {
-			out += "; "
-		}
-		out += m
-	}
+	out := strings.Join(msgs, "; ")
 	if len(out) > 32000 {
 		out = out[:32000]
 	}

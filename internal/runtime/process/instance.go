@@ -81,7 +81,7 @@ func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onCh
 		log:      log.WithValues("component", spec.Name),
 		onChange: onChange,
 		spec:     spec,
-		status:   hypershiftv1alpha1.ComponentStatus{Name: spec.Name, Phase: hypershiftv1alpha1.ComponentStopped},
+		status:   hypershiftv1alpha1.ComponentStatus{Name: spec.Name, Component: spec.Component, Phase: hypershiftv1alpha1.ComponentStopped},
 		respec:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		release:  make(chan struct{}),

@@ -64,14 +64,35 @@ func New(opts Options) (*Runtime, error) {
 	if err := os.MkdirAll(opts.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", opts.Root, err)
 	}
-	return &Runtime{
+	r := &Runtime{
 		root:      opts.Root,
 		binary:    opts.Binary,
 		log:       opts.Log,
 		onChange:  opts.OnChange,
 		planes:    map[runtime.ControlPlaneRef]map[string]*instance{},
 		usedPorts: map[int]bool{},
-	}, nil
+	}
+	r.reserveKnownPorts()
+	return r, nil
+}
+
+// reserveKnownPorts marks the ports of every control plane under the root as
+// taken, including stopped ones that will want them back.
+func (r *Runtime) reserveKnownPorts() {
+	files, _ := filepath.Glob(filepath.Join(r.root, "*", "ports.json"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		ports := map[string]int{}
+		if json.Unmarshal(data, &ports) != nil {
+			continue
+		}
+		for _, p := range ports {
+			r.usedPorts[p] = true
+		}
+	}
 }
 
 // Dir returns the directory of a control plane.
@@ -81,33 +102,40 @@ func (r *Runtime) Dir(ref runtime.ControlPlaneRef) string {
 
 // Ports implements runtime.Runtime. Ports are chosen once and kept in
 // ports.json, so a control plane keeps its endpoint across restarts.
-func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef) (components.Ports, error) {
+func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []string) (map[string]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	path := filepath.Join(r.Dir(ref), "ports.json")
-	var ports components.Ports
+	ports := map[string]int{}
 	if data, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(data, &ports); err != nil {
-			return ports, fmt.Errorf("read %s: %w", path, err)
+			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		return ports, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return ports, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	free, err := r.freePorts(6)
+	var missing []string
+	for _, name := range names {
+		if ports[name] == 0 {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return ports, nil
+	}
+	free, err := r.freePorts(len(missing))
 	if err != nil {
-		return ports, err
+		return nil, err
 	}
-	ports = components.Ports{
-		EtcdClient: free[0], EtcdPeer: free[1], EtcdMetrics: free[2],
-		KubeAPIServer: free[3], KubeControllerManager: free[4], KubeScheduler: free[5],
+	for i, name := range missing {
+		ports[name] = free[i]
 	}
 	data, err := json.Marshal(ports)
 	if err != nil {
-		return ports, err
+		return nil, err
 	}
 	if err := os.MkdirAll(r.Dir(ref), 0o700); err != nil {
-		return ports, fmt.Errorf("create %s: %w", r.Dir(ref), err)
+		return nil, fmt.Errorf("create %s: %w", r.Dir(ref), err)
 	}
 	return ports, atomicfile.Write(path, data, 0o600)
 }

@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -186,24 +187,30 @@ func TestPortsAreStableAndDistinct(t *testing.T) {
 	root := testenv.ShortTempDir(t)
 	rt := newRuntime(t, root)
 	ctx := context.Background()
-	a1, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"})
+	names := components.PortNames(components.HighlyAvailable)
+	a1, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"}, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "b"})
+	// A new runtime knows a's ports are taken and gives them back to a.
+	rt2 := newRuntime(t, root)
+	b, err := rt2.Ports(ctx, runtime.ControlPlaneRef{Namespace: "b"}, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := newRuntime(t, root).Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"})
+	a2, err := rt2.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"}, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a1 != a2 {
-		t.Errorf("ports changed across runtimes: %+v then %+v", a1, a2)
+	if !maps.Equal(a1, a2) {
+		t.Errorf("ports changed across runtimes: %v then %v", a1, a2)
 	}
 	seen := map[int]bool{}
-	for _, p := range []components.Ports{a1, b} {
-		for _, port := range []int{p.EtcdClient, p.EtcdPeer, p.EtcdMetrics, p.KubeAPIServer, p.KubeControllerManager, p.KubeScheduler} {
+	for _, p := range []map[string]int{a1, b} {
+		if len(p) != len(names) {
+			t.Errorf("%d ports for %d names", len(p), len(names))
+		}
+		for _, port := range p {
 			if seen[port] {
 				t.Errorf("port %d handed out twice", port)
 			}

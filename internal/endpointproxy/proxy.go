@@ -1,0 +1,167 @@
+// Package endpointproxy is the stable API endpoint of a highly available
+// hosted control plane: a TCP proxy in front of its API servers. TLS passes
+// through untouched (clients verify the API servers' own certificate), and
+// the proxy runs as its own supervised process, so the endpoint keeps
+// working while the operator is down.
+package endpointproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Timing of backend selection.
+const (
+	dialTimeout = time.Second
+	// A backend that refused a connection is skipped this long, unless every
+	// backend is.
+	downFor = 2 * time.Second
+)
+
+// Proxy forwards connections to the first backend that accepts them,
+// starting round-robin, preferring backends whose health check passes.
+type Proxy struct {
+	backends []string
+	next     atomic.Uint64
+	check    func(ctx context.Context, backend string) error
+
+	mu        sync.Mutex
+	downUntil map[string]time.Time
+	ready     map[string]bool
+}
+
+// New returns a proxy over backends (host:port). check, when not nil, is
+// each backend's health check (see HealthChecks).
+func New(backends []string, check func(ctx context.Context, backend string) error) (*Proxy, error) {
+	if len(backends) == 0 {
+		return nil, errors.New("no backends")
+	}
+	return &Proxy{backends: backends, check: check, downUntil: map[string]time.Time{}, ready: map[string]bool{}}, nil
+}
+
+// Serve accepts connections on l until ctx ends.
+func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
+	go func() {
+		<-ctx.Done()
+		_ = l.Close()
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		wg.Go(func() { p.handle(ctx, conn) })
+	}
+}
+
+func (p *Proxy) handle(ctx context.Context, client net.Conn) {
+	defer client.Close()
+	backend, err := p.dial(ctx)
+	if err != nil {
+		return
+	}
+	defer backend.Close()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// Half-close so the other direction can finish its response.
+		if tcp, ok := dst.(*net.TCPConn); ok {
+			_ = tcp.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(backend, client)
+	go pipe(client, backend)
+	select {
+	case <-done:
+		<-done
+	case <-ctx.Done():
+	}
+}
+
+// dial tries every backend once, healthy ones first.
+func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
+	start := int(p.next.Add(1))
+	order := make([]string, 0, len(p.backends))
+	var down []string
+	now := time.Now()
+	p.mu.Lock()
+	for i := range p.backends {
+		b := p.backends[(start+i)%len(p.backends)]
+		if p.downUntil[b].After(now) || (p.check != nil && !p.ready[b]) {
+			down = append(down, b)
+		} else {
+			order = append(order, b)
+		}
+	}
+	p.mu.Unlock()
+	var lastErr error
+	dialer := net.Dialer{Timeout: dialTimeout}
+	for _, b := range append(order, down...) {
+		conn, err := dialer.DialContext(ctx, "tcp", b)
+		if err == nil {
+			return conn, nil
+		}
+		lastErr = err
+		p.mu.Lock()
+		p.downUntil[b] = time.Now().Add(downFor)
+		p.mu.Unlock()
+	}
+	return nil, fmt.Errorf("no backend reachable: %w", lastErr)
+}
+
+// HealthChecks runs the backends' health checks every interval until ctx
+// ends.
+func (p *Proxy) HealthChecks(ctx context.Context, interval time.Duration) {
+	if p.check == nil {
+		return
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		var wg sync.WaitGroup
+		for _, b := range p.backends {
+			wg.Go(func() {
+				cctx, cancel := context.WithTimeout(ctx, interval)
+				defer cancel()
+				ok := p.check(cctx, b) == nil
+				p.mu.Lock()
+				p.ready[b] = ok
+				p.mu.Unlock()
+			})
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// Ready reports whether some backend passes its health check.
+func (p *Proxy) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ok := range p.ready {
+		if ok {
+			return true
+		}
+	}
+	return p.check == nil
+}

@@ -1,0 +1,132 @@
+package endpointproxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+)
+
+// echoServer answers each line with its name.
+func echoServer(t *testing.T, name string) (addr string, stop func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					if _, err := r.ReadString('\n'); err != nil {
+						return
+					}
+					fmt.Fprintf(c, "%s\n", name)
+				}
+			}()
+		}
+	}()
+	return l.Addr().String(), func() { l.Close() }
+}
+
+func ask(t *testing.T, addr string) (string, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	fmt.Fprintln(c, "hi")
+	return bufio.NewReader(c).ReadString('\n')
+}
+
+func TestFailsOverAndSpreads(t *testing.T) {
+	a, stopA := echoServer(t, "a")
+	b, stopB := echoServer(t, "b")
+	defer stopB()
+	p, err := New([]string{a, b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Serve(ctx, l) }()
+
+	seen := map[string]int{}
+	for range 10 {
+		got, err := ask(t, l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[got]++
+	}
+	if seen["a\n"] == 0 || seen["b\n"] == 0 {
+		t.Errorf("connections not spread over both backends: %v", seen)
+	}
+
+	stopA()
+	for i := range 10 {
+		got, err := ask(t, l.Addr().String())
+		if err != nil || got != "b\n" {
+			t.Fatalf("request %d with a down: %q, %v; want b", i, got, err)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+func TestNoBackends(t *testing.T) {
+	if _, err := New(nil, nil); err == nil {
+		t.Error("a proxy without backends was accepted")
+	}
+}
+
+func TestPrefersHealthyBackends(t *testing.T) {
+	a, stopA := echoServer(t, "a")
+	defer stopA()
+	b, stopB := echoServer(t, "b")
+	defer stopB()
+	// a accepts connections but fails its health check.
+	p, err := New([]string{a, b}, func(_ context.Context, backend string) error {
+		if backend == a {
+			return fmt.Errorf("not ready")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if p.Ready() {
+		t.Error("ready before any health check ran")
+	}
+	go p.HealthChecks(ctx, 10*time.Millisecond)
+	for !p.Ready() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ctx, l)
+	for i := range 6 {
+		if got, err := ask(t, l.Addr().String()); err != nil || got != "b\n" {
+			t.Fatalf("request %d: %q, %v; want the healthy backend b", i, got, err)
+		}
+	}
+}

@@ -103,7 +103,7 @@ func TestRenderFileContents(t *testing.T) {
 		KubeAPIServer: {
 			"server.crt": "apiserver.crt", "client-ca.crt": "client-ca.crt", "etcd-client.key": "etcd-client.key",
 			"service-account.key": "sa.key", "service-account.pub": "sa.crt", "kubelet-ca.crt": "kubelet-ca.crt",
-			"front-proxy-ca.crt": "front-proxy-ca.crt",
+			"front-proxy-ca.crt":     "front-proxy-ca.crt",
 			"encryption-config.yaml": "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- providers:\n  - secretbox:\n      keys:\n      - name: key1\n        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n  - identity: {}\n  resources:\n  - secrets\n",
 		},
 		KubeControllerManager: {"client-ca.key": "client-ca.key", "kubelet-ca.key": "kubelet-ca.key", "root-ca.crt": "root-ca.crt"},

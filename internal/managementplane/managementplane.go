@@ -85,10 +85,10 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 		return nil, fmt.Errorf("management PKI: %w", err)
 	}
 	specs, err := components.Render(components.Config{
-		Name:        dirName,
-		Dir:         rt.Dir(ref),
-		PKI:         certs,
-		Ports:       ports,
+		Name:          dirName,
+		Dir:           rt.Dir(ref),
+		PKI:           certs,
+		Ports:         ports,
 		ServiceCIDR:   serviceCIDR,
 		EncryptionKey: encryptionKey,
 		Management:    true,

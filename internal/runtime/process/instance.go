@@ -32,6 +32,9 @@ const (
 	stopGrace       = 10 * time.Second
 	probeFast       = 200 * time.Millisecond
 	probeSlow       = 2 * time.Second
+	// A ready instance is reported Unhealthy after this many probe failures
+	// in a row, so one slow answer does not flap its conditions.
+	failureThreshold = 3
 )
 
 type action int
@@ -340,6 +343,7 @@ func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
 func (in *instance) watch(p *proc) (action, error) {
 	probe := newProber(in.currentSpec().Readiness)
 	var failingSince time.Time
+	failures := 0
 	wasReady := false
 	interval := time.Duration(0)
 	for {
@@ -369,6 +373,7 @@ func (in *instance) watch(p *proc) (action, error) {
 		case err == nil:
 			wasReady = true
 			failingSince = time.Time{}
+			failures = 0
 			interval = probeSlow
 			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
 				s.Phase = hypershiftv1alpha1.ComponentRunning
@@ -379,6 +384,11 @@ func (in *instance) watch(p *proc) (action, error) {
 		default:
 			if failingSince.IsZero() {
 				failingSince = time.Now()
+			}
+			failures++
+			interval = probeFast
+			if failures < failureThreshold {
+				continue
 			}
 			interval = probeFast * 5
 			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"hypershift.dev/internal/components"
@@ -40,10 +41,26 @@ func newProber(p components.Probe) func(ctx context.Context) error {
 			return err
 		}
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s returned %d: %s", p.Path, resp.StatusCode, body)
+			return fmt.Errorf("%s returned %d: %s", p.Path, resp.StatusCode, failedChecks(string(body)))
 		}
 		return nil
 	}
+}
+
+// failedChecks keeps the failing lines of a verbose health answer ("[-]…"),
+// or its first line.
+func failedChecks(body string) string {
+	var failed []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "[-]") {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) == 0 {
+		first, _, _ := strings.Cut(strings.TrimSpace(body), "\n")
+		return first
+	}
+	return strings.Join(failed, "; ")
 }

@@ -77,6 +77,31 @@ func TestHostedClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("secrets are encrypted at rest", func(t *testing.T) {
+		mustKubectl(t, akc, "-n", "x", "create", "secret", "generic", "s", "--from-literal=v=plaintext-secret-7f3a9c")
+		mustKubectl(t, akc, "-n", "x", "create", "configmap", "c", "--from-literal=v=plaintext-configmap-7f3a9c")
+		data := filepath.Join(hs.dataDir, "clusters", "clusters-a", "etcd-0", "data")
+		if !dirContains(t, data, "plaintext-configmap-7f3a9c") {
+			t.Fatal("the ConfigMap's value is not found in etcd's files: the scan does not work")
+		}
+		if dirContains(t, data, "plaintext-secret-7f3a9c") {
+			t.Error("the Secret's value is readable as plain text in etcd's files")
+		}
+		if !dirContains(t, data, "k8s:enc:secretbox:v1:key1") {
+			t.Error("no secretbox-encrypted value in etcd's files")
+		}
+		if got := mustKubectl(t, akc, "-n", "x", "get", "secret", "s", "-o", "jsonpath={.data.v}"); got != "cGxhaW50ZXh0LXNlY3JldC03ZjNhOWM=" {
+			t.Errorf("the Secret reads back as %q", got)
+		}
+		audit := filepath.Join(hs.dataDir, "clusters", "clusters-a", "kube-apiserver", "audit.log")
+		if !dirContains(t, filepath.Dir(audit), `"resource":"secrets"`) {
+			t.Error("the audit log does not record the Secret's creation")
+		}
+		if dirContains(t, filepath.Dir(audit), "plaintext-secret-7f3a9c") {
+			t.Error("the audit log or API server files hold the Secret's value")
+		}
+	})
+
 	t.Run("get, describe and metrics", func(t *testing.T) {
 		list := hs.must("get", "clusters")
 		for _, name := range []string{"a", "b"} {

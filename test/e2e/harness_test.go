@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,3 +162,26 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// dirContains reports whether any file under dir holds s.
+func dirContains(t *testing.T, dir, s string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil // a file removed while walking
+		}
+		found = bytes.Contains(data, []byte(s))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+func regexpMatch(s, pattern string) bool { return regexp.MustCompile(pattern).MatchString(s) }

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// instancePID reads the pid the runtime recorded for an instance.
+func instancePID(t *testing.T, dataDir, cluster, instance string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dataDir, "clusters", "clusters-"+cluster, instance, "pid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.PID
+}
+
+func hostedClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func createConfigMaps(t *testing.T, cs *kubernetes.Clientset, ns string, n int) {
+	t.Helper()
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSingleReplicaRecovers kills a single-replica cluster's API server and
+// etcd; each comes back on its own with every object.
+func TestSingleReplicaRecovers(t *testing.T) {
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs.must("create", "cluster", "none", "--name", "r", "--wait", "--timeout", "3m")
+	kc := filepath.Join(hs.dataDir, "r.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "r", "-o", kc)
+	cs := hostedClient(t, kc)
+	createConfigMaps(t, cs, "default", 20)
+
+	for _, instance := range []string{"kube-apiserver", "etcd-0"} {
+		t.Run(instance, func(t *testing.T) {
+			pid := instancePID(t, hs.dataDir, "r", instance)
+			start := time.Now()
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, time.Minute, "the hosted API back", func() error {
+				list, err := cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+				if err != nil {
+					return err
+				}
+				if n := len(list.Items); n < 20 {
+					return fmt.Errorf("%d config maps, want 20", n)
+				}
+				return nil
+			})
+			t.Logf("%s killed: API back with every object after %.1fs", instance, time.Since(start).Seconds())
+			if instancePID(t, hs.dataDir, "r", instance) == pid {
+				t.Error("the pid file still names the killed process")
+			}
+			if desc := hs.must("describe", "cluster", "r"); !regexpMatch(desc, instance+` +Running +\d+ +1 +Signaled: killed`) {
+				t.Errorf("describe does not record the restart of %s:\n%s", instance, desc)
+			}
+		})
+	}
+}
+
+// TestManagementPlaneLoss kills `hypershift up` with SIGKILL: the hosted API
+// keeps answering for 30 s, a component killed meanwhile is restarted by the
+// next `up`, and the others are adopted with their pids.
+func TestManagementPlaneLoss(t *testing.T) {
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs.must("create", "cluster", "none", "--name", "m", "--wait", "--timeout", "3m")
+	kc := filepath.Join(hs.dataDir, "m.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "m", "-o", kc)
+	cs := hostedClient(t, kc)
+
+	pids := map[string]int{}
+	for _, instance := range []string{"etcd-0", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
+		pids[instance] = instancePID(t, hs.dataDir, "m", instance)
+	}
+	if err := syscall.Kill(upPID(t, hs.dataDir), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler dies while nobody supervises it.
+	if err := syscall.Kill(pids["kube-scheduler"], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	errs, requests := 0, 0
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		requests++
+		if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+			errs++
+			t.Logf("request failed with the management plane down: %v", err)
+		}
+	}
+	if errs > 0 {
+		t.Errorf("%d of %d requests failed while the management plane was down", errs, requests)
+	}
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	eventually(t, time.Minute, "the scheduler restarted", func() error {
+		if pid := instancePID(t, hs.dataDir, "m", "kube-scheduler"); pid == pids["kube-scheduler"] || syscall.Kill(pid, 0) != nil {
+			return fmt.Errorf("scheduler pid %d not a new live process", pid)
+		}
+		return nil
+	})
+	for _, instance := range []string{"etcd-0", "kube-apiserver", "kube-controller-manager"} {
+		if got := instancePID(t, hs.dataDir, "m", instance); got != pids[instance] {
+			t.Errorf("%s: pid %d after up, want the adopted %d", instance, got, pids[instance])
+		}
+	}
+}
+
+// TestHighlyAvailableChaos writes and reads back objects as fast as it can
+// while components of a HighlyAvailable cluster are killed one at a time;
+// no acknowledged write may be lost and no outage may last over 5 s.
+func TestHighlyAvailableChaos(t *testing.T) {
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs.must("create", "cluster", "none", "--name", "ha", "--availability-policy", "HighlyAvailable", "--wait", "--timeout", "4m")
+	kc := filepath.Join(hs.dataDir, "ha.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "ha", "-o", kc)
+	cs := hostedClient(t, kc)
+	waitAllRunning(t, hs, "ha")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	w := &writer{cs: cs}
+	done := make(chan struct{})
+	go func() { w.run(ctx); close(done) }()
+
+	// First the two the promise names, then random ones, one at a time,
+	// each after the cluster has healed from the previous.
+	victims := []string{"etcd-1", "kube-apiserver-0"}
+	pool := []string{"etcd-0", "etcd-1", "etcd-2", "kube-apiserver-0", "kube-apiserver-1", "kube-controller-manager-0", "kube-scheduler-1"}
+	for range 3 {
+		victims = append(victims, pool[rand.IntN(len(pool))])
+	}
+	for _, v := range victims {
+		time.Sleep(2 * time.Second)
+		pid := instancePID(t, hs.dataDir, "ha", v)
+		t.Logf("killing %s (pid %d)", v, pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitAllRunning(t, hs, "ha")
+	}
+	time.Sleep(2 * time.Second)
+	cancel()
+	<-done
+
+	acked, failures, longest := w.result()
+	t.Logf("%d acknowledged writes, %d failed requests, longest outage %.1fs", len(acked), failures, longest.Seconds())
+	if len(acked) < 50 {
+		t.Fatalf("only %d writes acknowledged: the writer did not make progress", len(acked))
+	}
+	if longest > 5*time.Second {
+		t.Errorf("requests failed for %.1fs in a row, want at most 5s", longest.Seconds())
+	}
+	list, err := cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{}
+	for _, cm := range list.Items {
+		present[cm.Name] = true
+	}
+	var lost []string
+	for _, name := range acked {
+		if !present[name] {
+			lost = append(lost, name)
+		}
+	}
+	sort.Strings(lost)
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
+	}
+}
+
+// waitAllRunning waits until describe shows every component Running.
+func waitAllRunning(t *testing.T, hs *cli, name string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, name+" fully running", func() error {
+		desc := hs.must("describe", "cluster", name)
+		if !regexpMatch(desc, `Progressing +False`) {
+			return fmt.Errorf("not all components running")
+		}
+		return nil
+	})
+}
+
+// writer creates config maps one after another and reads each back.
+type writer struct {
+	cs *kubernetes.Clientset
+
+	mu         sync.Mutex
+	acked      []string
+	failures   int
+	failingAt  time.Time
+	longestOut time.Duration
+}
+
+func (w *writer) run(ctx context.Context) {
+	for i := 0; ctx.Err() == nil; {
+		name := fmt.Sprintf("w-%d", i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		_, err := w.cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = nil // an earlier, unanswered attempt went through
+		}
+		if err == nil {
+			_, err = w.cs.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{})
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.record(name, err)
+		if err == nil {
+			i++
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func (w *writer) record(name string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	if err != nil {
+		w.failures++
+		if w.failingAt.IsZero() {
+			w.failingAt = now
+		}
+		return
+	}
+	if !w.failingAt.IsZero() {
+		w.longestOut = max(w.longestOut, now.Sub(w.failingAt))
+		w.failingAt = time.Time{}
+	}
+	w.acked = append(w.acked, name)
+}
+
+func (w *writer) result() (acked []string, failures int, longest time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	longest = w.longestOut
+	if !w.failingAt.IsZero() {
+		longest = max(longest, time.Since(w.failingAt))
+	}
+	return append([]string(nil), w.acked...), w.failures, longest
+}

@@ -93,9 +93,13 @@ func TestSingleReplicaRecovers(t *testing.T) {
 			if instancePID(t, hs.dataDir, "r", instance) == pid {
 				t.Error("the pid file still names the killed process")
 			}
-			if desc := hs.must("describe", "cluster", "r"); !regexpMatch(desc, instance+` +Running +\d+ +1 +Signaled: killed`) {
-				t.Errorf("describe does not record the restart of %s:\n%s", instance, desc)
-			}
+			// Status follows within a probe interval and a reconcile.
+			eventually(t, 30*time.Second, "describe to record the restart", func() error {
+				if desc := hs.must("describe", "cluster", "r"); !regexpMatch(desc, instance+` +Running +\d+ +1 +Signaled: killed`) {
+					return fmt.Errorf("describe does not record the restart of %s:\n%s", instance, desc)
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -20,6 +20,19 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
+// upWithCluster starts a management plane with one hosted cluster and
+// returns the CLI and the cluster's admin kubeconfig path.
+func upWithCluster(t *testing.T, name string, createFlags ...string) (*cli, string) {
+	t.Helper()
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs.must(append([]string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}, createFlags...)...)
+	kc := filepath.Join(hs.dataDir, name+".kubeconfig")
+	hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+	return hs, kc
+}
+
 // instancePID reads the pid the runtime recorded for an instance.
 func instancePID(t *testing.T, dataDir, cluster, instance string) int {
 	t.Helper()
@@ -63,12 +76,7 @@ func createConfigMaps(t *testing.T, cs *kubernetes.Clientset, ns string, n int) 
 // TestSingleReplicaRecovers kills a single-replica cluster's API server and
 // etcd; each comes back on its own with every object.
 func TestSingleReplicaRecovers(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
-	hs.must("create", "cluster", "none", "--name", "r", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "r.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "r", "-o", kc)
+	hs, kc := upWithCluster(t, "r")
 	cs := hostedClient(t, kc)
 	createConfigMaps(t, cs, "default", 20)
 
@@ -108,12 +116,7 @@ func TestSingleReplicaRecovers(t *testing.T) {
 // keeps answering for 30 s, a component killed meanwhile is restarted by the
 // next `up`, and the others are adopted with their pids.
 func TestManagementPlaneLoss(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
-	hs.must("create", "cluster", "none", "--name", "m", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "m.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "m", "-o", kc)
+	hs, kc := upWithCluster(t, "m")
 	cs := hostedClient(t, kc)
 
 	pids := map[string]int{}
@@ -156,12 +159,7 @@ func TestManagementPlaneLoss(t *testing.T) {
 // while components of a HighlyAvailable cluster are killed one at a time;
 // no acknowledged write may be lost and no outage may last over 5 s.
 func TestHighlyAvailableChaos(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
-	hs.must("create", "cluster", "none", "--name", "ha", "--availability-policy", "HighlyAvailable", "--wait", "--timeout", "4m")
-	kc := filepath.Join(hs.dataDir, "ha.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "ha", "-o", kc)
+	hs, kc := upWithCluster(t, "ha", "--availability-policy", "HighlyAvailable")
 	cs := hostedClient(t, kc)
 	waitAllRunning(t, hs, "ha")
 

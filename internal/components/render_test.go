@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,7 +165,7 @@ func TestHighlyAvailableLayout(t *testing.T) {
 			ports[p] = s.Name
 		}
 		if s.Component == KubeControllerManager || s.Component == KubeScheduler {
-			if !contains(s.Args, "--leader-elect=true") {
+			if !slices.Contains(s.Args, "--leader-elect=true") {
 				t.Errorf("%s runs replicated without leader election", s.Name)
 			}
 			if len(s.After) != 1 || s.After[0] != KubeAPIServerProxy {
@@ -178,13 +179,4 @@ func TestHighlyAvailableLayout(t *testing.T) {
 			t.Errorf("%d instances of %s, want %d", count[c], c, n)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	if hc.Status.Version != version.KubernetesVersion || hc.Status.ControlPlaneNamespace != "clusters-life" || hc.Status.Endpoint == "" {
 		t.Errorf("status version %q, namespace %q, endpoint %q", hc.Status.Version, hc.Status.ControlPlaneNamespace, hc.Status.Endpoint)
 	}
-	if !controllerContains(hc.Finalizers, hostedcluster.Finalizer) {
+	if !slices.Contains(hc.Finalizers, hostedcluster.Finalizer) {
 		t.Errorf("finalizers %v lack %s", hc.Finalizers, hostedcluster.Finalizer)
 	}
 
@@ -193,15 +194,6 @@ func TestUnsupportedSpecIsReported(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "clusters-unmanaged"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("control-plane namespace created for an invalid cluster: %v", err)
 	}
-}
-
-func controllerContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func checkMode(t *testing.T, path string, want os.FileMode) {

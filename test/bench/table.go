@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// printTable prints the figures for people; errors in full below it.
+func (r *report) printTable(w io.Writer) {
+	m := r.Machine
+	fmt.Fprintf(w, "hypershift bench (%s) on %d CPUs (%s), %.1f GiB memory, %s\n", r.Mode, m.NProc, m.CPUModel, m.MemTotalMiB/1024, m.Hypershift)
+	fmt.Fprintf(w, "load average at start %s, at end %s; other hypershift processes on the machine: %d (%.0f MiB RSS)\n\n",
+		m.LoadAvg, m.LoadAvgEnd, m.OtherProcesses, m.OtherRSSMiB)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "METRIC\tVALUE\tNOTES")
+	row := func(name string, s status, value, notes string) {
+		switch {
+		case s.Skipped != "":
+			value, notes = "skipped", s.Skipped
+		case s.Error != "":
+			value += " (ERROR, see below)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, value, notes)
+	}
+	if b := r.Baseline; b != nil {
+		row("baseline etcd+apiserver start p50", b.status, fmt.Sprintf("%.2f s", b.P50),
+			fmt.Sprintf("n=%d; etcd /health %.2f s, apiserver serving %.2f s (p50); %.1f CPU-s to ready", b.N, b.EtcdReadyP50, b.ServingP50, b.CPUSecondsP50))
+	}
+	if c := r.Create; c != nil {
+		row("create → Available p50/p90/max", c.status, fmt.Sprintf("%.2f / %.2f / %.2f s", c.P50, c.P90, c.Max),
+			fmt.Sprintf("n=%d; p50 milestones: HCP %.2f s, processes %.2f s, /readyz %.2f s; destroy p50 %.2f s",
+				c.N, c.Milestones.HostedControlPlane, c.Milestones.Processes, c.Milestones.APIServerReady, c.DestroyP50))
+	}
+	if r.Ratio != nil {
+		row("create / baseline (p50)", status{}, fmt.Sprintf("%.2f×", *r.Ratio), "")
+	}
+	if s := r.RSS; s != nil {
+		row("RSS per idle control plane p50", s.status, fmt.Sprintf("%.0f MiB", s.P50),
+			fmt.Sprintf("n=%d after %.0f s; anon %.0f, PSS %.0f; %s", s.Clusters, s.MeasuredAfterS, s.AnonP50, s.PSSP50, formatComponents(s.ByComponentP50, "%.0f")))
+	}
+	if c := r.IdleCPU; c != nil {
+		row("idle CPU per control plane p50", c.status, fmt.Sprintf("%.1f millicores", c.P50),
+			fmt.Sprintf("over %.0f s; %s", c.WindowS, formatComponents(c.ByComponentP50, "%.1f")))
+	}
+	if d := r.Density; d != nil {
+		row("density: control planes Available", d.status, fmt.Sprintf("%d of %d", d.Reached, d.Target),
+			fmt.Sprintf("stop: %s; hosted RSS %.1f GiB, total %.1f GiB; GET /version p50 %.1f ms; create p50 %.2f s, max %.2f s; CPU hosted %.0f m, management %.0f m, operator %.0f m",
+				d.StopReason, d.HostedRSSMiB/1024, d.TotalRSSMiB/1024, d.GetP50Ms, d.CreateS.P50, d.CreateS.Max, d.HostedCPU, d.ManagementCPU, d.OperatorCPU))
+	}
+	if b := r.Burst; b != nil {
+		v := fmt.Sprintf("%d/%d Available", b.Available, b.Clusters)
+		if b.AllAvailableS > 0 {
+			v = fmt.Sprintf("%.1f s for %d", b.AllAvailableS, b.Clusters)
+		}
+		row("burst: all Available", b.status, v,
+			fmt.Sprintf("%s; peak RSS %.1f GiB (with management %.1f); min MemAvailable %.1f GiB; per-cluster p50 %.1f s",
+				b.StopReason, b.PeakRSSMiB/1024, b.PeakTotalRSSMiB/1024, b.MinMemAvailableMiB/1024, b.CreateS.P50))
+	}
+	if p := r.Peer; p != nil {
+		row("peer: kwokctl create p50", p.status, fmt.Sprintf("%.2f s", p.CreateS.P50),
+			fmt.Sprintf("%s; kwokctl returned p50 %.2f s", p.Tool, p.KwokctlReturnP50))
+		if p.Error == "" && p.Skipped == "" {
+			row("peer: RSS per kwok cluster", status{}, fmt.Sprintf("%.0f MiB", p.RSS.P50),
+				fmt.Sprintf("PSS %.0f; %s; idle CPU %.1f millicores", p.RSS.PSSP50, formatComponents(p.RSS.ByComponentP50, "%.0f"), p.IdleCPU.P50))
+		}
+	}
+	row("nodes_1000", status{Skipped: r.Nodes1000["skipped"]}, "", "")
+	_ = tw.Flush()
+
+	r.printErrors(w)
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w, "\ntargets (✓ met, ✗ missed, ? not measured in this mode):")
+	}
+	for _, t := range r.Targets {
+		mark := "?"
+		if t.Met != nil && *t.Met {
+			mark = "✓"
+		} else if t.Met != nil {
+			mark = "✗"
+		}
+		fmt.Fprintf(w, "  %s %-28s goal %-38s measured %s\n", mark, t.Name, t.Goal, t.Value)
+	}
+}
+
+func (r *report) printErrors(w io.Writer) {
+	errs := map[string]string{}
+	if r.Baseline != nil {
+		errs["baseline"] = r.Baseline.Error
+	}
+	if r.Create != nil {
+		errs["create"] = r.Create.Error
+	}
+	if r.RSS != nil {
+		errs["rss"] = r.RSS.Error
+	}
+	if r.Density != nil {
+		errs["density"] = r.Density.Error
+	}
+	if r.Burst != nil {
+		errs["burst"] = r.Burst.Error
+	}
+	if r.Peer != nil {
+		errs["peer"] = r.Peer.Error
+	}
+	header := false
+	for _, name := range phaseNames {
+		if errs[name] == "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\nerrors:")
+			header = true
+		}
+		fmt.Fprintf(w, "  %s: %s\n", name, strings.ReplaceAll(errs[name], "\n", "\n    "))
+	}
+}

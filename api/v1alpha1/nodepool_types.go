@@ -5,6 +5,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// NodePoolLabel is put on every Node of a pool, in the hosted cluster; its
+// value is the NodePool's name.
+const NodePoolLabel = "hypershift.dev/nodepool"
+
+// NodePool condition types besides those in conditions.go.
+const (
+	// NodePoolAutoscalingEnabled says whether spec.autoScaling drives the
+	// pool's size.
+	NodePoolAutoscalingEnabled = "AutoscalingEnabled"
+	// NodePoolAutorepairEnabled says whether unhealthy nodes are replaced.
+	NodePoolAutorepairEnabled = "AutorepairEnabled"
+)
+
 // UpgradeType says how a NodePool's nodes are updated.
 //
 // +kubebuilder:validation:Enum=Replace;InPlace

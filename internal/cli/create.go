@@ -38,6 +38,7 @@ type createClusterOptions struct {
 	availabilityPolicy string
 	wait, render       bool
 	timeout            time.Duration
+	nodePoolReplicas   int32
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
@@ -75,6 +76,7 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.wait, "wait", false, "wait until the cluster is Available, printing each step")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
 	f.BoolVar(&o.render, "render", false, "print the objects that would be created as YAML, and create nothing")
+	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated platform: simulated nodes)")
 	return cmd
 }
 
@@ -109,7 +111,14 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
 	}
 	ns, hc := o.objects(platform)
+	var np *hypershiftv1alpha1.NodePool
+	if cmd.Flags().Changed("node-pool-replicas") {
+		np = nodePool(o.namespace, o.name, o.name, platform, o.nodePoolReplicas)
+	}
 	if o.render {
+		if np != nil {
+			return printYAML(cmd, ns, hc, np)
+		}
 		return printYAML(cmd, ns, hc)
 	}
 	c, err := o.client()
@@ -127,10 +136,18 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "hostedcluster %s/%s created\n", o.namespace, o.name)
+	if np != nil {
+		if err := createNodePool(cmd, c, np); err != nil {
+			return err
+		}
+	}
 	if !o.wait {
 		return nil
 	}
-	return waitAvailable(ctx, cmd, c, client.ObjectKeyFromObject(hc), o.timeout)
+	if err := waitAvailable(ctx, cmd, c, client.ObjectKeyFromObject(hc), o.timeout); err != nil || np == nil {
+		return err
+	}
+	return waitNodePoolReady(ctx, cmd, c, client.ObjectKeyFromObject(np), o.timeout)
 }
 
 func printYAML(cmd *cobra.Command, objs ...any) error {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/managementplane"
@@ -45,12 +46,18 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
+			nodes, err := process.New(process.Options{Root: nodesDir(g.dataDir), Log: log.WithName("nodes"), OnChange: notifyNodes})
+			if err != nil {
+				return err
+			}
 			advertise := ""
 			if ip := hostnet.HostIPv4(); ip != nil {
 				advertise = ip.String()
 			}
 			mgr, err := operator.New(operator.Options{
 				RESTConfig: cfg, Runtime: rt, Events: events,
+				NodeRuntime: nodes, NodeEvents: nodeEvents,
 				MetricsBindAddress: metricsAddress, HealthProbeBindAddress: healthAddress,
 				EndpointHost: endpointHost, AdvertiseAddress: advertise,
 			})
@@ -60,6 +67,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			// Hosted control planes keep running when the operator exits;
 			// the next operator adopts them.
 			defer rt.Release()
+			defer nodes.Release()
 			return mgr.Start(ctrl.SetupSignalHandler())
 		},
 	}

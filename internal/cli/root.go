@@ -107,6 +107,7 @@ func NewRootCommand(run ComponentRunner) *cobra.Command {
 		newDescribeCommand(opts),
 		newDestroyCommand(opts),
 	)
+	addNodePoolCommands(root, opts)
 	return root
 }
 

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/operator"
@@ -84,6 +85,11 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
+	nodes, err := process.New(process.Options{Root: nodesDir(o.dataDir), Log: log.WithName("nodes"), OnChange: notifyNodes})
+	if err != nil {
+		return err
+	}
 	advertise := ""
 	if ip := hostnet.HostIPv4(); ip != nil {
 		advertise = ip.String()
@@ -92,6 +98,8 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		RESTConfig:             plane.RESTConfig,
 		Runtime:                hosted,
 		Events:                 events,
+		NodeRuntime:            nodes,
+		NodeEvents:             nodeEvents,
 		MetricsBindAddress:     o.metricsAddress,
 		HealthProbeBindAddress: o.healthAddress,
 		EndpointHost:           o.endpointHost,
@@ -125,6 +133,9 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), "stopping hosted control planes and the management plane (data is kept)")
 	stopCtx := context.Background()
+	// Node agents first: they would only log errors once their API is gone.
+	nodes.StopAll(stopCtx)
+	process.StopOrphans(nodesDir(o.dataDir), log)
 	hosted.StopAll(stopCtx)
 	process.StopOrphans(managementplane.ClustersDir(o.dataDir), log)
 	plane.Stop(stopCtx)

@@ -96,13 +96,13 @@ func (p *Proxy) handle(ctx context.Context, client net.Conn) {
 
 // dial tries every backend once, healthy ones first.
 func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
-	start := int(p.next.Add(1))
+	start := p.next.Add(1) % uint64(len(p.backends))
 	order := make([]string, 0, len(p.backends))
 	var down []string
 	now := time.Now()
 	p.mu.Lock()
 	for i := range p.backends {
-		b := p.backends[(start+i)%len(p.backends)]
+		b := p.backends[(int(start)+i)%len(p.backends)] //nolint:gosec // start < len(backends)
 		if p.downUntil[b].After(now) || (p.check != nil && !p.ready[b]) {
 			down = append(down, b)
 		} else {

@@ -18,6 +18,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
+	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/scheme"
 )
@@ -40,6 +41,12 @@ type Options struct {
 	AdvertiseAddress string
 	// ExtraSANs are added to hosted API server certificates.
 	ExtraSANs []string
+	// NodeRuntime runs the node agents of Simulated NodePools; nil
+	// leaves such pools with ValidPlatformConfig=False.
+	NodeRuntime runtime.Runtime
+	// NodeEvents carries node runtime notifications to the NodePool
+	// controller; see nodepool.NewRuntimeEvents.
+	NodeEvents chan event.GenericEvent
 	// AllowRepeatedControllers lets one process build several operators
 	// (tests); controller-runtime otherwise refuses repeated names.
 	AllowRepeatedControllers bool
@@ -59,8 +66,8 @@ func NewEvents() (chan event.GenericEvent, func(runtime.ControlPlaneRef)) {
 	}
 }
 
-// New returns a manager running the HostedCluster and HostedControlPlane
-// controllers.
+// New returns a manager running the HostedCluster, HostedControlPlane and
+// NodePool controllers.
 func New(opts Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(opts.RESTConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
@@ -101,6 +108,10 @@ func New(opts Options) (ctrl.Manager, error) {
 		Events:           opts.Events,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents}
+	if err := np.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

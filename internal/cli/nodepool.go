@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+)
+
+// nodesDir is where the node runtime keeps node agents: one directory per
+// NodePool, NS-NAME.
+func nodesDir(dataDir string) string { return filepath.Join(dataDir, "nodes") }
+
+// addNodePoolCommands adds `create nodepool` and `get nodepools`.
+func addNodePoolCommands(root *cobra.Command, g *globalOptions) {
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "create":
+			c.AddCommand(newCreateNodePoolCommand(g))
+		case "get":
+			c.AddCommand(newGetNodePoolsCommand(g))
+		}
+	}
+}
+
+type createNodePoolOptions struct {
+	*globalOptions
+	name, namespace, cluster, platform string
+	replicas, autoMin, autoMax         int32
+	labels, taints                     []string
+	drainTimeout                       time.Duration
+	autoRepair, wait, render           bool
+	timeout                            time.Duration
+}
+
+func newCreateNodePoolCommand(g *globalOptions) *cobra.Command {
+	o := &createNodePoolOptions{globalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "nodepool --cluster-name CLUSTER --name NAME --replicas N",
+		Short: "Create a pool of nodes for a hosted cluster",
+		Example: "  hypershift create nodepool --cluster-name demo --name workers --replicas 3 --wait\n" +
+			"  hypershift create nodepool --cluster-name demo --name gpu --replicas 2 --node-labels gpu=true --taints gpu=true:NoSchedule",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cluster, "cluster-name", "", "hosted cluster the nodes join (required)")
+	f.StringVar(&o.name, "name", "", "name of the NodePool (default: the cluster's name)")
+	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster and NodePool")
+	f.Int32Var(&o.replicas, "replicas", 1, "number of nodes")
+	f.StringVar(&o.platform, "platform", "simulated", "where nodes come from: simulated (an agent plays them) or none (you join them)")
+	f.StringSliceVar(&o.labels, "node-labels", nil, "labels of every node, KEY=VALUE (repeat or comma-separate)")
+	f.StringSliceVar(&o.taints, "taints", nil, "taints of every node, KEY[=VALUE]:EFFECT (repeat or comma-separate)")
+	f.DurationVar(&o.drainTimeout, "node-drain-timeout", 0, "how long a node is drained before removal (0: until drained)")
+	f.BoolVar(&o.autoRepair, "auto-repair", false, "replace nodes that stay NotReady")
+	f.Int32Var(&o.autoMin, "autoscaling-min", 0, "with --autoscaling-max: autoscale the pool between these sizes (instead of --replicas)")
+	f.Int32Var(&o.autoMax, "autoscaling-max", 0, "largest size of an autoscaled pool")
+	f.BoolVar(&o.wait, "wait", false, "wait until every node is Ready, printing each step")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "with --wait: how long to wait")
+	f.BoolVar(&o.render, "render", false, "print the NodePool as YAML, and create nothing")
+	return cmd
+}
+
+func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
+	if o.cluster == "" {
+		return fmt.Errorf("--cluster-name is required: `hypershift create nodepool --cluster-name CLUSTER --replicas N`")
+	}
+	if o.name == "" {
+		o.name = o.cluster
+	}
+	platform, ok := platforms[o.platform]
+	if !ok {
+		return fmt.Errorf("unknown platform %q: use simulated or none", o.platform)
+	}
+	np := nodePool(o.namespace, o.name, o.cluster, platform, o.replicas)
+	var err error
+	if np.Spec.NodeLabels, err = parseLabels(o.labels); err != nil {
+		return err
+	}
+	if np.Spec.Taints, err = parseTaints(o.taints); err != nil {
+		return err
+	}
+	if o.drainTimeout > 0 {
+		np.Spec.NodeDrainTimeout = &metav1.Duration{Duration: o.drainTimeout}
+	}
+	np.Spec.Management.AutoRepair = o.autoRepair
+	if cmd.Flags().Changed("autoscaling-max") {
+		if cmd.Flags().Changed("replicas") {
+			return fmt.Errorf("--replicas and --autoscaling-max are mutually exclusive")
+		}
+		np.Spec.Replicas = nil
+		np.Spec.AutoScaling = &hypershiftv1alpha1.NodePoolAutoScaling{Min: o.autoMin, Max: o.autoMax}
+	}
+	if o.render {
+		return printYAML(cmd, np)
+	}
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	if err := createNodePool(cmd, c, np); err != nil {
+		return err
+	}
+	if !o.wait {
+		return nil
+	}
+	return waitNodePoolReady(cmd.Context(), cmd, c, client.ObjectKeyFromObject(np), o.timeout)
+}
+
+// nodePool is a NodePool of replicas nodes for a cluster.
+func nodePool(namespace, name, cluster string, platform hypershiftv1alpha1.PlatformType, replicas int32) *hypershiftv1alpha1.NodePool {
+	return &hypershiftv1alpha1.NodePool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "NodePool"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: hypershiftv1alpha1.NodePoolSpec{
+			ClusterName: cluster,
+			Replicas:    &replicas,
+			Platform:    hypershiftv1alpha1.NodePoolPlatform{Type: platform},
+			Management:  hypershiftv1alpha1.NodePoolManagement{UpgradeType: hypershiftv1alpha1.UpgradeTypeReplace},
+		},
+	}
+}
+
+func createNodePool(cmd *cobra.Command, c client.Client, np *hypershiftv1alpha1.NodePool) error {
+	if err := c.Create(cmd.Context(), np); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("nodepool %s/%s already exists: scale it with `kubectl -n %s scale nodepool %s --replicas N`", np.Namespace, np.Name, np.Namespace, np.Name)
+		}
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "nodepool %s/%s created\n", np.Namespace, np.Name)
+	return nil
+}
+
+func parseLabels(in []string) (map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range in {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("node label %q: want KEY=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func parseTaints(in []string) ([]hypershiftv1alpha1.Taint, error) {
+	var out []hypershiftv1alpha1.Taint
+	for _, s := range in {
+		kv, effect, ok := strings.Cut(s, ":")
+		if !ok {
+			return nil, fmt.Errorf("taint %q: want KEY[=VALUE]:EFFECT", s)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		switch e := corev1.TaintEffect(effect); e {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+			out = append(out, hypershiftv1alpha1.Taint{Key: k, Value: v, Effect: e})
+		default:
+			return nil, fmt.Errorf("taint %q: effect must be NoSchedule, PreferNoSchedule or NoExecute", s)
+		}
+	}
+	return out, nil
+}
+
+// waitNodePoolReady prints each change of the pool's Ready condition until
+// it is True.
+func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	last := ""
+	np := &hypershiftv1alpha1.NodePool{}
+	for {
+		err := c.Get(ctx, key, np)
+		switch {
+		case err == nil:
+			cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady)
+			if cond != nil {
+				line := fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
+				if line != last {
+					fmt.Fprintf(cmd.OutOrStdout(), "[%6.1fs] nodepool %s %s\n", time.Since(start).Seconds(), key.Name, line)
+					last = line
+				}
+				if cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == np.Generation {
+					return nil
+				}
+			}
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("nodepool %s was deleted while waiting", key)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodepool %s not ready after %s: %s\nsee `kubectl -n %s get nodepool %s -o yaml`", key, timeout, last, key.Namespace, key.Name)
+		case <-ticker.C:
+		}
+	}
+}
+
+func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
+	var namespace string
+	cmd := &cobra.Command{
+		Use:     "nodepools",
+		Aliases: []string{"nodepool", "np"},
+		Short:   "List NodePools of every namespace (or of --namespace) with their node counts",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			list := &hypershiftv1alpha1.NodePoolList{}
+			if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
+				return err
+			}
+			if len(list.Items) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "No node pools. Create one with `hypershift create nodepool --cluster-name CLUSTER --replicas N`.")
+				return nil
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tAGE\tMESSAGE")
+			for _, np := range list.Items {
+				desired := "-"
+				switch {
+				case np.Spec.Replicas != nil:
+					desired = fmt.Sprint(*np.Spec.Replicas)
+				case np.Spec.AutoScaling != nil:
+					desired = fmt.Sprintf("%d-%d", np.Spec.AutoScaling.Min, np.Spec.AutoScaling.Max)
+				}
+				msg := ""
+				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady); cond != nil && cond.Status != metav1.ConditionTrue {
+					msg = cond.Message
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
+					np.Status.Replicas, np.Status.ReadyReplicas, duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
+	return cmd
+}

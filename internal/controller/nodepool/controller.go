@@ -1,0 +1,229 @@
+// Package nodepool reconciles NodePools: it gives a pool's nodes a way into
+// their hosted cluster (bootstrap token, RBAC, serving-certificate
+// approval), makes the platform run as many machines as the pool asks for —
+// draining nodes before removing them — and reports the pool's nodes.
+//
+// Platforms: Simulated runs one node agent process per pool through a
+// runtime (see internal/nodes/simulated); None leaves machines to the user,
+// who joins them with the pool's bootstrap token.
+package nodepool
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/runtime"
+)
+
+// Finalizer keeps a NodePool until its nodes are drained and removed and
+// its agent is gone.
+const Finalizer = "hypershift.dev/nodepool"
+
+// Requeue intervals: while nodes drain or join, and otherwise (a safety net
+// behind the watches, and the clock of autorepair and autoscaling).
+const (
+	requeueBusy   = 2 * time.Second
+	requeueSteady = 5 * time.Minute
+)
+
+// clusterNameField indexes NodePools by spec.clusterName.
+const clusterNameField = "spec.clusterName"
+
+// Reconciler reconciles NodePools.
+type Reconciler struct {
+	Client client.Client
+	// Runtime runs node agents (Simulated platform); nil disables it.
+	Runtime runtime.Runtime
+	// RuntimeEvents receives a NodePool whenever the runtime sees its agent
+	// change; may be nil. See NewRuntimeEvents.
+	RuntimeEvents <-chan event.GenericEvent
+	// TokenTTL is the bootstrap tokens' lifetime; zero means 24 h.
+	TokenTTL time.Duration
+	// Now returns the time; nil means time.Now.
+	Now func() time.Time
+
+	hosted  *hostedClusters
+	scaling autoscalerState
+}
+
+// scope is what the phases of one reconcile share.
+type scope struct {
+	np  *hypershiftv1alpha1.NodePool
+	hc  *hypershiftv1alpha1.HostedCluster
+	log logr.Logger
+	// hosted is the connection to the hosted cluster, once it serves.
+	hosted *hostedCluster
+	// nodes are the pool's Nodes, by name.
+	nodes map[string]*corev1.Node
+	// platform manages the pool's machines.
+	platform platform
+	// machines is what the platform reported after reconciling.
+	machines machineReport
+	// deleting: scale to zero and remove everything.
+	deleting bool
+	// server and caPEM reach the hosted API server; token is the pool's
+	// current bootstrap token.
+	server string
+	caPEM  []byte
+	token  bootstrap.Token
+	// want is the number of machines the pool should have.
+	want int32
+	// requeueAfter is the soonest time a phase wants to look again.
+	requeueAfter time.Duration
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	np := &hypershiftv1alpha1.NodePool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, np); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{np: np, log: ctrl.LoggerFrom(ctx).WithValues("hostedCluster", np.Spec.ClusterName)}
+	s.platform = r.platformFor(np)
+
+	if !np.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if controllerutil.AddFinalizer(np, Finalizer) {
+		if err := r.Client.Update(ctx, np); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	before := np.DeepCopy()
+	defer func() {
+		if err := r.Client.Status().Patch(ctx, np, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) && reterr == nil {
+			reterr = fmt.Errorf("patch status: %w", err)
+		}
+	}()
+
+	paused, pausedFor := conditions.PausedFor(np.Spec.PausedUntil, r.now())
+	conditions.SetPaused(&np.Status.Conditions, np.Generation, paused, np.Spec.PausedUntil)
+	if paused {
+		s.log.Info("reconciliation paused", "pausedUntil", *np.Spec.PausedUntil)
+		return ctrl.Result{RequeueAfter: pausedFor}, nil
+	}
+
+	phases := []func(context.Context, *scope) (ctrl.Result, error){
+		r.reconcilePlatformConfig,
+		r.reconcileHostedCluster,
+		r.reconcileBootstrap,
+		r.reconcileMachines,
+		r.reconcileNodes,
+	}
+	res, err := runPhases(ctx, s, phases)
+	r.updateStatus(s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if res.IsZero() {
+		np.Status.ObservedGeneration = np.Generation
+		s.requeueBy(requeueSteady)
+		if !conditions.IsTrue(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady) {
+			s.requeueBy(requeueBusy)
+		}
+		res.RequeueAfter = s.requeueAfter
+	}
+	return res, nil
+}
+
+func runPhases(ctx context.Context, s *scope, phases []func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {
+	for _, phase := range phases {
+		res, err := phase(ctx, s)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// NewRuntimeEvents returns a channel for node runtime notifications and
+// the runtime callback that feeds it (process.Options.OnChange).
+func NewRuntimeEvents() (chan event.GenericEvent, func(runtime.ControlPlaneRef)) {
+	ch := make(chan event.GenericEvent, 1024)
+	return ch, func(ref runtime.ControlPlaneRef) {
+		key, ok := poolOfAgent(ref)
+		if !ok {
+			return
+		}
+		obj := &hypershiftv1alpha1.NodePool{}
+		obj.Namespace, obj.Name = key.Namespace, key.Name
+		select {
+		case ch <- event.GenericEvent{Object: obj}:
+		default:
+		}
+	}
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.hosted = newHostedClusters()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &hypershiftv1alpha1.NodePool{}, clusterNameField,
+		func(obj client.Object) []string {
+			np, ok := obj.(*hypershiftv1alpha1.NodePool)
+			if !ok {
+				return nil
+			}
+			return []string{np.Spec.ClusterName}
+		}); err != nil {
+		return fmt.Errorf("index NodePools by cluster: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&hypershiftv1alpha1.NodePool{}).
+		Watches(&hypershiftv1alpha1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfCluster)).
+		WatchesRawSource(source.Channel(r.hosted.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Named("nodepool")
+	if r.RuntimeEvents != nil {
+		b = b.WatchesRawSource(source.Channel(r.RuntimeEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}
+
+// poolsOfCluster maps a HostedCluster to its NodePools.
+func (r *Reconciler) poolsOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &hypershiftv1alpha1.NodePoolList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{clusterNameField: obj.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, np := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: np.Namespace, Name: np.Name}})
+	}
+	return out
+}
+
+// platformFor picks the platform implementation of a pool.
+func (r *Reconciler) platformFor(np *hypershiftv1alpha1.NodePool) platform {
+	switch np.Spec.Platform.Type {
+	case hypershiftv1alpha1.SimulatedPlatform:
+		return &simulatedPlatform{runtime: r.Runtime, now: r.now}
+	case hypershiftv1alpha1.NonePlatform:
+		return nonePlatform{}
+	default:
+		return unsupportedPlatform{typ: np.Spec.Platform.Type}
+	}
+}

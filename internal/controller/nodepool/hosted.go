@@ -1,0 +1,304 @@
+package nodepool
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	certificatesv1listers "k8s.io/client-go/listers/certificates/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/bootstrap"
+)
+
+// hostedSyncTimeout bounds the first sync of a hosted cluster's caches.
+const hostedSyncTimeout = 30 * time.Second
+
+// hostedCluster is the controller's connection to one hosted cluster: a
+// client with its admin credentials and caches of what NodePools look at
+// there — nodes of pools, pending kubelet-serving CSRs, and the pools'
+// token Secrets and ConfigMaps in kube-system. Cache events enqueue the
+// NodePool concerned.
+type hostedCluster struct {
+	kube        kubernetes.Interface
+	nodes       corev1listers.NodeLister
+	csrs        certificatesv1listers.CertificateSigningRequestLister
+	secrets     corev1listers.SecretNamespaceLister
+	configMaps  corev1listers.ConfigMapNamespaceLister
+	fingerprint [32]byte
+	stop        context.CancelFunc
+	informerCtx context.Context //nolint:containedctx // the lifetime of this connection's caches
+	namespace   string
+	events      chan<- event.GenericEvent
+
+	// Pods are cached only once an autoscaled pool needs them.
+	podsMu     sync.Mutex
+	pods       cache.SharedIndexInformer
+	autoscaled sync.Map // pool name → true
+
+	// rbacDone records the pools (and the cluster, as "") whose RBAC was
+	// ensured over this connection.
+	rbacDone sync.Map
+}
+
+// hostedClusters keeps one connection per HostedCluster.
+type hostedClusters struct {
+	mu     sync.Mutex
+	byKey  map[types.NamespacedName]*hostedCluster
+	events chan event.GenericEvent
+}
+
+func newHostedClusters() *hostedClusters {
+	return &hostedClusters{byKey: map[types.NamespacedName]*hostedCluster{}, events: make(chan event.GenericEvent, 4096)}
+}
+
+// get returns the connection to a hosted cluster, making it (and waiting
+// for its caches) when there is none or the kubeconfig changed.
+func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kubeconfig []byte) (*hostedCluster, error) {
+	fp := sha256.Sum256(kubeconfig)
+	h.mu.Lock()
+	if hc := h.byKey[key]; hc != nil {
+		if hc.fingerprint == fp {
+			h.mu.Unlock()
+			return hc, nil
+		}
+		hc.stop()
+		delete(h.byKey, key)
+	}
+	h.mu.Unlock()
+
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("admin kubeconfig of %s: %w", key, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.UserAgent = "hypershift-nodepool-controller"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hasPool, err := labels.NewRequirement(hypershiftv1alpha1.NodePoolLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	poolSelector := labels.NewSelector().Add(*hasPool).String()
+	byLabel := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = poolSelector }))
+	inKubeSystem := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = poolSelector }))
+	servingCSRs := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
+		}))
+
+	nodes := byLabel.Core().V1().Nodes()
+	csrs := servingCSRs.Certificates().V1().CertificateSigningRequests()
+	secrets := inKubeSystem.Core().V1().Secrets()
+	configMaps := inKubeSystem.Core().V1().ConfigMaps()
+	hc := &hostedCluster{
+		kube:        kube,
+		nodes:       nodes.Lister(),
+		csrs:        csrs.Lister(),
+		secrets:     secrets.Lister().Secrets(metav1.NamespaceSystem),
+		configMaps:  configMaps.Lister().ConfigMaps(metav1.NamespaceSystem),
+		fingerprint: fp,
+	}
+	enqueueByLabel := h.handler(key.Namespace, func(obj any) string {
+		if o, ok := obj.(metav1.Object); ok {
+			return o.GetLabels()[hypershiftv1alpha1.NodePoolLabel]
+		}
+		return ""
+	})
+	enqueueByRequester := h.handler(key.Namespace, func(obj any) string {
+		csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+		if !ok {
+			return ""
+		}
+		if node, err := hc.nodes.Get(bootstrap.NodeNameOf(csr)); err == nil {
+			return node.Labels[hypershiftv1alpha1.NodePoolLabel]
+		}
+		return "" // the node's registration brings the pool back
+	})
+	for _, reg := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{nodes.Informer(), enqueueByLabel},
+		{secrets.Informer(), enqueueByLabel},
+		{configMaps.Informer(), enqueueByLabel},
+		{csrs.Informer(), enqueueByRequester},
+	} {
+		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
+			return nil, err
+		}
+	}
+	informerCtx, stop := context.WithCancel(context.Background())
+	hc.stop, hc.informerCtx, hc.namespace, hc.events = stop, informerCtx, key.Namespace, h.events
+	for _, f := range []informers.SharedInformerFactory{byLabel, inKubeSystem, servingCSRs} {
+		f.Start(informerCtx.Done())
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, hostedSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), nodes.Informer().HasSynced, csrs.Informer().HasSynced,
+		secrets.Informer().HasSynced, configMaps.Informer().HasSynced) {
+		stop()
+		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if other := h.byKey[key]; other != nil { // a concurrent reconcile won
+		stop()
+		return other, nil
+	}
+	h.byKey[key] = hc
+	return hc, nil
+}
+
+// forget closes the connection to a hosted cluster.
+func (h *hostedClusters) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hc := h.byKey[key]; hc != nil {
+		hc.stop()
+		delete(h.byKey, key)
+	}
+}
+
+// handler enqueues the NodePool, in namespace, that pool() names.
+func (h *hostedClusters) handler(namespace string, pool func(obj any) string) cache.ResourceEventHandler {
+	enqueue := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		name := pool(obj)
+		if name == "" {
+			return
+		}
+		np := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		select {
+		case h.events <- event.GenericEvent{Object: np}:
+		default: // full: the periodic requeue covers it
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+}
+
+// poolNodes lists a pool's Nodes from the cache, by name.
+func (hc *hostedCluster) poolNodes(pool string) (map[string]*corev1.Node, error) {
+	list, err := hc.nodes.List(labels.SelectorFromSet(labels.Set{hypershiftv1alpha1.NodePoolLabel: pool}))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*corev1.Node, len(list))
+	for _, n := range list {
+		out[n.Name] = n
+	}
+	return out, nil
+}
+
+// podNodeIndex indexes cached pods by spec.nodeName ("" for pending ones).
+const podNodeIndex = "nodeName"
+
+// podCache returns a cache of the cluster's pods, starting it on first use.
+// Pods that cannot be scheduled, and pods leaving a node, enqueue the
+// autoscaled pools of the cluster.
+func (hc *hostedCluster) podCache(ctx context.Context) (cache.Indexer, error) {
+	hc.podsMu.Lock()
+	if hc.pods == nil {
+		informer, err := hc.startPodInformer()
+		if err != nil {
+			hc.podsMu.Unlock()
+			return nil, err
+		}
+		hc.pods = informer
+	}
+	informer := hc.pods
+	hc.podsMu.Unlock()
+	syncCtx, cancel := context.WithTimeout(ctx, hostedSyncTimeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+		return nil, fmt.Errorf("pods of the hosted cluster not listed within %s", hostedSyncTimeout)
+	}
+	return informer.GetIndexer(), nil
+}
+
+func (hc *hostedCluster) startPodInformer() (cache.SharedIndexInformer, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(hc.kube, 10*time.Minute,
+		informers.WithTransform(func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				p.ManagedFields = nil
+			}
+			return obj, nil
+		}))
+	informer := factory.Core().V1().Pods().Informer()
+	if err := informer.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
+	enqueue := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		p, ok := obj.(*corev1.Pod)
+		if !ok || (p.Spec.NodeName == "" && !unschedulable(p)) {
+			return
+		}
+		hc.autoscaled.Range(func(pool, _ any) bool {
+			name, _ := pool.(string)
+			np := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: hc.namespace, Name: name}}
+			select {
+			case hc.events <- event.GenericEvent{Object: np}:
+			default:
+			}
+			return true
+		})
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(hc.informerCtx.Done())
+	return informer, nil
+}
+
+// podsOn returns the cached pods bound to a node ("" for pending pods).
+func podsOn(pods cache.Indexer, node string) []*corev1.Pod {
+	objs, err := pods.ByIndex(podNodeIndex, node)
+	if err != nil {
+		return nil
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package bootstrap
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestCheckServingCSR(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: "100.64.0.7"},
+			{Type: corev1.NodeHostName, Address: "n1"},
+		}},
+	}
+	serving := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+	type request struct {
+		cn, o  string
+		dns    []string
+		ips    []string
+		uris   []string
+		user   string
+		groups []string
+		signer string
+		usages []certificatesv1.KeyUsage
+	}
+	good := request{
+		cn: "system:node:n1", o: "system:nodes", dns: []string{"n1"}, ips: []string{"100.64.0.7"},
+		user: "system:node:n1", groups: []string{"system:nodes", "system:authenticated"},
+		signer: certificatesv1.KubeletServingSignerName, usages: serving,
+	}
+	cases := []struct {
+		name    string
+		edit    func(r *request)
+		wantErr string
+	}{
+		{"the node's own addresses", func(*request) {}, ""},
+		{"only its IP", func(r *request) { r.dns = nil }, ""},
+		{"another node asks", func(r *request) { r.user = "system:node:n2" }, `requested by "system:node:n2"`},
+		{"a bootstrap token asks", func(r *request) { r.user = "system:bootstrap:abcdef"; r.groups = []string{"system:bootstrappers"} }, "requested by"},
+		{"requester not in system:nodes", func(r *request) { r.groups = []string{"system:authenticated"} }, "not in group system:nodes"},
+		{"wrong CN", func(r *request) { r.cn = "system:node:n2" }, "subject CN"},
+		{"wrong O", func(r *request) { r.o = "system:masters" }, "subject O"},
+		{"IP the node does not have", func(r *request) { r.ips = []string{"10.0.0.1"} }, "IP address 10.0.0.1 is not an address of node n1"},
+		{"DNS name the node does not have", func(r *request) { r.dns = []string{"kubernetes.default"} }, `DNS name "kubernetes.default"`},
+		{"URI SAN", func(r *request) { r.uris = []string{"spiffe://x"} }, "URI"},
+		{"no SANs", func(r *request) { r.dns, r.ips = nil, nil }, "no DNS or IP"},
+		{"client usage", func(r *request) { r.usages = append(r.usages, certificatesv1.UsageClientAuth) }, `usage "client auth"`},
+		{"no server auth", func(r *request) { r.usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature} }, "server auth"},
+		{"another signer", func(r *request) { r.signer = certificatesv1.KubeAPIServerClientKubeletSignerName }, "signer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := good
+			r.dns = append([]string(nil), good.dns...)
+			r.ips = append([]string(nil), good.ips...)
+			r.usages = append([]certificatesv1.KeyUsage(nil), good.usages...)
+			tc.edit(&r)
+			var ips []net.IP
+			for _, s := range r.ips {
+				ips = append(ips, net.ParseIP(s))
+			}
+			var uris []*url.URL
+			for _, s := range r.uris {
+				u, _ := url.Parse(s)
+				uris = append(uris, u)
+			}
+			csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:    makeRequest(t, r.cn, r.o, r.dns, ips, uris),
+				SignerName: r.signer,
+				Usages:     r.usages,
+				Username:   r.user,
+				Groups:     r.groups,
+			}}
+			err := CheckServingCSR(csr, node)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("want approval, got %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Fatalf("want refusal %q, got approval", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Fatalf("want refusal %q, got %v", tc.wantErr, err)
+			}
+		})
+	}
+}
+
+func TestNodeNameOf(t *testing.T) {
+	for user, want := range map[string]string{"system:node:a": "a", "system:node:": "", "system:bootstrap:x": "", "": ""} {
+		csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Username: user}}
+		if got := NodeNameOf(csr); got != want {
+			t.Errorf("NodeNameOf(%q) = %q, want %q", user, got, want)
+		}
+	}
+}
+
+func makeRequest(t *testing.T, cn, o string, dns []string, ips []net.IP, uris []*url.URL) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject:     pkix.Name{CommonName: cn, Organization: []string{o}},
+		DNSNames:    dns,
+		IPAddresses: ips,
+		URIs:        uris,
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}

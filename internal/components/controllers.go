@@ -60,6 +60,9 @@ func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
 			"--cluster-signing-kubelet-serving-cert-file="+dir("kubelet-ca.crt"),
 			"--cluster-signing-kubelet-serving-key-file="+dir("kubelet-ca.key"),
 			"--allocate-node-cidrs=true",
+			// The default 20 requests/s paces node joins and pod churn.
+			"--kube-api-qps=100",
+			"--kube-api-burst=200",
 			"--cluster-cidr="+cfg.ClusterCIDR,
 			fmt.Sprintf("--node-cidr-mask-size=%d", cfg.NodeCIDRMaskSize),
 		)

@@ -180,6 +180,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if !controllerutil.ContainsFinalizer(s.hc, Finalizer) {
 		return ctrl.Result{}, nil
 	}
+	// Node pools go first: draining them needs the control plane.
+	if remaining, err := r.deleteNodePools(ctx, s); err != nil || remaining {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: s.hc.Name}, hcp)
 	switch {
@@ -232,4 +236,27 @@ func firstServiceIP(hc *hypershiftv1alpha1.HostedCluster) (net.IP, error) {
 	ip := append(net.IP(nil), ipnet.IP...)
 	ip[len(ip)-1]++
 	return ip, nil
+}
+
+// deleteNodePools deletes the cluster's NodePools and reports whether any is
+// still there.
+func (r *Reconciler) deleteNodePools(ctx context.Context, s *scope) (bool, error) {
+	pools := &hypershiftv1alpha1.NodePoolList{}
+	if err := r.Client.List(ctx, pools, client.InNamespace(s.hc.Namespace)); err != nil {
+		return false, fmt.Errorf("list node pools: %w", err)
+	}
+	remaining := false
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if np.Spec.ClusterName != s.hc.Name {
+			continue
+		}
+		remaining = true
+		if np.DeletionTimestamp.IsZero() {
+			if err := r.Client.Delete(ctx, np); client.IgnoreNotFound(err) != nil {
+				return true, fmt.Errorf("delete node pool %s: %w", np.Name, err)
+			}
+		}
+	}
+	return remaining, nil
 }

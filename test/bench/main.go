@@ -3,7 +3,7 @@
 // binary, idle footprint, density, a burst of creates, and kwokctl driving
 // the same components as a peer. It prints a table and writes JSON.
 //
-//	go run ./test/bench [--quick] [--only=create,baseline,rss,density,burst,peer]
+//	go run ./test/bench [--quick] [--only=create,baseline,rss,recovery,density,burst,peer]
 //
 // Everything it starts lives in data dirs under /tmp and is stopped with
 // `hypershift down --purge` (or killed by pid) before it exits, also on
@@ -27,7 +27,7 @@ import (
 )
 
 // phaseNames in run order: the quiet measurements first, the heavy ones last.
-var phaseNames = []string{"baseline", "create", "rss", "peer", "density", "burst"}
+var phaseNames = []string{"baseline", "create", "rss", "recovery", "peer", "density", "burst"}
 
 type options struct {
 	quick bool
@@ -106,6 +106,8 @@ func runPhase(ctx context.Context, opts *options, rep *report, name string) {
 	case "create", "rss":
 		// create and rss share one management plane, started on first use.
 		runCreateAndRSS(ctx, opts, rep, name)
+	case "recovery":
+		rep.Recovery = runRecovery(ctx, opts)
 	case "peer":
 		rep.Peer = runPeer(ctx, opts)
 	case "density":

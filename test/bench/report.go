@@ -33,6 +33,7 @@ type report struct {
 	Density   *densityResult    `json:"density"`
 	Burst     *burstResult      `json:"burst_100"`
 	Peer      *peerResult       `json:"peer"`
+	Recovery  *recoveryResult   `json:"recovery"`
 	Nodes1000 map[string]string `json:"nodes_1000"`
 	Targets   []target          `json:"targets"`
 
@@ -140,6 +141,8 @@ func (r *report) setStatus(phase string, s status) {
 		r.RSS, r.IdleCPU = &rssResult{status: s}, &cpuResult{status: s}
 	case "peer":
 		r.Peer = &peerResult{status: s}
+	case "recovery":
+		r.Recovery = &recoveryResult{status: s}
 	case "density":
 		r.Density = &densityResult{status: s}
 	case "burst":

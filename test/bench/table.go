@@ -58,6 +58,9 @@ func (r *report) printTable(w io.Writer) {
 			fmt.Sprintf("%s; peak RSS %.1f GiB (with management %.1f); min MemAvailable %.1f GiB; per-cluster p50 %.1f s",
 				b.StopReason, b.PeakRSSMiB/1024, b.PeakTotalRSSMiB/1024, b.MinMemAvailableMiB/1024, b.CreateS.P50))
 	}
+	if rc := r.Recovery; rc != nil {
+		recoveryRows(rc, row)
+	}
 	if p := r.Peer; p != nil {
 		row("peer: kwokctl create p50", p.status, fmt.Sprintf("%.2f s", p.CreateS.P50),
 			fmt.Sprintf("%s; kwokctl returned p50 %.2f s", p.Tool, p.KwokctlReturnP50))
@@ -115,4 +118,24 @@ func (r *report) printErrors(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s: %s\n", name, strings.ReplaceAll(errs[name], "\n", "\n    "))
 	}
+}
+
+func recoveryRows(rc *recoveryResult, row func(name string, s status, value, notes string)) {
+	for _, m := range []struct {
+		name string
+		d    *dist
+	}{
+		{"recovery: apiserver kill → API back", rc.APIServerKillS},
+		{"recovery: etcd kill → API back", rc.EtcdKillS},
+		{"recovery: management plane restart", rc.ManagementRestartS},
+	} {
+		if m.d == nil {
+			row(m.name, rc.status, "-", "")
+			continue
+		}
+		row(m.name, rc.status, fmt.Sprintf("%.2f s p50 (max %.2f)", m.d.P50, m.d.Max), fmt.Sprintf("n=%d", m.d.N))
+	}
+	row("recovery: hosted errors while management down", rc.status,
+		fmt.Sprintf("%d of %d", rc.HostedErrorsDuringManagementLoss, rc.HostedRequestsDuringManagementLoss),
+		"GET /version every 100 ms for 5 s per round")
 }

@@ -24,6 +24,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/nodes/podindex"
 )
 
 // hostedSyncTimeout bounds the first sync of a hosted cluster's caches.
@@ -216,9 +217,6 @@ func (hc *hostedCluster) poolNodes(pool string) (map[string]*corev1.Node, error)
 	return out, nil
 }
 
-// podNodeIndex indexes cached pods by spec.nodeName ("" for pending ones).
-const podNodeIndex = "nodeName"
-
 // podCache returns a cache of the cluster's pods, starting it on first use.
 // Pods that cannot be scheduled, and pods leaving a node, enqueue the
 // autoscaled pools of the cluster.
@@ -251,12 +249,7 @@ func (hc *hostedCluster) startPodInformer() (cache.SharedIndexInformer, error) {
 			return obj, nil
 		}))
 	informer := factory.Core().V1().Pods().Informer()
-	if err := informer.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	if err := podindex.AddTo(informer); err != nil {
 		return nil, err
 	}
 	enqueue := func(obj any) {
@@ -289,16 +282,4 @@ func (hc *hostedCluster) startPodInformer() (cache.SharedIndexInformer, error) {
 }
 
 // podsOn returns the cached pods bound to a node ("" for pending pods).
-func podsOn(pods cache.Indexer, node string) []*corev1.Pod {
-	objs, err := pods.ByIndex(podNodeIndex, node)
-	if err != nil {
-		return nil
-	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func podsOn(pods cache.Indexer, node string) []*corev1.Pod { return podindex.On(pods, node) }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/podindex"
 )
 
 // Options configure an agent.
@@ -72,9 +73,6 @@ func (o *Options) defaults() {
 
 // cacheSyncTimeout bounds the agent's first list of what it watches.
 const cacheSyncTimeout = time.Minute
-
-// podNodeIndex indexes pods by spec.nodeName.
-const podNodeIndex = "nodeName"
 
 // Agent simulates the nodes of one NodePool.
 type Agent struct {
@@ -196,12 +194,7 @@ func (a *Agent) startInformers(ctx context.Context) error {
 	nodes := nodeFactory.Core().V1().Nodes()
 	pods := podFactory.Core().V1().Pods().Informer()
 	csrs := csrFactory.Certificates().V1().CertificateSigningRequests()
-	if err := pods.AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return []string{p.Spec.NodeName}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	if err := podindex.AddTo(pods); err != nil {
 		return err
 	}
 	a.pods = pods.GetIndexer()
@@ -361,19 +354,7 @@ func (a *Agent) csrLister(name string) (*certificatesv1.CertificateSigningReques
 	return a.csrStore.Get(name)
 }
 
-func (a *Agent) podsOf(node string) []*corev1.Pod {
-	objs, err := a.pods.ByIndex(podNodeIndex, node)
-	if err != nil {
-		return nil
-	}
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (a *Agent) podsOf(node string) []*corev1.Pod { return podindex.On(a.pods, node) }
 
 func (a *Agent) enqueuePodsOf(node string) {
 	for _, p := range a.podsOf(node) {

@@ -178,7 +178,7 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("management plane exited (%w); last lines of %s:\n%s", err, logPath, tailFile(logPath, 15))
+			return fmt.Errorf("management plane exited (%w); last lines of %s:\n%s", err, logPath, process.LogTail(logPath, 15))
 		case <-deadline:
 			return fmt.Errorf("management plane not ready after %s; see %s", o.timeout, logPath)
 		case <-tick.C:
@@ -198,22 +198,6 @@ func childFlags(cmd *cobra.Command) []string {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
 			out = append(out, "--"+name+"="+f.Value.String())
 		}
-	}
-	return out
-}
-
-func tailFile(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := splitLines(string(data))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	out := ""
-	for _, l := range lines {
-		out += "  " + l + "\n"
 	}
 	return out
 }

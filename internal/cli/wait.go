@@ -86,7 +86,3 @@ func timeoutError(key client.ObjectKey, timeout time.Duration, conds []metav1.Co
 	}
 	return fmt.Errorf("%s\nsee `hypershift describe cluster %s --namespace %s`", msg, key.Name, key.Namespace)
 }
-
-func splitLines(s string) []string {
-	return strings.Split(strings.TrimRight(s, "\n"), "\n")
-}

@@ -185,7 +185,7 @@ func (in *instance) run() {
 			backoff = initialBackoff
 		}
 		reason := exitReason(exitErr)
-		tail := logTail(in.logPath(), 5)
+		tail := LogTail(in.logPath(), 5)
 		in.log.Info("exited, restarting after back-off", "reason", reason, "backoff", backoff.String())
 		in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
 			s.Phase = hypershiftv1alpha1.ComponentBackOff
@@ -425,8 +425,9 @@ func exitReason(err error) string {
 	}
 }
 
-// logTail returns the last n lines of a log file, for status messages.
-func logTail(path string, n int) string {
+// LogTail returns the last n lines of a log file (at most its last 4 KiB),
+// for status and error messages.
+func LogTail(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,25 +42,10 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 					return fmt.Errorf("install hypershift.dev API: %w", err)
 				}
 			}
-			events, notify := operator.NewEvents()
-			rt, err := process.New(process.Options{Root: managementplane.ClustersDir(g.dataDir), Log: log, OnChange: notify})
-			if err != nil {
-				return err
-			}
-			nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
-			nodes, err := process.New(process.Options{Root: nodesDir(g.dataDir), Log: log.WithName("nodes"), OnChange: notifyNodes})
-			if err != nil {
-				return err
-			}
-			advertise := ""
-			if ip := hostnet.HostIPv4(); ip != nil {
-				advertise = ip.String()
-			}
-			mgr, err := operator.New(operator.Options{
-				RESTConfig: cfg, Runtime: rt, Events: events,
-				NodeRuntime: nodes, NodeEvents: nodeEvents,
+			mgr, rt, nodes, err := newLocalOperator(g.dataDir, log, operator.Options{
+				RESTConfig:         cfg,
 				MetricsBindAddress: metricsAddress, HealthProbeBindAddress: healthAddress,
-				EndpointHost: endpointHost, AdvertiseAddress: advertise,
+				EndpointHost: endpointHost,
 			})
 			if err != nil {
 				return err
@@ -77,4 +63,31 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	f.BoolVar(&installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs at start")
 	return cmd
+}
+
+// newLocalOperator builds the operator with control planes and node agents
+// as local processes under dataDir: hosted control planes in
+// DATA_DIR/clusters, node agents in DATA_DIR/nodes. opts supplies the
+// management cluster and the listen addresses; the rest is filled in here.
+func newLocalOperator(dataDir string, log logr.Logger, opts operator.Options) (ctrl.Manager, *process.Runtime, *process.Runtime, error) {
+	events, notify := operator.NewEvents()
+	hosted, err := process.New(process.Options{Root: managementplane.ClustersDir(dataDir), Log: log.WithName("hosted"), OnChange: notify})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
+	nodes, err := process.New(process.Options{Root: nodesDir(dataDir), Log: log.WithName("nodes"), OnChange: notifyNodes})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opts.Runtime, opts.Events = hosted, events
+	opts.NodeRuntime, opts.NodeEvents = nodes, nodeEvents
+	if ip := hostnet.HostIPv4(); ip != nil {
+		opts.AdvertiseAddress = ip.String()
+	}
+	mgr, err := operator.New(opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return mgr, hosted, nodes, nil
 }

@@ -15,8 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"hypershift.dev/internal/controller/nodepool"
-	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/operator"
 	"hypershift.dev/internal/runtime/process"
@@ -80,30 +78,11 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("start management plane: %w", err)
 	}
-	events, notify := operator.NewEvents()
-	hosted, err := process.New(process.Options{Root: managementplane.ClustersDir(o.dataDir), Log: log.WithName("hosted"), OnChange: notify})
-	if err != nil {
-		return err
-	}
-	nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
-	nodes, err := process.New(process.Options{Root: nodesDir(o.dataDir), Log: log.WithName("nodes"), OnChange: notifyNodes})
-	if err != nil {
-		return err
-	}
-	advertise := ""
-	if ip := hostnet.HostIPv4(); ip != nil {
-		advertise = ip.String()
-	}
-	mgr, err := operator.New(operator.Options{
+	mgr, hosted, nodes, err := newLocalOperator(o.dataDir, log, operator.Options{
 		RESTConfig:             plane.RESTConfig,
-		Runtime:                hosted,
-		Events:                 events,
-		NodeRuntime:            nodes,
-		NodeEvents:             nodeEvents,
 		MetricsBindAddress:     o.metricsAddress,
 		HealthProbeBindAddress: o.healthAddress,
 		EndpointHost:           o.endpointHost,
-		AdvertiseAddress:       advertise,
 	})
 	if err != nil {
 		return err

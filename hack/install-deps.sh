@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs what `make test` and `make demo` need that Go does not bring.
-# Today that is a kubectl: the machine's own, or one built from the same
-# k8s.io/kubernetes module as our components (nothing is downloaded).
+# Installs what `make test` and `make demo` need that Go does not bring:
+# - a kubectl: the machine's own, or one built from the same k8s.io/kubernetes
+#   module as our components (nothing is downloaded);
+# - for real nodes (`hypershift join`, platform None): Debian's containerd,
+#   runc, containernetworking-plugins and iptables, installed when running as
+#   root. Without root the real-node test skips and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +15,22 @@ elif [ -x bin/kubectl ]; then
 else
   echo "deps: no kubectl on PATH; building bin/kubectl from k8s.io/kubernetes"
   go build -o bin/kubectl k8s.io/kubernetes/cmd/kubectl
+fi
+
+node_packages=(containerd runc containernetworking-plugins iptables)
+missing=()
+command -v containerd >/dev/null 2>&1 || missing+=(containerd)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v iptables-save >/dev/null 2>&1 || missing+=(iptables)
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: real-node packages present (${node_packages[*]})"
+elif [ "$(id -u)" -eq 0 ]; then
+  echo "deps: installing ${missing[*]} from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "${missing[@]}" || {
+    apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"
+  }
+else
+  echo "deps: not root, so not installing ${missing[*]}: the real-node test will skip"
 fi

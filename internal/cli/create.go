@@ -25,7 +25,7 @@ func newCreateCommand(g *globalOptions) *cobra.Command {
 		Use:   "create",
 		Short: "Create hosted clusters and their credentials",
 	}
-	cmd.AddCommand(newCreateClusterCommand(g), newCreateKubeconfigCommand(g))
+	cmd.AddCommand(newCreateClusterCommand(g), newCreateKubeconfigCommand(g), newCreateJoinCommandCommand(g))
 	return cmd
 }
 
@@ -76,7 +76,7 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.wait, "wait", false, "wait until the cluster is Available, printing each step")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
 	f.BoolVar(&o.render, "render", false, "print the objects that would be created as YAML, and create nothing")
-	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated platform: simulated nodes)")
+	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
 }
 
@@ -112,8 +112,14 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	}
 	ns, hc := o.objects(platform)
 	var np *hypershiftv1alpha1.NodePool
-	if cmd.Flags().Changed("node-pool-replicas") {
+	switch {
+	case cmd.Flags().Changed("node-pool-replicas"):
 		np = nodePool(o.namespace, o.name, o.name, platform, o.nodePoolReplicas)
+	case platform == hypershiftv1alpha1.NonePlatform:
+		// Hosts join a None cluster's pool with `hypershift join`; without a
+		// count it takes as many as join.
+		np = nodePool(o.namespace, o.name, o.name, platform, 0)
+		np.Spec.Replicas = nil
 	}
 	if o.render {
 		if np != nil {
@@ -146,6 +152,15 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	}
 	if err := waitAvailable(ctx, cmd, c, client.ObjectKeyFromObject(hc), o.timeout); err != nil || np == nil {
 		return err
+	}
+	if platform == hypershiftv1alpha1.NonePlatform {
+		// Nodes of a None pool join later: print how, instead of waiting.
+		line, err := joinCommand(ctx, c, client.ObjectKeyFromObject(hc), np.Name, time.Hour)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "join hosts to nodepool %s/%s as root with (token valid 1h; more with `hypershift create join-command --name %s`):\n  %s\n", np.Namespace, np.Name, o.name, line)
+		return nil
 	}
 	return waitNodePoolReady(ctx, cmd, c, client.ObjectKeyFromObject(np), o.timeout)
 }

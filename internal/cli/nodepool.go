@@ -85,6 +85,9 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 		return fmt.Errorf("unknown platform %q: use simulated or none", o.platform)
 	}
 	np := nodePool(o.namespace, o.name, o.cluster, platform, o.replicas)
+	if platform == hypershiftv1alpha1.NonePlatform && !cmd.Flags().Changed("replicas") {
+		np.Spec.Replicas = nil // as many nodes as join
+	}
 	var err error
 	if np.Spec.NodeLabels, err = parseLabels(o.labels); err != nil {
 		return err

@@ -106,6 +106,8 @@ func NewRootCommand(run ComponentRunner) *cobra.Command {
 		newGetCommand(opts),
 		newDescribeCommand(opts),
 		newDestroyCommand(opts),
+		newJoinCommand(),
+		newNodeCommand(),
 	)
 	addNodePoolCommands(root, opts)
 	return root

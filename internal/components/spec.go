@@ -39,6 +39,9 @@ type Spec struct {
 	// Component is the compiled-in component run by
 	// `hypershift component <Component>`.
 	Component string `json:"component"`
+	// Command, when set, is an executable of the host run instead of a
+	// compiled-in component (a node's containerd).
+	Command string `json:"command,omitempty"`
 	// Args are the component's upstream flags.
 	Args []string `json:"args"`
 	// Files are written into the instance directory before it starts.

@@ -14,6 +14,7 @@ import (
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 // Names of the components compiled into the binary.
@@ -22,11 +23,13 @@ const (
 	KubeAPIServer         = "kube-apiserver"
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
+	// Kubelet is a node's agent, run by `hypershift join`.
+	Kubelet = "kubelet"
 )
 
 // Names lists the components that Run accepts, in start order.
 func Names() []string {
-	return []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler}
+	return []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet}
 }
 
 // Run executes the named upstream component with args (flags only, without
@@ -43,6 +46,8 @@ func Run(ctx context.Context, name string, args []string) error {
 		return runCobra(ctx, kcmapp.NewControllerManagerCommand(), args)
 	case KubeScheduler:
 		return runCobra(ctx, schedulerapp.NewSchedulerCommand(), args)
+	case Kubelet:
+		return runCobra(ctx, kubeletapp.NewKubeletCommand(ctx), args)
 	default:
 		return fmt.Errorf("unknown component %q (known: %v)", name, Names())
 	}

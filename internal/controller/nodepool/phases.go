@@ -119,6 +119,9 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		if err := bootstrap.EnsureClusterRBAC(ctx, s.hosted.kube); err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := bootstrap.EnsureJoinInfo(ctx, s.hosted.kube, client.ObjectKeyFromObject(s.hc).String(), s.caPEM); err != nil {
+			return ctrl.Result{}, err
+		}
 		s.hosted.rbacDone.Store("", true)
 	}
 	if err := r.ensureToken(ctx, s); err != nil {
@@ -164,6 +167,9 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) error {
 		}
 		if _, err := s.hosted.kube.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tok.AsSecret(pool), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create bootstrap token: %w", err)
+		}
+		if err := bootstrap.RecordToken(ctx, s.hosted.kube, tok, pool, now); err != nil {
+			return err
 		}
 		rotateAt = tok.Expiration.Add(-ttl / 3)
 		s.log.Info("bootstrap token created", "tokenID", tok.ID, "expires", tok.Expiration)
@@ -228,6 +234,9 @@ func (r *Reconciler) desiredReplicas(ctx context.Context, s *scope) (int32, erro
 		return r.autoscale(ctx, s)
 	case s.np.Spec.Replicas != nil:
 		return *s.np.Spec.Replicas, nil
+	case s.np.Spec.Platform.Type == hypershiftv1alpha1.NonePlatform:
+		// A None pool without a count takes as many nodes as join it.
+		return int32(len(s.nodes)), nil //nolint:gosec // node counts fit in int32
 	default:
 		return 0, nil
 	}

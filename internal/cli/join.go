@@ -1,0 +1,407 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/hostnet"
+	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/nodes/join"
+	"hypershift.dev/internal/runtime/process"
+)
+
+type joinOptions struct {
+	server, token, caHash string
+	nodeDir, nodeName     string
+	nodeIP, cniBinDir     string
+	timeout               time.Duration
+	reset                 bool
+}
+
+func newJoinCommand() *cobra.Command {
+	o := &joinOptions{}
+	cmd := &cobra.Command{
+		Use:   "join --server URL --token ID.SECRET --ca-cert-hash sha256:HASH",
+		Short: "Make this Linux host a node of a hosted cluster (run as root), or undo it with --reset",
+		Long: "join checks the command against the cluster (CA hash, token), then starts a private containerd and the\n" +
+			"kubelet compiled into hypershift under --node-dir; the kubelet bootstraps its certificates with the\n" +
+			"token and the node joins the token's NodePool. Print a join command with `hypershift create join-command`.\n" +
+			"Needs Debian's containerd, runc, containernetworking-plugins and iptables.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.reset {
+				return o.runReset(cmd)
+			}
+			return o.run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.server, "server", "", "URL of the hosted cluster's API server")
+	f.StringVar(&o.token, "token", "", "bootstrap token of a NodePool")
+	f.StringVar(&o.caHash, "ca-cert-hash", "", "hash of the cluster CA's public key, sha256:<hex>")
+	f.StringVar(&o.nodeDir, "node-dir", join.DefaultDataDir, "directory for everything the node keeps")
+	f.StringVar(&o.nodeName, "node-name", "", "name of the Node (default: the host name)")
+	f.StringVar(&o.nodeIP, "node-ip", "", "address the API server reaches the kubelet on (default: the host's first global IPv4)")
+	f.StringVar(&o.cniBinDir, "cni-bin-dir", join.DefaultCNIBinDir, "directory of the CNI plugins")
+	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the node to be Ready")
+	f.BoolVar(&o.reset, "reset", false, "stop the node and remove everything a join made on this host")
+	return cmd
+}
+
+func (o *joinOptions) run(cmd *cobra.Command) error {
+	start := time.Now()
+	if o.server == "" || o.token == "" || o.caHash == "" {
+		return errors.New("--server, --token and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
+	}
+	if n, joined, err := join.Load(o.nodeDir); err != nil {
+		return err
+	} else if joined {
+		return fmt.Errorf("this host already joined %s as node %s (%s): undo it with `hypershift join --reset --node-dir %s`", n.Cluster, n.Name, o.nodeDir, o.nodeDir)
+	}
+	ctx := cmd.Context()
+	cluster, err := join.Discover(ctx, o.server, o.token, o.caHash)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("hypershift join must run as root: it starts containerd and the kubelet")
+	}
+	prereq, err := join.CheckHost(o.cniBinDir)
+	if err != nil {
+		return err
+	}
+	n, err := o.node(cluster, prereq)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "joining hosted cluster %s (NodePool %s) as node %s (%s)\n", cluster.Name, cluster.NodePool, n.Name, n.NodeIP)
+	if err := join.Prepare(ctx, n, cluster); err != nil {
+		return err
+	}
+	daemon, err := startNodeDaemon(o.nodeDir)
+	if err != nil {
+		return err
+	}
+	if err := waitNodeReady(ctx, n, daemon, o.timeout); err != nil {
+		return fmt.Errorf("%w\nundo with `hypershift join --reset --node-dir %s`", err, o.nodeDir)
+	}
+	fmt.Fprintf(out, "node %s is Ready (%.1fs)\n  logs: %s, %s\n  load images: hypershift node load-image FILE.tar --node-dir %s\n  undo: hypershift join --reset --node-dir %s\n",
+		n.Name, time.Since(start).Seconds(), n.LogPath(join.Kubelet), n.LogPath(join.Containerd), o.nodeDir, o.nodeDir)
+	return nil
+}
+
+func (o *joinOptions) node(c *join.Cluster, prereq join.Prerequisites) (*join.Node, error) {
+	name := o.nodeName
+	if name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("host name: %w (set --node-name)", err)
+		}
+		name = strings.ToLower(host)
+	}
+	ip := o.nodeIP
+	if ip == "" {
+		addr := hostnet.HostIPv4()
+		if addr == nil {
+			return nil, errors.New("this host has no global IPv4 address for the kubelet: set --node-ip")
+		}
+		ip = addr.String()
+	}
+	return &join.Node{
+		Cluster: c.Name, NodePool: c.NodePool, Name: name, Server: c.Server, NodeIP: ip,
+		ContainerdPath: prereq.Containerd, CNIBinDir: prereq.CNIBinDir, ClientCA: string(c.ClientCAPEM),
+		DataDir: o.nodeDir,
+	}, nil
+}
+
+// startNodeDaemon starts `hypershift node run` in its own session, logging
+// to NODE_DIR/node.log; it outlives this command.
+func startNodeDaemon(nodeDir string) (<-chan error, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(join.DaemonLogPath(nodeDir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	child := exec.Command(exe, "node", "run", "--node-dir", nodeDir) //nolint:gosec // our own binary
+	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return nil, fmt.Errorf("start the node daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	return exited, nil
+}
+
+// waitNodeReady waits until the kubelet has its client certificate and its
+// Node reports Ready.
+func waitNodeReady(ctx context.Context, n *join.Node, daemon <-chan error, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var kube kubernetes.Interface
+	last := "waiting for the kubelet's client certificate"
+	for {
+		select {
+		case err := <-daemon:
+			return fmt.Errorf("the node daemon exited (%w); last lines of %s:\n%s", err, join.DaemonLogPath(n.DataDir), process.LogTail(join.DaemonLogPath(n.DataDir), 15))
+		case <-deadline:
+			return fmt.Errorf("node %s not Ready after %s (%s); last lines of %s:\n%s", n.Name, timeout, last, n.LogPath(join.Kubelet), process.LogTail(n.LogPath(join.Kubelet), 15))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if kube == nil {
+			cfg, err := clientcmd.BuildConfigFromFlags("", n.KubeletKubeconfig())
+			if err != nil {
+				continue
+			}
+			if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+				return err
+			}
+			last = "waiting for the Node to register"
+		}
+		node, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		last = "waiting for the Node to be Ready"
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+			if c.Type == corev1.NodeReady && c.Message != "" {
+				last = "Node not Ready: " + c.Message
+			}
+		}
+	}
+}
+
+func (o *joinOptions) runReset(cmd *cobra.Command) error {
+	n, joined, err := join.Load(o.nodeDir)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !joined {
+		fmt.Fprintf(out, "nothing to reset: no node under %s\n", o.nodeDir)
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("hypershift join --reset must run as root")
+	}
+	// The Node object stays: a kubelet may not delete its own Node, and
+	// kubeadm reset leaves it too.
+	if err := join.Reset(cmd.Context(), o.nodeDir, logr.Discard()); err != nil {
+		return fmt.Errorf("reset left something behind: %w", err)
+	}
+	fmt.Fprintf(out, "node %s stopped; removed its containers, network, cgroups and %s\n", n.Name, o.nodeDir)
+	fmt.Fprintf(out, "its Node object stays in %s until you delete it: kubectl delete node %s\n", n.Cluster, n.Name)
+	return nil
+}
+
+// newNodeCommand groups the commands run on a joined node.
+func newNodeCommand() *cobra.Command {
+	var nodeDir string
+	cmd := &cobra.Command{Use: "node", Short: "Commands for a joined node (run as root on the node)"}
+	cmd.PersistentFlags().StringVar(&nodeDir, "node-dir", join.DefaultDataDir, "directory of the joined node")
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Supervise the node's containerd and kubelet (started by `hypershift join`; run it from a service manager to restart it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := loadJoined(nodeDir)
+			if err != nil {
+				return err
+			}
+			prereq, err := join.CheckHost(n.CNIBinDir)
+			if err != nil {
+				return err
+			}
+			if pid, ok := join.DaemonPID(nodeDir); ok && pid != os.Getpid() {
+				return fmt.Errorf("the node daemon already runs (pid %d)", pid)
+			}
+			if err := join.RecordDaemon(nodeDir); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return join.Run(ctx, n, prereq.Ctr, zap.New())
+		},
+	}
+	load := &cobra.Command{
+		Use:     "load-image FILE.tar",
+		Short:   "Import an image tarball (docker-archive or OCI) into the node's containerd, no registry needed",
+		Example: "  hypershift node load-image hello.tar\n  then run it with imagePullPolicy: Never (or IfNotPresent with a fixed tag)",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := loadJoined(nodeDir)
+			if err != nil {
+				return err
+			}
+			prereq, err := join.CheckHost(n.CNIBinDir)
+			if err != nil {
+				return err
+			}
+			if err := join.LoadImage(cmd.Context(), n, prereq.Ctr, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "loaded %s into node %s\n", args[0], n.Name)
+			return nil
+		},
+	}
+	cmd.AddCommand(run, load)
+	return cmd
+}
+
+func loadJoined(nodeDir string) (*join.Node, error) {
+	n, joined, err := join.Load(nodeDir)
+	if err != nil {
+		return nil, err
+	}
+	if !joined {
+		return nil, fmt.Errorf("no node under %s: join one with `hypershift join …` (or pass --node-dir)", nodeDir)
+	}
+	return n, nil
+}
+
+func newCreateJoinCommandCommand(g *globalOptions) *cobra.Command {
+	var name, namespace, pool string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "join-command --name CLUSTER",
+		Short: "Print the command that joins a host to a hosted cluster's NodePool of platform None, with a fresh token",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				return errors.New("--name is required: `hypershift create join-command --name CLUSTER`")
+			}
+			if ttl < time.Second {
+				return fmt.Errorf("--ttl %s is too short: tokens live at least 1s", ttl)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			line, err := joinCommand(cmd.Context(), c, client.ObjectKey{Namespace: namespace, Name: name}, pool, ttl)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), line)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "name of the hosted cluster (required)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
+	cmd.Flags().StringVar(&pool, "nodepool", "", "NodePool to join (default: the cluster's only NodePool of platform None)")
+	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token may be used to join")
+	return cmd
+}
+
+// joinCommand makes a token for a None pool of the cluster and returns the
+// `hypershift join` line that uses it.
+func joinCommand(ctx context.Context, c client.Client, key client.ObjectKey, pool string, ttl time.Duration) (string, error) {
+	np, err := nonePool(ctx, c, key, pool)
+	if err != nil {
+		return "", err
+	}
+	kc, err := adminKubeconfig(ctx, c, key)
+	if err != nil {
+		return "", err
+	}
+	server, caPEM, err := bootstrap.Endpoint(kc)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := bootstrap.EnsureJoinInfo(ctx, kube, key.String(), caPEM); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	tok, err := bootstrap.NewToken(now, ttl)
+	if err != nil {
+		return "", err
+	}
+	if _, err := kube.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tok.AsSecret(np.Name), metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create bootstrap token: %w", err)
+	}
+	if err := bootstrap.RecordToken(ctx, kube, tok, np.Name, now); err != nil {
+		return "", err
+	}
+	hash, err := bootstrap.CAHash(caPEM)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", server, tok, hash), nil
+}
+
+// nonePool finds the NodePool a join command is for.
+func nonePool(ctx context.Context, c client.Client, key client.ObjectKey, name string) (*hypershiftv1alpha1.NodePool, error) {
+	if name != "" {
+		np := &hypershiftv1alpha1.NodePool{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, np); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("nodepool %s/%s not found: list them with `hypershift get nodepools`", key.Namespace, name)
+			}
+			return nil, err
+		}
+		if np.Spec.ClusterName != key.Name {
+			return nil, fmt.Errorf("nodepool %s/%s belongs to cluster %s, not %s", key.Namespace, name, np.Spec.ClusterName, key.Name)
+		}
+		if np.Spec.Platform.Type != hypershiftv1alpha1.NonePlatform {
+			return nil, fmt.Errorf("nodepool %s/%s has platform %s: only None pools take joined hosts", key.Namespace, name, np.Spec.Platform.Type)
+		}
+		return np, nil
+	}
+	list := &hypershiftv1alpha1.NodePoolList{}
+	if err := c.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
+		return nil, err
+	}
+	var found []*hypershiftv1alpha1.NodePool
+	var names []string
+	for i := range list.Items {
+		np := &list.Items[i]
+		if np.Spec.ClusterName == key.Name && np.Spec.Platform.Type == hypershiftv1alpha1.NonePlatform {
+			found = append(found, np)
+			names = append(names, np.Name)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("hosted cluster %s has no NodePool of platform None: create one with `hypershift create nodepool --platform none --cluster-name %s --name NAME`", key, key.Name)
+	case 1:
+		return found[0], nil
+	default:
+		return nil, fmt.Errorf("hosted cluster %s has several None NodePools (%s): choose one with --nodepool", key, strings.Join(names, ", "))
+	}
+}

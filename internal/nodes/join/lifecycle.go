@@ -1,0 +1,291 @@
+package join
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/runtime/process"
+)
+
+// Prerequisites are the host programs a node runs, from Debian's containerd,
+// runc, containernetworking-plugins and iptables packages.
+type Prerequisites struct {
+	Containerd, Ctr, CNIBinDir string
+}
+
+// DefaultCNIBinDir is where Debian's containernetworking-plugins live.
+const DefaultCNIBinDir = "/usr/lib/cni"
+
+// CheckHost finds the host programs a node needs and says how to install
+// what is missing.
+func CheckHost(cniBinDir string) (Prerequisites, error) {
+	var p Prerequisites
+	var missing []string
+	find := func(name string) string {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			missing = append(missing, name)
+		}
+		return path
+	}
+	p.Containerd = find("containerd")
+	p.Ctr = find("ctr")
+	find("runc")
+	find("containerd-shim-runc-v2")
+	find("iptables")
+	find("iptables-save")
+	p.CNIBinDir = cniBinDir
+	for _, plugin := range []string{"bridge", "host-local", "portmap"} {
+		if _, err := os.Stat(filepath.Join(cniBinDir, plugin)); err != nil {
+			missing = append(missing, filepath.Join(cniBinDir, plugin))
+		}
+	}
+	if len(missing) > 0 {
+		return p, fmt.Errorf("missing on this host: %s; install them with `apt-get install -y containerd runc containernetworking-plugins iptables`",
+			strings.Join(missing, ", "))
+	}
+	return p, nil
+}
+
+// Prepare writes a new node's configuration under n.DataDir, after
+// recording the host as it is. Nothing runs yet.
+func Prepare(ctx context.Context, n *Node, c *Cluster) error {
+	if err := os.MkdirAll(n.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", n.DataDir, err)
+	}
+	before, err := ReadHostState()
+	if err != nil {
+		return err
+	}
+	if err := before.save(n.DataDir); err != nil {
+		return err
+	}
+	if err := AllocatePorts(ctx, n); err != nil {
+		return err
+	}
+	kc, err := BootstrapKubeconfig(c)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(n.BootstrapKubeconfigPath(), kc, 0o600); err != nil {
+		return err
+	}
+	return n.Save()
+}
+
+// newRuntime is the process runtime of a node's processes.
+func newRuntime(n *Node, log logr.Logger) (*process.Runtime, error) {
+	return process.New(process.Options{Root: n.DataDir, Log: log})
+}
+
+// AllocatePorts picks the node's ports once (kept in the data directory).
+func AllocatePorts(ctx context.Context, n *Node) error {
+	rt, err := newRuntime(n, logr.Discard())
+	if err != nil {
+		return err
+	}
+	n.Ports, err = rt.Ports(ctx, Ref, PortNames())
+	return err
+}
+
+// Run supervises a node's containerd and kubelet until ctx ends; they keep
+// running after it returns, and the next Run adopts them. The sandbox image
+// is imported into containerd before the kubelet starts.
+func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
+	rt, err := newRuntime(n, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Release()
+	if err := rt.Apply(ctx, Ref, []components.Spec{n.ContainerdSpec()}); err != nil {
+		return err
+	}
+	if err := waitRunning(ctx, rt, Containerd, 2*time.Minute); err != nil {
+		return err
+	}
+	if err := importPauseImage(ctx, n, ctrPath); err != nil {
+		return err
+	}
+	if err := rt.Apply(ctx, Ref, n.Specs()); err != nil {
+		return err
+	}
+	log.Info("node running", "node", n.Name, "cluster", n.Cluster)
+	<-ctx.Done()
+	return nil
+}
+
+func waitRunning(ctx context.Context, rt *process.Runtime, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		for _, s := range rt.Status(Ref) {
+			if s.Name == name && s.Phase == hypershiftv1alpha1.ComponentRunning {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not running after %s", name, timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func importPauseImage(ctx context.Context, n *Node, ctrPath string) error {
+	var buf bytes.Buffer
+	if err := WritePauseImage(&buf); err != nil {
+		return err
+	}
+	path := filepath.Join(n.DataDir, "pause.tar")
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
+		return err
+	}
+	return LoadImage(ctx, n, ctrPath, path)
+}
+
+// LoadImage imports an image tarball (docker-archive or OCI layout) into
+// the node's containerd, where the kubelet finds it: pods then run it with
+// imagePullPolicy Never or IfNotPresent, no registry needed.
+func LoadImage(ctx context.Context, n *Node, ctrPath, file string) error {
+	if _, err := os.Stat(file); err != nil {
+		return fmt.Errorf("image tarball: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, ctrPath, "--address", n.ContainerdSocket(), "--namespace", "k8s.io", "images", "import", file) //nolint:gosec // host program, our arguments
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("import %s: %w: %s", file, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Reset stops a node and removes everything its join made: the kubelet,
+// pods (through the runtime, which tears down their network), containerd
+// and its shims, mounts, cgroups, the CNI bridge, iptables chains, network
+// namespaces and host directories that were not there before, kernel
+// parameters, and the data directory. It keeps going past errors and
+// returns them all.
+func Reset(ctx context.Context, dataDir string, log logr.Logger) error {
+	n, ok, err := Load(dataDir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	var errs []error
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+			log.Info("reset: " + err.Error())
+		}
+	}
+	before, err := loadHostState(dataDir)
+	note(err)
+
+	// The kubelet goes first so it restarts no pod; containerd stays to
+	// remove the pods properly.
+	if pid, st, ok := process.LivePID(daemonPIDPath(dataDir)); ok {
+		note(process.Terminate(pid, st, 10*time.Second))
+	}
+	rt, err := newRuntime(n, log)
+	note(err)
+	if rt != nil {
+		note(rt.Apply(ctx, Ref, []components.Spec{n.ContainerdSpec()}))
+		if err := waitRunning(ctx, rt, Containerd, 30*time.Second); err != nil {
+			note(err)
+		} else {
+			note(removePods(ctx, n.ContainerdSocket()))
+		}
+		note(rt.Delete(ctx, Ref))
+	}
+	// Whatever is left: shims, and containers in the kubelet's cgroups.
+	killAll(pidsUsing(dataDir))
+	killAll(cgroupPids())
+	for _, m := range mountsUnder(dataDir) {
+		note(unmount(m))
+	}
+	note(removeCgroups(before))
+	if linkExists(Bridge) {
+		if out, err := exec.Command("ip", "link", "delete", Bridge).CombinedOutput(); err != nil {
+			note(fmt.Errorf("delete %s: %s", Bridge, bytes.TrimSpace(out)))
+		}
+	}
+	if before != nil {
+		note(restoreHost(before, dataDir))
+	}
+	note(os.RemoveAll(dataDir))
+	return errors.Join(errs...)
+}
+
+// restoreHost undoes the host-wide changes recorded against before.
+func restoreHost(before *HostState, dataDir string) error {
+	var errs []error
+	for _, table := range iptablesTables {
+		now, err := iptablesChains(table)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, removeChains(table, added(before.Chains[table], now))...)
+	}
+	for _, ns := range added(before.Netns, listDir(netnsDir)) {
+		p := filepath.Join(netnsDir, ns)
+		_ = unmount(p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for key, v := range before.Sysctls {
+		p := filepath.Join("/proc/sys", key)
+		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) != v {
+			if err := os.WriteFile(p, []byte(v), 0o644); err != nil { //nolint:gosec // a /proc/sys file
+				errs = append(errs, fmt.Errorf("restore %s: %w", key, err))
+			}
+		}
+	}
+	// Entries the node made in host directories that were already there.
+	for _, link := range listDir("/var/log/containers") {
+		p := filepath.Join("/var/log/containers", link)
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dataDir+"/") {
+			_ = os.Remove(p)
+		}
+	}
+	results, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
+	for _, r := range results {
+		_ = os.Remove(r)
+	}
+	for p, existed := range before.Paths {
+		if !existed {
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DaemonLogPath is the log of the node daemon (`hypershift node run`).
+func DaemonLogPath(dataDir string) string { return filepath.Join(dataDir, "node.log") }
+
+func daemonPIDPath(dataDir string) string { return filepath.Join(dataDir, "node.pid") }
+
+// RecordDaemon marks the calling process as the node daemon.
+func RecordDaemon(dataDir string) error { return process.RecordSelf(daemonPIDPath(dataDir)) }
+
+// DaemonPID returns the running node daemon's pid.
+func DaemonPID(dataDir string) (int, bool) {
+	pid, _, ok := process.LivePID(daemonPIDPath(dataDir))
+	return pid, ok
+}

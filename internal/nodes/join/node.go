@@ -1,0 +1,266 @@
+package join
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/runtime"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+)
+
+// DefaultDataDir holds everything a join makes on a host, but for the
+// host-wide things Reset removes by name (cgroups, the CNI bridge, iptables
+// chains, network namespaces).
+const DefaultDataDir = "/var/lib/hypershift-node"
+
+// Names of what a node runs and makes.
+const (
+	Containerd = "containerd"
+	Kubelet    = "kubelet"
+	// Bridge is the CNI bridge of the node's pods.
+	Bridge = "hs-cni0"
+	// PauseImage is the sandbox image, imported from a tarball at start.
+	PauseImage = "hypershift.dev/pause:1"
+	// cniNetwork names the CNI network (and its cached results).
+	cniNetwork = "hypershift"
+	// Port names, allocated by the process runtime and kept.
+	portKubelet           = "kubelet"
+	portKubeletHealthz    = "kubelet-healthz"
+	portContainerdMetrics = "containerd-metrics"
+)
+
+// Ref is the process runtime's name for a node's processes.
+var Ref = runtime.ControlPlaneRef{Namespace: "components", Name: "node"}
+
+// PortNames are the ports a node's processes listen on.
+func PortNames() []string { return []string{portKubelet, portKubeletHealthz, portContainerdMetrics} }
+
+// Node is a joined node's configuration, kept in DATA_DIR/node.json: every
+// later command (the node daemon, load-image, reset) renders from it.
+type Node struct {
+	// Cluster is the hosted cluster as NAMESPACE/NAME.
+	Cluster  string `json:"cluster"`
+	NodePool string `json:"nodePool"`
+	Name     string `json:"name"`
+	Server   string `json:"server"`
+	NodeIP   string `json:"nodeIP"`
+	// ContainerdPath is the host's containerd executable.
+	ContainerdPath string `json:"containerdPath"`
+	CNIBinDir      string `json:"cniBinDir"`
+	// ClientCA verifies the API server's calls to the kubelet.
+	ClientCA string         `json:"clientCA"`
+	Ports    map[string]int `json:"ports"`
+	DataDir  string         `json:"-"`
+}
+
+func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
+
+// Load reads a joined node's configuration; ok is false when the data
+// directory holds no join.
+func Load(dataDir string) (n *Node, ok bool, err error) {
+	data, err := os.ReadFile(statePath(dataDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	n = &Node{}
+	if err := json.Unmarshal(data, n); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", statePath(dataDir), err)
+	}
+	n.DataDir = dataDir
+	return n, true, nil
+}
+
+// Save writes the configuration (0600: it names the cluster it joined).
+func (n *Node) Save() error {
+	data, err := json.MarshalIndent(n, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(statePath(n.DataDir), data, 0o600)
+}
+
+func (n *Node) path(elem ...string) string {
+	return filepath.Join(append([]string{n.DataDir}, elem...)...)
+}
+
+// ContainerdSocket is the private containerd's gRPC socket.
+func (n *Node) ContainerdSocket() string { return n.path("containerd.sock") }
+
+// KubeletKubeconfig is where the kubelet writes its kubeconfig once its
+// client certificate is issued.
+func (n *Node) KubeletKubeconfig() string { return n.path("kubelet.conf") }
+
+// KubeletRootDir is the kubelet's --root-dir (pod volumes are mounted here).
+func (n *Node) KubeletRootDir() string { return n.path("kubelet") }
+
+// LogPath is the log of a node process.
+func (n *Node) LogPath(instance string) string {
+	return n.path(Ref.Namespace, instance, "log")
+}
+
+// BootstrapKubeconfigPath holds the pool's token until the kubelet has its
+// client certificate (0600).
+func (n *Node) BootstrapKubeconfigPath() string { return n.path("bootstrap-kubeconfig") }
+
+// Specs renders the node's processes: containerd, then the kubelet.
+func (n *Node) Specs() []components.Spec {
+	return []components.Spec{n.ContainerdSpec(), n.kubeletSpec()}
+}
+
+// ContainerdSpec renders the node's containerd alone.
+func (n *Node) ContainerdSpec() components.Spec {
+	dir := n.path(Ref.Namespace, Containerd)
+	return components.Spec{
+		Name:    Containerd,
+		Command: n.ContainerdPath,
+		Args:    []string{"--config", filepath.Join(dir, "config.toml")},
+		Files: []components.File{
+			{Path: "config.toml", Content: []byte(n.containerdConfig(filepath.Join(dir, "cni.conflist.tmpl")))},
+			{Path: "cni.conflist.tmpl", Content: []byte(n.cniTemplate())},
+		},
+		Ports:     map[string]int{portContainerdMetrics: n.Ports[portContainerdMetrics]},
+		Readiness: components.Probe{Scheme: "http", Port: n.Ports[portContainerdMetrics], Path: "/v1/metrics"},
+	}
+}
+
+// containerdConfig is a private containerd: its own root, state, sockets
+// and CNI configuration, so that a containerd the host already runs is not
+// touched. restrict_oom_score_adj: a root without CAP_SYS_RESOURCE (a
+// container host) cannot lower oom_score_adj, and runc fails without it.
+func (n *Node) containerdConfig(cniTemplate string) string {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	return strings.Join([]string{
+		`version = 2`,
+		`root = ` + q(n.path("containerd", "root")),
+		`state = ` + q(n.path("containerd", "state")),
+		`disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]`,
+		``,
+		`[grpc]`,
+		`  address = ` + q(n.ContainerdSocket()),
+		`[ttrpc]`,
+		`  address = ` + q(n.ContainerdSocket()+".ttrpc"),
+		`[metrics]`,
+		fmt.Sprintf(`  address = "127.0.0.1:%d"`, n.Ports[portContainerdMetrics]),
+		``,
+		`[plugins."io.containerd.grpc.v1.cri"]`,
+		`  sandbox_image = ` + q(PauseImage),
+		`  restrict_oom_score_adj = true`,
+		`  stream_server_address = "127.0.0.1"`,
+		`  stream_server_port = "0"`,
+		`[plugins."io.containerd.grpc.v1.cri".containerd]`,
+		`  snapshotter = "overlayfs"`,
+		`  default_runtime_name = "runc"`,
+		`[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]`,
+		`  runtime_type = "io.containerd.runc.v2"`,
+		`[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`,
+		`  SystemdCgroup = false`,
+		`[plugins."io.containerd.grpc.v1.cri".cni]`,
+		`  bin_dir = ` + q(n.CNIBinDir),
+		`  conf_dir = ` + q(n.path("cni", "net.d")),
+		`  conf_template = ` + q(cniTemplate),
+		``,
+	}, "\n")
+}
+
+// cniTemplate is rendered by containerd with the pod CIDR the controller
+// manager gave the Node: a bridge with host-local addresses from it, and
+// portmap for hostPorts. Addresses are kept under the data directory.
+func (n *Node) cniTemplate() string {
+	conf := map[string]any{
+		"cniVersion": "0.4.0",
+		"name":       cniNetwork,
+		"plugins": []any{
+			map[string]any{
+				"type": "bridge", "bridge": Bridge, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"ranges":  [][]map[string]string{{{"subnet": "{{.PodCIDR}}"}}},
+					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"dataDir": n.path("cni", "ipam"),
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	data, _ := json.MarshalIndent(conf, "", "  ")
+	return string(data) + "\n"
+}
+
+func (n *Node) kubeletSpec() components.Spec {
+	dir := n.path(Ref.Namespace, Kubelet)
+	files := []components.File{
+		{Path: "config.yaml", Content: []byte(n.kubeletConfig(filepath.Join(dir, "client-ca.crt")))},
+		{Path: "client-ca.crt", Content: []byte(n.ClientCA)},
+	}
+	return components.Spec{
+		Name:      Kubelet,
+		Component: Kubelet,
+		Args: []string{
+			"--config=" + filepath.Join(dir, "config.yaml"),
+			"--bootstrap-kubeconfig=" + n.BootstrapKubeconfigPath(),
+			"--kubeconfig=" + n.KubeletKubeconfig(),
+			"--cert-dir=" + n.path("kubelet-pki"),
+			"--root-dir=" + n.KubeletRootDir(),
+			"--hostname-override=" + n.Name,
+			"--node-ip=" + n.NodeIP,
+			"--node-labels=" + hypershiftv1alpha1.NodePoolLabel + "=" + n.NodePool,
+		},
+		Files:     files,
+		Ports:     map[string]int{portKubelet: n.Ports[portKubelet], portKubeletHealthz: n.Ports[portKubeletHealthz]},
+		Readiness: components.Probe{Scheme: "http", Port: n.Ports[portKubeletHealthz], Path: "/healthz"},
+		After:     []string{Containerd},
+	}
+}
+
+// kubeletConfig follows what a kubelet needs on these hosts
+// (docs/nodepools.md): cgroupfs, cgroup v1 allowed, the host's address so
+// the API server reaches it, webhook authentication and authorization, and
+// a serving certificate the operator approves.
+func (n *Node) kubeletConfig(clientCA string) string {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	return strings.Join([]string{
+		`apiVersion: kubelet.config.k8s.io/v1beta1`,
+		`kind: KubeletConfiguration`,
+		`address: ` + q(n.NodeIP),
+		fmt.Sprintf(`port: %d`, n.Ports[portKubelet]),
+		`readOnlyPort: 0`,
+		`healthzBindAddress: "127.0.0.1"`,
+		fmt.Sprintf(`healthzPort: %d`, n.Ports[portKubeletHealthz]),
+		`containerRuntimeEndpoint: ` + q("unix://"+n.ContainerdSocket()),
+		`cgroupDriver: cgroupfs`,
+		`failCgroupV1: false`,
+		`failSwapOn: false`,
+		`podLogsDir: ` + q(n.path("pod-logs")),
+		`authentication:`,
+		`  anonymous:`,
+		`    enabled: false`,
+		`  webhook:`,
+		`    enabled: true`,
+		`  x509:`,
+		`    clientCAFile: ` + q(clientCA),
+		`authorization:`,
+		`  mode: Webhook`,
+		`rotateCertificates: true`,
+		`serverTLSBootstrap: true`,
+		`clusterDomain: cluster.local`,
+		`resolvConf: /etc/resolv.conf`,
+		``,
+	}, "\n")
+}
+
+// BootstrapKubeconfig renders the kubelet's bootstrap kubeconfig.
+func BootstrapKubeconfig(c *Cluster) ([]byte, error) {
+	id, secret, _ := strings.Cut(c.Token, ".")
+	return bootstrap.Kubeconfig(c.Server, c.CAPEM, bootstrap.Token{ID: id, Secret: secret})
+}

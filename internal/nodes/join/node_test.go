@@ -1,0 +1,97 @@
+package join
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func testNode() *Node {
+	return &Node{
+		Cluster: "clusters/r", NodePool: "r", Name: "host-1", Server: "https://192.0.2.10:6443", NodeIP: "192.0.2.20",
+		ContainerdPath: "/usr/bin/containerd", CNIBinDir: "/usr/lib/cni", ClientCA: "CLIENT-CA",
+		Ports:   map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260},
+		DataDir: "/var/lib/hypershift-node",
+	}
+}
+
+// A node's processes and their files are pinned by a golden file, as the
+// control plane's are.
+func TestNodeSpecsGolden(t *testing.T) {
+	var got bytes.Buffer
+	for _, s := range testNode().Specs() {
+		spec, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(spec)
+		got.WriteByte('\n')
+		for _, f := range s.Files {
+			got.WriteString("--- " + s.Name + "/" + f.Path + "\n")
+			got.Write(f.Content)
+		}
+	}
+	golden := filepath.Join("testdata", "node.golden")
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run `make update-golden`)", err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("rendered node differs from %s (run `make update-golden` if intended):\n%s", golden, got.String())
+	}
+}
+
+// Rendering is deterministic: the node daemon and reset adopt the processes
+// a join started only if their spec hashes match.
+func TestNodeSpecsStable(t *testing.T) {
+	a, b := testNode().Specs(), testNode().Specs()
+	for i := range a {
+		if a[i].Hash() != b[i].Hash() {
+			t.Errorf("%s renders differently twice", a[i].Name)
+		}
+	}
+}
+
+func TestSaveLoad(t *testing.T) {
+	n := testNode()
+	n.DataDir = t.TempDir()
+	if _, ok, err := Load(n.DataDir); ok || err != nil {
+		t.Fatalf("Load of an empty dir = %v, %v; want not joined", ok, err)
+	}
+	if err := n.Save(); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := Load(n.DataDir)
+	if err != nil || !ok {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	for i, s := range got.Specs() {
+		if want := n.Specs()[i]; s.Hash() != want.Hash() {
+			t.Errorf("%s renders differently after Save/Load", s.Name)
+		}
+	}
+	info, _ := os.Stat(statePath(n.DataDir))
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("node.json mode %v, want 0600", info.Mode().Perm())
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
+		t.Errorf("unescapeMount = %q", got)
+	}
+	if got := added([]string{"a", "b"}, []string{"b", "c", "a", "d"}); strings.Join(got, ",") != "c,d" {
+		t.Errorf("added = %v", got)
+	}
+}

@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"hypershift.dev/internal/nodes/join"
+	"hypershift.dev/internal/testenv"
+)
+
+// TestNoneNodes is the user's journey of bring-your-own nodes: a None
+// cluster prints a join command; joins with a bad token, an expired one,
+// another cluster's token or another cluster's CA hash fail plainly and
+// leave nothing; and — as root — the printed command makes this host a real
+// node (containerd + the compiled-in kubelet) that runs a pod from an image
+// the test built, serves `kubectl logs` and `kubectl exec`, and `join
+// --reset` leaves the host as it found it.
+func TestNoneNodes(t *testing.T) {
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { hs.run("down", "--purge") })
+
+	out := hs.must("create", "cluster", "none", "--name", "r", "--wait", "--timeout", "3m")
+	joinArgs := joinCommandArgs(t, out)
+	kc := filepath.Join(hs.dataDir, "r.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "r", "-o", kc)
+
+	t.Run("bad tokens fail plainly and create nothing", func(t *testing.T) {
+		other := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "o", "--wait", "--timeout", "3m"))
+		expired := joinCommandArgs(t, hs.must("create", "join-command", "--name", "r", "--ttl", "1s"))
+		time.Sleep(1500 * time.Millisecond)
+		token := flagValue(t, joinArgs, "--token")
+		id, _, _ := strings.Cut(token, ".")
+		cases := []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"unknown token", withFlag(joinArgs, "--token", "abcdef.0123456789abcdef"), "bootstrap token abcdef was not issued by hosted cluster clusters/r"},
+			{"wrong secret", withFlag(joinArgs, "--token", id+".0123456789abcdef"), "bootstrap token " + id + " of NodePool r was refused by clusters/r: its secret part is wrong"},
+			{"another cluster's token", withFlag(joinArgs, "--token", flagValue(t, other, "--token")), "was not issued by hosted cluster clusters/r: it belongs to another cluster"},
+			{"another cluster's CA hash", withFlag(joinArgs, "--ca-cert-hash", flagValue(t, other, "--ca-cert-hash")), "the join command is for another cluster"},
+			{"expired token", expired, " of NodePool r expired at "},
+			{"malformed token", withFlag(joinArgs, "--token", "not-a-token"), "--token must be ID.SECRET"},
+		}
+		for _, tc := range cases {
+			nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+			stderr := hs.fails(append(tc.args, "--node-dir", nodeDir)...)
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s: error\n%s\nwant it to say %q", tc.name, stderr, tc.want)
+			}
+			if _, err := os.Stat(nodeDir); err == nil {
+				t.Errorf("%s: the failed join created %s", tc.name, nodeDir)
+			}
+			if pids := pidsUnder(t, nodeDir); len(pids) > 0 {
+				t.Errorf("%s: the failed join left processes %v", tc.name, pids)
+			}
+		}
+		hs.must("destroy", "cluster", "--name", "o")
+	})
+
+	t.Run("a real node runs a pod from a local image", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("skipping the real node: not root, and containerd and the kubelet need root (run `make test` as root)")
+		}
+		if _, err := join.CheckHost(join.DefaultCNIBinDir); err != nil {
+			t.Fatalf("%v (run `make deps` as root)", err)
+		}
+		nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+		before := readHost(t)
+		t.Cleanup(func() {
+			if _, err := os.Stat(nodeDir); err == nil {
+				hs.run("join", "--reset", "--node-dir", nodeDir)
+			}
+		})
+
+		out := hs.must(append(joinArgs, "--node-dir", nodeDir)...)
+		if !regexpMatch(out, `node \S+ is Ready \(\d+\.\ds\)`) {
+			t.Fatalf("join did not report a Ready node:\n%s", out)
+		}
+		nodeName := strings.Fields(out[strings.Index(out, "node "):])[1]
+		labels := mustKubectl(t, kc, "get", "node", nodeName, "-o", "jsonpath={.metadata.labels}")
+		if !strings.Contains(labels, `"hypershift.dev/nodepool":"r"`) {
+			t.Errorf("node %s is not labelled with its NodePool: %s", nodeName, labels)
+		}
+		eventually(t, time.Minute, "NodePool r counts the node", func() error {
+			got, _ := kubectl(t, filepath.Join(hs.dataDir, "management.kubeconfig"), "-n", "clusters", "get", "nodepool", "r", "-o", "jsonpath={.status.readyReplicas}")
+			if strings.TrimSpace(got) != "1" {
+				return errorf("readyReplicas %q", got)
+			}
+			return nil
+		})
+
+		image := buildHelloImage(t)
+		hs.must("node", "load-image", image, "--node-dir", nodeDir)
+		pod := filepath.Join(t.TempDir(), "pod.yaml")
+		writeFile(t, pod, `apiVersion: v1
+kind: Pod
+metadata:
+  name: hello
+spec:
+  containers:
+  - name: hello
+    image: hypershift.test/hello:1
+    imagePullPolicy: Never
+    ports:
+    - containerPort: 8080
+`)
+		mustKubectl(t, kc, "apply", "-f", pod)
+		mustKubectl(t, kc, "wait", "--for=condition=Ready", "pod/hello", "--timeout=120s")
+		if logs := mustKubectl(t, kc, "logs", "hello"); !strings.Contains(logs, "hello from hello") {
+			t.Errorf("kubectl logs = %q, want the workload's greeting", logs)
+		}
+		if got := mustKubectl(t, kc, "exec", "hello", "--", "/hello", "exec", "works"); strings.TrimSpace(got) != "exec works" {
+			t.Errorf("kubectl exec printed %q, want \"exec works\"", got)
+		}
+		podIP := strings.TrimSpace(mustKubectl(t, kc, "get", "pod", "hello", "-o", "jsonpath={.status.podIP}"))
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + podIP + ":8080/")
+		if err != nil {
+			t.Errorf("pod %s does not answer from the host: %v", podIP, err)
+		} else {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), "hello from hello") {
+				t.Errorf("pod answered %q", body)
+			}
+		}
+
+		out = hs.must("join", "--reset", "--node-dir", nodeDir)
+		if !strings.Contains(out, "node "+nodeName+" stopped") {
+			t.Errorf("reset said:\n%s", out)
+		}
+		after := readHost(t)
+		if diff := before.diff(after); len(diff) > 0 {
+			t.Errorf("join --reset left the host changed:\n  %s", strings.Join(diff, "\n  "))
+		}
+		if _, err := os.Stat(nodeDir); err == nil {
+			t.Errorf("join --reset left %s", nodeDir)
+		}
+		if pids := pidsUnder(t, nodeDir); len(pids) > 0 {
+			t.Errorf("join --reset left processes %v", pids)
+		}
+		if mounts, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(mounts, []byte(nodeDir)) {
+			t.Errorf("join --reset left mounts under %s", nodeDir)
+		}
+		// The cluster is unharmed and a new join is possible.
+		mustKubectl(t, kc, "get", "--raw", "/readyz")
+	})
+}
+
+// joinCommandArgs finds the `hypershift join …` line in out and returns its
+// arguments after the program name.
+func joinCommandArgs(t *testing.T, out string) []string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 2 && fields[0] == "hypershift" && fields[1] == "join" {
+			return fields[1:]
+		}
+	}
+	t.Fatalf("no join command in:\n%s", out)
+	return nil
+}
+
+func flagValue(t *testing.T, args []string, flag string) string {
+	t.Helper()
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	t.Fatalf("no %s in %v", flag, args)
+	return ""
+}
+
+func withFlag(args []string, flag, value string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == flag && i+1 < len(out) {
+			out[i+1] = value
+		}
+	}
+	return out
+}
+
+// buildHelloImage compiles testdata/hello as a static binary and writes it
+// as a one-layer image tarball.
+func buildHelloImage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./testdata/hello")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the test workload: %v\n%s", err, out)
+	}
+	prog, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarPath := filepath.Join(dir, "hello.tar")
+	f, err := os.Create(tarPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := join.WriteImage(f, "hypershift.test/hello:1", map[string][]byte{"hello": prog}, []string{"/hello"}); err != nil {
+		t.Fatal(err)
+	}
+	return tarPath
+}
+
+// hostState is what a node may change on the host, read independently of
+// the code under test.
+type hostState map[string]string
+
+func readHost(t *testing.T) hostState {
+	t.Helper()
+	s := hostState{}
+	for _, table := range []string{"filter", "nat", "mangle", "raw"} {
+		out, err := exec.Command("iptables-save", "-t", table).Output()
+		if err != nil {
+			t.Fatalf("iptables-save: %v", err)
+		}
+		var chains []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, ":") {
+				chains = append(chains, strings.Fields(line[1:])[0])
+			}
+		}
+		sort.Strings(chains)
+		s["iptables "+table] = strings.Join(chains, " ")
+	}
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	var names []string
+	for _, line := range strings.Split(string(links), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			names = append(names, strings.TrimSuffix(f[1], ":"))
+		}
+	}
+	sort.Strings(names)
+	s["links"] = strings.Join(names, " ")
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods*")
+	s["kubepods cgroups"] = strings.Join(cgroups, " ")
+	for _, dir := range []string{"/var/run/netns", "/var/log/containers", "/var/log/pods", "/var/lib/cni", "/run/containerd"} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			s[dir] = "absent"
+			continue
+		}
+		var list []string
+		for _, e := range entries {
+			list = append(list, e.Name())
+		}
+		s[dir] = strings.Join(list, " ")
+	}
+	for _, key := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward"} {
+		v, _ := os.ReadFile("/proc/sys/" + key)
+		s["sysctl "+key] = strings.TrimSpace(string(v))
+	}
+	return s
+}
+
+func (s hostState) diff(after hostState) []string {
+	var out []string
+	for k, v := range s {
+		if after[k] != v {
+			out = append(out, k+": before ["+v+"] after ["+after[k]+"]")
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -232,6 +232,14 @@ type HostedClusterStatus struct {
 	// +optional
 	ControlPlaneNamespace string `json:"controlPlaneNamespace,omitempty"`
 
+	// nodeCount is how many nodes the cluster's NodePools have.
+	// +optional
+	NodeCount int32 `json:"nodeCount,omitempty"`
+
+	// readyNodeCount is how many of them are Ready.
+	// +optional
+	ReadyNodeCount int32 `json:"readyNodeCount,omitempty"`
+
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -252,6 +260,8 @@ type HostedClusterStatus struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version"
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=".status.conditions[?(@.type==\"Available\")].status"
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=".status.conditions[?(@.type==\"Progressing\")].status"
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=".status.nodeCount"
+// +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=".status.readyNodeCount"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=".status.endpoint"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: lower-case letters, digits and '-', starting with a letter"

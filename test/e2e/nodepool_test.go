@@ -52,6 +52,12 @@ func TestNodePools(t *testing.T) {
 		if !strings.Contains(desc, "no container is run") {
 			t.Errorf("nodes do not say they are simulated:\n%s", desc)
 		}
+		eventually(t, time.Minute, "get clusters counts 3 of 3 nodes Ready", func() error {
+			if out := hs.must("get", "clusters"); !regexpMatch(out, `(?m)^clusters\s+s\s+.*\s3/3\s`) {
+				return errorf("get clusters:\n%s", out)
+			}
+			return nil
+		})
 		leases := mustKubectl(t, kc, "-n", "kube-node-lease", "get", "leases", "-o", "name")
 		for name := range nodes {
 			if !strings.Contains(leases, "lease.coordination.k8s.io/"+name) {

@@ -99,6 +99,12 @@ func TestNoneNodes(t *testing.T) {
 			return nil
 		})
 
+		eventually(t, time.Minute, "get clusters counts the node", func() error {
+			if out := hs.must("get", "clusters"); !regexpMatch(out, `(?m)^clusters\s+r\s+.*\s1/1\s`) {
+				return errorf("get clusters:\n%s", out)
+			}
+			return nil
+		})
 		image := buildHelloImage(t)
 		hs.must("node", "load-image", image, "--node-dir", nodeDir)
 		pod := filepath.Join(t.TempDir(), "pod.yaml")

@@ -119,6 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	res, err := runPhases(ctx, s, phases)
 	r.updateStatus(s)
+	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
+		err = countErr
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -181,6 +184,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// references cannot point; labels lead back to the HostedCluster.
 		Watches(&hypershiftv1alpha1.HostedControlPlane{}, handler.EnqueueRequestsFromMapFunc(toHostedCluster)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toHostedCluster)).
+		// Node counts come from the cluster's NodePools.
+		Watches(&hypershiftv1alpha1.NodePool{}, handler.EnqueueRequestsFromMapFunc(nodePoolToHostedCluster)).
 		Named("hostedcluster").
 		Complete(r)
 }

@@ -1,10 +1,14 @@
 package hostedcluster
 
 import (
+	"context"
 	"fmt"
 	"net"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
@@ -47,4 +51,30 @@ func (r *Reconciler) updateStatus(s *scope) {
 	if ep := hcp.Status.ControlPlaneEndpoint; ep.Port != 0 {
 		hc.Status.Endpoint = "https://" + net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))
 	}
+}
+
+// countNodes sums the nodes of the cluster's NodePools into its status.
+func (r *Reconciler) countNodes(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) error {
+	pools := &hypershiftv1alpha1.NodePoolList{}
+	if err := r.Client.List(ctx, pools, client.InNamespace(hc.Namespace)); err != nil {
+		return fmt.Errorf("list NodePools: %w", err)
+	}
+	var nodes, ready int32
+	for _, np := range pools.Items {
+		if np.Spec.ClusterName == hc.Name {
+			nodes += np.Status.Replicas
+			ready += np.Status.ReadyReplicas
+		}
+	}
+	hc.Status.NodeCount, hc.Status.ReadyNodeCount = nodes, ready
+	return nil
+}
+
+// nodePoolToHostedCluster maps a NodePool to the HostedCluster it names.
+func nodePoolToHostedCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	np, ok := obj.(*hypershiftv1alpha1.NodePool)
+	if !ok || np.Spec.ClusterName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: np.Namespace, Name: np.Spec.ClusterName}}}
 }

@@ -233,11 +233,7 @@ func newNodeCommand() *cobra.Command {
 		Short: "Supervise the node's containerd and kubelet (started by `hypershift join`; run it from a service manager to restart it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			n, err := loadJoined(nodeDir)
-			if err != nil {
-				return err
-			}
-			prereq, err := join.CheckHost(n.CNIBinDir)
+			n, prereq, err := joinedNode(nodeDir)
 			if err != nil {
 				return err
 			}
@@ -258,11 +254,7 @@ func newNodeCommand() *cobra.Command {
 		Example: "  hypershift node load-image hello.tar\n  then run it with imagePullPolicy: Never (or IfNotPresent with a fixed tag)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := loadJoined(nodeDir)
-			if err != nil {
-				return err
-			}
-			prereq, err := join.CheckHost(n.CNIBinDir)
+			n, prereq, err := joinedNode(nodeDir)
 			if err != nil {
 				return err
 			}
@@ -277,15 +269,18 @@ func newNodeCommand() *cobra.Command {
 	return cmd
 }
 
-func loadJoined(nodeDir string) (*join.Node, error) {
+// joinedNode loads the node under nodeDir and finds the host programs it
+// runs.
+func joinedNode(nodeDir string) (*join.Node, join.Prerequisites, error) {
 	n, joined, err := join.Load(nodeDir)
 	if err != nil {
-		return nil, err
+		return nil, join.Prerequisites{}, err
 	}
 	if !joined {
-		return nil, fmt.Errorf("no node under %s: join one with `hypershift join …` (or pass --node-dir)", nodeDir)
+		return nil, join.Prerequisites{}, fmt.Errorf("no node under %s: join one with `hypershift join …` (or pass --node-dir)", nodeDir)
 	}
-	return n, nil
+	prereq, err := join.CheckHost(n.CNIBinDir)
+	return n, prereq, err
 }
 
 func newCreateJoinCommandCommand(g *globalOptions) *cobra.Command {

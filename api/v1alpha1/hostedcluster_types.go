@@ -4,6 +4,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// SingleProcessControlPlaneAnnotation set to "true" on a HostedCluster
+// with controllerAvailabilityPolicy SingleReplica runs its kube-apiserver,
+// kube-controller-manager and kube-scheduler as one process: less memory,
+// less isolation (docs/hosted-clusters.md). It is copied to the
+// HostedControlPlane.
+const SingleProcessControlPlaneAnnotation = "hypershift.dev/single-process-control-plane"
+
 // PlatformType names where a hosted cluster's nodes come from.
 //
 // +kubebuilder:validation:Enum=None;Simulated

@@ -39,6 +39,7 @@ type createClusterOptions struct {
 	wait, render       bool
 	timeout            time.Duration
 	nodePoolReplicas   int32
+	singleProcess      bool
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
@@ -76,6 +77,7 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.wait, "wait", false, "wait until the cluster is Available, printing each step")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
 	f.BoolVar(&o.render, "render", false, "print the objects that would be created as YAML, and create nothing")
+	f.BoolVar(&o.singleProcess, "single-process-control-plane", false, "run kube-apiserver, kube-controller-manager and kube-scheduler as one process (SingleReplica only): less memory, less isolation")
 	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
 }
@@ -103,12 +105,18 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 			ControllerAvailabilityPolicy: hypershiftv1alpha1.AvailabilityPolicy(o.availabilityPolicy),
 		},
 	}
+	if o.singleProcess {
+		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
+	}
 	return ns, hc
 }
 
 func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) error {
 	if o.name == "" {
 		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
+	}
+	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
+		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")
 	}
 	ns, hc := o.objects(platform)
 	var np *hypershiftv1alpha1.NodePool

@@ -55,6 +55,9 @@ type Config struct {
 	// Management renders a management plane: no scheduler, and only the
 	// controllers a management plane needs.
 	Management bool
+	// SingleProcess runs the API server, controller manager and scheduler
+	// of a single-replica control plane as one process (KubeControlPlane).
+	SingleProcess bool
 }
 
 func (cfg Config) replicas() Replicas {
@@ -145,6 +148,9 @@ func Render(cfg Config) ([]Spec, error) {
 			return nil, err
 		}
 		specs = append(specs, scheduler)
+	}
+	if cfg.SingleProcess && r == SingleReplica && !cfg.Management {
+		specs = singleProcess(cfg, specs)
 	}
 	return specs, nil
 }

@@ -57,6 +57,10 @@ func TestRenderGolden(t *testing.T) {
 	management.Name, management.Dir, management.Management, management.AdvertiseAddress = "management", "/var/lib/hypershift/management", true, ""
 	ha := testConfig()
 	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	single := testConfig()
+	single.SingleProcess = true
+	haSingle := ha
+	haSingle.SingleProcess = true // ignored: replicas need their own processes
 	tests := []struct {
 		name string
 		cfg  Config
@@ -64,6 +68,8 @@ func TestRenderGolden(t *testing.T) {
 		{"hosted", testConfig()},
 		{"highly-available", ha},
 		{"management", management},
+		{"single-process", single},
+		{"highly-available", haSingle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,4 +185,57 @@ func TestHighlyAvailableLayout(t *testing.T) {
 			t.Errorf("%d instances of %s, want %d", count[c], c, n)
 		}
 	}
+}
+
+// A single-process control plane keeps every flag and file of the three
+// components it folds, moved under its own directory.
+func TestSingleProcessKeepsEverything(t *testing.T) {
+	separate, err := Render(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.SingleProcess = true
+	single, err := Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(single) != 2 || single[0].Name != "etcd-0" || single[1].Name != KubeControlPlane {
+		t.Fatalf("instances %v, want etcd-0 and %s", names(single), KubeControlPlane)
+	}
+	cp := single[1]
+	args := strings.Join(cp.Args, " ")
+	files := map[string]bool{}
+	for _, f := range cp.Files {
+		files[f.Path] = true
+	}
+	for _, s := range separate[1:] {
+		if !strings.Contains(args, s.Component) {
+			t.Errorf("%s is not run by %s: %s", s.Component, KubeControlPlane, args)
+		}
+		for _, f := range s.Files {
+			if !files[filepath.Join(s.Name, f.Path)] {
+				t.Errorf("file %s/%s missing", s.Name, f.Path)
+			}
+		}
+		for name, port := range s.Ports {
+			if cp.Ports[s.Name+"-"+name] != port {
+				t.Errorf("port %s = %d, want %d", name, cp.Ports[name], port)
+			}
+		}
+	}
+	if strings.Contains(args, cfg.Dir+"/kube-apiserver/") || !strings.Contains(args, cfg.Dir+"/kube-control-plane/kube-controller-manager/kubeconfig") {
+		t.Errorf("paths not moved under %s: %s", KubeControlPlane, args)
+	}
+	if cp.Readiness.Port != separate[1].Readiness.Port || cp.Readiness.Path != separate[1].Readiness.Path || !slices.Equal(cp.After, separate[1].After) {
+		t.Errorf("readiness %+v after %v, want the API server's", cp.Readiness, cp.After)
+	}
+}
+
+func names(specs []Spec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	return out
 }

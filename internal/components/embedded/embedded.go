@@ -46,6 +46,8 @@ func Run(ctx context.Context, name string, args []string) error {
 		return runCobra(ctx, kcmapp.NewControllerManagerCommand(), args)
 	case KubeScheduler:
 		return runCobra(ctx, schedulerapp.NewSchedulerCommand(), args)
+	case KubeControlPlane:
+		return runCombined(ctx, args)
 	case Kubelet:
 		return runCobra(ctx, kubeletapp.NewKubeletCommand(ctx), args)
 	default:

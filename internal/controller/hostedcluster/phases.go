@@ -100,6 +100,11 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 	hcp := &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.hc.Name}}
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, hcp, func() error {
 		hcp.Labels = s.labels()
+		if v, ok := s.hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation]; ok {
+			metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, hypershiftv1alpha1.SingleProcessControlPlaneAnnotation, v)
+		} else {
+			delete(hcp.Annotations, hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
+		}
 		v := s.hc.Spec.KubernetesVersion
 		if v == "" {
 			v = version.KubernetesVersion

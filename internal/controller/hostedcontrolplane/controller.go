@@ -129,6 +129,7 @@ func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedC
 		ServiceCIDR:      net.ServiceNetwork[0].CIDR,
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
 		NodeCIDRMaskSize: int(net.ClusterNetwork[0].HostPrefix),
+		SingleProcess:    hcp.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true",
 	}
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24
@@ -175,7 +176,7 @@ func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, re
 	// server runs (and, when replicated, the endpoint proxy in front).
 	etcdMembers := byComponent[components.Etcd]
 	etcd := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.EtcdAvailable, etcdMembers, len(etcdMembers)/2+1)
-	apiInstances := byComponent[components.KubeAPIServer]
+	apiInstances := append(byComponent[components.KubeAPIServer], byComponent[components.KubeControlPlane]...)
 	api := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, apiInstances, 1)
 	if proxy, ok := byComponent[components.KubeAPIServerProxy]; ok && api {
 		api = componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, proxy, 1)

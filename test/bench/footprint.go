@@ -95,14 +95,27 @@ func failBoth(rss *rssResult, cpu *cpuResult, err error) (*rssResult, *cpuResult
 // measureFootprints measures the processes of each pattern at once: memory
 // now, CPU over the next cpuWindow.
 func measureFootprints(ctx context.Context, patterns []string) ([]footprint, error) {
+	groups := make([][]proc, len(patterns))
+	for i, pattern := range patterns {
+		groups[i] = findProcs(pattern)
+		if len(groups[i]) == 0 {
+			return nil, fmt.Errorf("no process has %s on its command line", pattern)
+		}
+	}
+	return measureGroups(ctx, groups)
+}
+
+// measureGroups measures groups of processes at once: memory now, CPU over
+// the next cpuWindow. A process that exits meanwhile counts no CPU.
+func measureGroups(ctx context.Context, groups [][]proc) ([]footprint, error) {
 	type sample struct {
 		proc
 		ticks uint64
 		mem   memory
 	}
-	before := make([][]sample, len(patterns))
-	for i, pattern := range patterns {
-		for _, p := range findProcs(pattern) {
+	before := make([][]sample, len(groups))
+	for i, procs := range groups {
+		for _, p := range procs {
 			ticks, ok1 := cpuTicks(p.pid)
 			mem, ok2 := readMemory(p.pid, true)
 			if ok1 && ok2 {
@@ -110,7 +123,7 @@ func measureFootprints(ctx context.Context, patterns []string) ([]footprint, err
 			}
 		}
 		if len(before[i]) == 0 {
-			return nil, fmt.Errorf("no process has %s on its command line", pattern)
+			return nil, fmt.Errorf("process group %d: none of its %d processes is running", i, len(procs))
 		}
 	}
 	start := time.Now()
@@ -118,7 +131,7 @@ func measureFootprints(ctx context.Context, patterns []string) ([]footprint, err
 		return nil, err
 	}
 	elapsed := time.Since(start).Seconds()
-	out := make([]footprint, len(patterns))
+	out := make([]footprint, len(groups))
 	for i, samples := range before {
 		fp := footprint{byComponent: map[string]componentUsage{}}
 		for _, s := range samples {

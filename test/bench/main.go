@@ -1,9 +1,10 @@
 // Command bench measures how fast hosted control planes come up and what
 // they cost: create latency against a hand-started baseline of the same
-// binary, idle footprint, density, a burst of creates, and kwokctl driving
-// the same components as a peer. It prints a table and writes JSON.
+// binary, idle footprint, recovery, a real node joining, kwokctl driving
+// the same components as a peer, 1,000 simulated nodes, density, and a
+// burst of creates. It prints a table and writes JSON.
 //
-//	go run ./test/bench [--quick] [--only=create,baseline,rss,recovery,density,burst,peer]
+//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,real_node_join,peer,nodes_1000,density,burst]
 //
 // Everything it starts lives in data dirs under /tmp and is stopped with
 // `hypershift down --purge` (or killed by pid) before it exits, also on
@@ -27,7 +28,7 @@ import (
 )
 
 // phaseNames in run order: the quiet measurements first, the heavy ones last.
-var phaseNames = []string{"baseline", "create", "rss", "recovery", "peer", "density", "burst"}
+var phaseNames = []string{"baseline", "create", "rss", "recovery", "real_node_join", "peer", "nodes_1000", "density", "burst"}
 
 type options struct {
 	quick bool
@@ -108,8 +109,12 @@ func runPhase(ctx context.Context, opts *options, rep *report, name string) {
 		runCreateAndRSS(ctx, opts, rep, name)
 	case "recovery":
 		rep.Recovery = runRecovery(ctx, opts)
+	case "real_node_join":
+		rep.RealJoin = runRealJoin(ctx, opts)
 	case "peer":
 		rep.Peer = runPeer(ctx, opts)
+	case "nodes_1000":
+		rep.Nodes = runNodes(ctx, opts)
 	case "density":
 		rep.Density = runDensity(ctx, opts)
 	case "burst":

@@ -94,6 +94,28 @@ func (p *plane) hypershift(ctx context.Context, args ...string) ([]byte, error) 
 	return out.Bytes(), err
 }
 
+// cli runs a CLI command that talks to the management plane, naming its
+// kubeconfig so that a $KUBECONFIG in the environment cannot redirect it.
+func (p *plane) cli(ctx context.Context, args ...string) ([]byte, error) {
+	return p.hypershift(ctx, append(args, "--kubeconfig", filepath.Join(p.dataDir, "management.kubeconfig"))...)
+}
+
+// hostedKubeconfig writes the cluster's admin kubeconfig with `hypershift
+// create kubeconfig` into the plane's data dir and loads it; like
+// hostedRESTConfig it refuses a server that is not on loopback.
+func (p *plane) hostedKubeconfig(ctx context.Context, name string) (*rest.Config, error) {
+	path := filepath.Join(p.dataDir, name+".kubeconfig")
+	if out, err := p.cli(ctx, "create", "kubeconfig", "--name", name, "-o", path); err != nil {
+		return nil, fmt.Errorf("create kubeconfig --name %s: %w\n%s", name, err, out)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig of %s: %w", name, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	return cfg, requireLoopback(cfg.Host)
+}
+
 // clusterDir is the directory of a hosted control plane; every one of its
 // processes has it on the command line. The trailing slash keeps c1 from
 // matching c10.

@@ -69,7 +69,7 @@ func (r *report) printTable(w io.Writer) {
 				fmt.Sprintf("PSS %.0f; %s; idle CPU %.1f millicores", p.RSS.PSSP50, formatComponents(p.RSS.ByComponentP50, "%.0f"), p.IdleCPU.P50))
 		}
 	}
-	row("nodes_1000", status{Skipped: r.Nodes1000["skipped"]}, "", "")
+	r.nodeRows(row)
 	_ = tw.Flush()
 
 	r.printErrors(w)
@@ -107,6 +107,15 @@ func (r *report) printErrors(w io.Writer) {
 	if r.Peer != nil {
 		errs["peer"] = r.Peer.Error
 	}
+	if r.Recovery != nil {
+		errs["recovery"] = r.Recovery.Error
+	}
+	if r.Nodes != nil {
+		errs["nodes_1000"] = r.Nodes.Error
+	}
+	if r.RealJoin != nil {
+		errs["real_node_join"] = r.RealJoin.Error
+	}
 	header := false
 	for _, name := range phaseNames {
 		if errs[name] == "" {
@@ -138,4 +147,52 @@ func recoveryRows(rc *recoveryResult, row func(name string, s status, value, not
 	row("recovery: hosted errors while management down", rc.status,
 		fmt.Sprintf("%d of %d", rc.HostedErrorsDuringManagementLoss, rc.HostedRequestsDuringManagementLoss),
 		"GET /version every 100 ms for 5 s per round")
+}
+
+// nodeRows are the rows of the phases with nodes.
+func (r *report) nodeRows(row func(name string, s status, value, notes string)) {
+	if n := r.Nodes; n != nil {
+		nodesRows(n, row)
+	}
+	if j := r.RealJoin; j != nil {
+		realJoinRows(j, row)
+	}
+}
+
+func nodesRows(n *nodesResult, row func(name string, s status, value, notes string)) {
+	v := fmt.Sprintf("%d of %d Ready", n.Ready, n.Nodes)
+	if n.ReadyS > 0 {
+		v = fmt.Sprintf("%.1f s for %d", n.ReadyS, n.Nodes)
+	}
+	row("nodes_1000: all Nodes Ready", n.status, v,
+		fmt.Sprintf("from the create request; cluster Available %.1f s, first Node Ready %.1f s, half %.1f s; agent median join %.1f s; %d with a pod range",
+			n.AvailableS, n.FirstNodeReadyS, n.HalfReadyS, n.AgentMedianJoinS, n.NodesWithPodCIDR))
+	if n.Skipped != "" || n.WindowS == 0 {
+		return
+	}
+	row("nodes_1000: agent CPU / RSS, idle", n.status, fmt.Sprintf("%.3f cores / %.0f MiB", n.AgentCPUCores, n.AgentRSSMiB),
+		fmt.Sprintf("after %.0f s idle, over %.0f s; anon %.0f MiB, peak while joining %.0f MiB; %d Ready after",
+			n.IdleS, n.WindowS, n.AgentRSSAnonMiB, n.AgentPeakRSSMiB, n.ReadyAfterIdle))
+	row("nodes_1000: hosted kube-apiserver CPU", n.status, fmt.Sprintf("%.3f cores", n.APIServerCPUCores),
+		fmt.Sprintf("same window; RSS %.0f MiB; hosted by component (cores) %s", n.APIServerRSSMiB, formatComponents(n.HostedCPUCores, "%.3f")))
+}
+
+func realJoinRows(j *realJoinResult, row func(name string, s status, value, notes string)) {
+	if j.ReadyS == nil {
+		row("real node join → Ready p50/max", j.status, "-", "")
+		return
+	}
+	notes := fmt.Sprintf("n=%d; join's own figure %v s; create cluster --wait %.1f s", j.ReadyS.N, j.JoinReportedS, j.CreateClusterS)
+	if j.ResetS != nil {
+		notes += fmt.Sprintf("; reset p50 %.2f s", j.ResetS.P50)
+	}
+	row("real node join → Ready p50/max", j.status, fmt.Sprintf("%.2f / %.2f s", j.ReadyS.P50, j.ReadyS.Max), notes)
+	if j.KubeletRSSMiB != nil && j.ContainerdRSSMiB != nil {
+		daemon := 0.0
+		if j.NodeDaemonRSSMiB != nil {
+			daemon = j.NodeDaemonRSSMiB.P50
+		}
+		row("real node RSS once Ready (p50)", j.status, fmt.Sprintf("kubelet %.0f / containerd %.0f MiB", j.KubeletRSSMiB.P50, j.ContainerdRSSMiB.P50),
+			fmt.Sprintf("node daemon (hypershift node run) %.0f MiB; node %s", daemon, j.Node))
+	}
 }

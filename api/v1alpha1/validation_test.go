@@ -18,18 +18,7 @@ import (
 )
 
 func validCluster(ns, name string) *hypershiftv1alpha1.HostedCluster {
-	return &hypershiftv1alpha1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: hypershiftv1alpha1.HostedClusterSpec{
-			KubernetesVersion: version.KubernetesVersion,
-			Platform:          hypershiftv1alpha1.PlatformSpec{Type: hypershiftv1alpha1.NonePlatform},
-			Etcd:              hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Managed},
-			Networking: hypershiftv1alpha1.ClusterNetworking{
-				ClusterNetwork: []hypershiftv1alpha1.ClusterNetworkEntry{{CIDR: "10.132.0.0/14", HostPrefix: 23}},
-				ServiceNetwork: []hypershiftv1alpha1.ServiceNetworkEntry{{CIDR: "172.31.0.0/16"}},
-			},
-		},
-	}
+	return hypershiftv1alpha1.NewHostedCluster(ns, name, hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
 }
 
 func createNamespace(t *testing.T, c client.Client, name string) {

@@ -71,8 +71,8 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.name, "name", "", "name of the hosted cluster (required)")
 	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
 	f.StringVar(&o.kubernetesVersion, "kubernetes-version", version.KubernetesVersion, "Kubernetes version of the control plane (supported: "+strings.Join(version.SupportedKubernetesVersions(), ", ")+")")
-	f.StringVar(&o.serviceCIDR, "service-cidr", "172.31.0.0/16", "service network range")
-	f.StringVar(&o.clusterCIDR, "cluster-cidr", "10.132.0.0/14", "pod network range")
+	f.StringVar(&o.serviceCIDR, "service-cidr", hypershiftv1alpha1.DefaultServiceCIDR, "service network range")
+	f.StringVar(&o.clusterCIDR, "cluster-cidr", hypershiftv1alpha1.DefaultClusterCIDR, "pod network range")
 	f.StringVar(&o.availabilityPolicy, "availability-policy", string(hypershiftv1alpha1.SingleReplica), "SingleReplica or HighlyAvailable")
 	f.BoolVar(&o.wait, "wait", false, "wait until the cluster is Available, printing each step")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
@@ -87,24 +87,10 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.namespace},
 	}
-	hc := &hypershiftv1alpha1.HostedCluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: o.name},
-		Spec: hypershiftv1alpha1.HostedClusterSpec{
-			KubernetesVersion: o.kubernetesVersion,
-			Platform:          hypershiftv1alpha1.PlatformSpec{Type: platform},
-			Etcd:              hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Managed},
-			Networking: hypershiftv1alpha1.ClusterNetworking{
-				ClusterNetwork: []hypershiftv1alpha1.ClusterNetworkEntry{{CIDR: o.clusterCIDR, HostPrefix: 23}},
-				ServiceNetwork: []hypershiftv1alpha1.ServiceNetworkEntry{{CIDR: o.serviceCIDR}},
-			},
-			Services: []hypershiftv1alpha1.ServicePublishingStrategyMapping{{
-				Service:                   hypershiftv1alpha1.APIServer,
-				ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.HostPort},
-			}},
-			ControllerAvailabilityPolicy: hypershiftv1alpha1.AvailabilityPolicy(o.availabilityPolicy),
-		},
-	}
+	hc := hypershiftv1alpha1.NewHostedCluster(o.namespace, o.name, platform, o.kubernetesVersion)
+	hc.Spec.Networking.ClusterNetwork[0].CIDR = o.clusterCIDR
+	hc.Spec.Networking.ServiceNetwork[0].CIDR = o.serviceCIDR
+	hc.Spec.ControllerAvailabilityPolicy = hypershiftv1alpha1.AvailabilityPolicy(o.availabilityPolicy)
 	if o.singleProcess {
 		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
 	}

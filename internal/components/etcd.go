@@ -55,6 +55,8 @@ func renderEtcd(cfg Config, i int) Spec {
 			"metrics": cfg.Ports[etcdPort(i, "metrics")],
 		},
 		Readiness: Probe{Scheme: "http", Port: cfg.Ports[etcdPort(i, "metrics")], Path: "/health"},
+		// GOGC=50: ~6 MiB less heap when idle.
+		Env: cfg.hostedEnv(),
 	}
 }
 

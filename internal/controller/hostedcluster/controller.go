@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -185,7 +186,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&hypershiftv1alpha1.HostedControlPlane{}, handler.EnqueueRequestsFromMapFunc(toHostedCluster)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(toHostedCluster)).
 		// Node counts come from the cluster's NodePools.
-		Watches(&hypershiftv1alpha1.NodePool{}, handler.EnqueueRequestsFromMapFunc(nodePoolToHostedCluster)).
+		Watches(&hypershiftv1alpha1.NodePool{}, handler.EnqueueRequestsFromMapFunc(nodePoolToHostedCluster),
+			builder.WithPredicates(nodeCountChanged)).
 		Named("hostedcluster").
 		Complete(r)
 }

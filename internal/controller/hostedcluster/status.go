@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -77,4 +79,14 @@ func nodePoolToHostedCluster(_ context.Context, obj client.Object) []reconcile.R
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: np.Namespace, Name: np.Spec.ClusterName}}}
+}
+
+// nodeCountChanged passes NodePool events that can change a cluster's node
+// counts, not every status update of a pool.
+var nodeCountChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*hypershiftv1alpha1.NodePool)
+		after, ok2 := e.ObjectNew.(*hypershiftv1alpha1.NodePool)
+		return !ok1 || !ok2 || before.Status.Replicas != after.Status.Replicas || before.Status.ReadyReplicas != after.Status.ReadyReplicas
+	},
 }

@@ -5,6 +5,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -13,6 +14,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -68,11 +71,37 @@ func Install(ctx context.Context, c client.Client) error {
 		}
 	}
 	for _, obj := range objs {
-		if _, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
 			if err := waitEstablished(ctx, c, obj.GetName()); err != nil {
 				return err
 			}
+			if err := waitServed(ctx, c, crd); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// waitServed waits until the API server lists the CRD's kind: Established
+// comes a moment before discovery shows it, and a controller started in that
+// moment fails with "no matches for kind".
+func waitServed(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Served && (version == "" || v.Storage) {
+			version = v.Name
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lastErr = c.List(ctx, list, client.Limit(1))
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s is not served: %w", crd.Name, errors.Join(err, lastErr))
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -97,9 +96,10 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if err := join.Prepare(ctx, n, cluster); err != nil {
 		return err
 	}
-	daemon, err := startNodeDaemon(o.nodeDir)
+	// `node run` outlives this command, in its own session.
+	_, daemon, err := startDetached(join.DaemonLogPath(o.nodeDir), nil, "node", "run", "--node-dir", o.nodeDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("start the node daemon: %w", err)
 	}
 	if err := waitNodeReady(ctx, n, daemon, o.timeout); err != nil {
 		return fmt.Errorf("%w\nundo with `hypershift join --reset --node-dir %s`", err, o.nodeDir)
@@ -131,29 +131,6 @@ func (o *joinOptions) node(c *join.Cluster, prereq join.Prerequisites) (*join.No
 		ContainerdPath: prereq.Containerd, CNIBinDir: prereq.CNIBinDir, ClientCA: string(c.ClientCAPEM),
 		DataDir: o.nodeDir,
 	}, nil
-}
-
-// startNodeDaemon starts `hypershift node run` in its own session, logging
-// to NODE_DIR/node.log; it outlives this command.
-func startNodeDaemon(nodeDir string) (<-chan error, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	logFile, err := os.OpenFile(join.DaemonLogPath(nodeDir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	child := exec.Command(exe, "node", "run", "--node-dir", nodeDir) //nolint:gosec // our own binary
-	child.Stdout, child.Stderr = logFile, logFile
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
-		return nil, fmt.Errorf("start the node daemon: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	return exited, nil
 }
 
 // waitNodeReady waits until the kubelet has its client certificate and its
@@ -215,7 +192,7 @@ func (o *joinOptions) runReset(cmd *cobra.Command) error {
 	}
 	// The Node object stays: a kubelet may not delete its own Node, and
 	// kubeadm reset leaves it too.
-	if err := join.Reset(cmd.Context(), o.nodeDir, logr.Discard()); err != nil {
+	if err := join.Reset(cmd.Context(), n, logr.Discard()); err != nil {
 		return fmt.Errorf("reset left something behind: %w", err)
 	}
 	fmt.Fprintf(out, "node %s stopped; removed its containers, network, cgroups and %s\n", n.Name, o.nodeDir)

@@ -132,25 +132,11 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	logPath := filepath.Join(o.dataDir, upLogFile)
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	args := append([]string{"up", "--data-dir", o.dataDir}, childFlags(cmd)...)
-	child := exec.Command(exe, args...) //nolint:gosec // our own binary
-	child.Stdout, child.Stderr = logFile, logFile
-	child.Env = append(os.Environ(), upChildEnv+"=1")
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
+	child, exited, err := startDetached(logPath, []string{upChildEnv + "=1"}, args...)
+	if err != nil {
 		return fmt.Errorf("start background management plane: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
 	deadline := time.After(o.timeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -179,4 +165,29 @@ func childFlags(cmd *cobra.Command) []string {
 		}
 	}
 	return out
+}
+
+// startDetached starts this binary with args in its own session (it outlives
+// the command and the terminal), appending its output to logPath; exited
+// reports its end.
+func startDetached(logPath string, env []string, args ...string) (child *exec.Cmd, exited <-chan error, err error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer logFile.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	child = exec.Command(exe, args...) //nolint:gosec // our own binary
+	child.Stdout, child.Stderr = logFile, logFile
+	child.Env = append(os.Environ(), env...)
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	return child, done, nil
 }

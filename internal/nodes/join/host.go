@@ -53,7 +53,7 @@ func hostStatePath(dataDir string) string { return filepath.Join(dataDir, "host-
 func ReadHostState() (*HostState, error) {
 	s := &HostState{Chains: map[string][]string{}, Sysctls: map[string]string{}, Paths: map[string]bool{}}
 	for _, table := range iptablesTables {
-		chains, err := iptablesChains(table)
+		chains, _, err := iptablesSave(table)
 		if err != nil {
 			return nil, err
 		}
@@ -90,87 +90,35 @@ func loadHostState(dataDir string) (*HostState, error) {
 	return s, json.Unmarshal(data, s)
 }
 
-// Leftovers compares the host now with before and names what a node left:
-// empty means the host is as it was.
-func (s *HostState) Leftovers(dataDir string) []string {
-	var out []string
-	now, err := ReadHostState()
-	if err != nil {
-		return []string{err.Error()}
-	}
-	for _, table := range iptablesTables {
-		for _, c := range added(s.Chains[table], now.Chains[table]) {
-			out = append(out, fmt.Sprintf("iptables chain %s/%s", table, c))
-		}
-	}
-	for key, v := range s.Sysctls {
-		if now.Sysctls[key] != v {
-			out = append(out, fmt.Sprintf("sysctl %s = %s (was %s)", key, now.Sysctls[key], v))
-		}
-	}
-	for _, ns := range added(s.Netns, now.Netns) {
-		out = append(out, "network namespace "+ns)
-	}
-	for p, existed := range s.Paths {
-		if !existed && now.Paths[p] {
-			out = append(out, "directory "+p)
-		}
-	}
-	for _, cg := range added(s.Cgroups, now.Cgroups) {
-		out = append(out, "cgroup "+cg)
-	}
-	if linkExists(Bridge) {
-		out = append(out, "network interface "+Bridge)
-	}
-	for _, m := range mountsUnder(dataDir) {
-		out = append(out, "mount "+m)
-	}
-	if _, err := os.Stat(dataDir); err == nil {
-		out = append(out, "data directory "+dataDir)
-	}
-	out = append(out, processesUsing(dataDir)...)
-	return out
-}
-
-func iptablesChains(table string) ([]string, error) {
+// iptablesSave reads a table's chains (sorted) and rules (its -A lines) with
+// one iptables-save.
+func iptablesSave(table string) (chains, rules []string, err error) {
 	out, err := exec.Command("iptables-save", "-t", table).Output() //nolint:gosec // table is one of iptablesTables
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("iptables-save -t %s: %s", table, bytes.TrimSpace(ee.Stderr))
+			return nil, nil, fmt.Errorf("iptables-save -t %s: %s", table, bytes.TrimSpace(ee.Stderr))
 		}
-		return nil, fmt.Errorf("iptables-save: %w (install iptables)", err)
+		return nil, nil, fmt.Errorf("iptables-save: %w (install iptables)", err)
 	}
-	var chains []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, ":") {
+		switch line := sc.Text(); {
+		case strings.HasPrefix(line, ":"):
 			name, _, _ := strings.Cut(line[1:], " ")
 			chains = append(chains, name)
-		}
-	}
-	sort.Strings(chains)
-	return chains, nil
-}
-
-// iptablesRules returns the rules (-A lines) of a table.
-func iptablesRules(table string) []string {
-	out, err := exec.Command("iptables-save", "-t", table).Output() //nolint:gosec // table is one of iptablesTables
-	if err != nil {
-		return nil
-	}
-	var rules []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "-A ") {
+		case strings.HasPrefix(line, "-A "):
 			rules = append(rules, line)
 		}
 	}
-	return rules
+	sort.Strings(chains)
+	return chains, rules, nil
 }
 
 // removeChains deletes chains of a table that were not there before: first
-// the rules that jump to them, then their rules, then the chains.
-func removeChains(table string, chains []string) []error {
+// the rules (of the table's current rules) that jump to them, then their
+// rules, then the chains.
+func removeChains(table string, chains, rules []string) []error {
 	if len(chains) == 0 {
 		return nil
 	}
@@ -179,7 +127,7 @@ func removeChains(table string, chains []string) []error {
 		gone[c] = true
 	}
 	var errs []error
-	for _, rule := range iptablesRules(table) {
+	for _, rule := range rules {
 		fields := strings.Fields(rule)
 		target := ""
 		for i, f := range fields {
@@ -289,17 +237,6 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// processesUsing names the processes whose command line mentions dir
-// (containerd, its shims, the kubelet).
-func processesUsing(dir string) []string {
-	var out []string
-	for _, pid := range pidsUsing(dir) {
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		out = append(out, fmt.Sprintf("process %d: %s", pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
-	}
-	return out
 }
 
 func pidsUsing(dir string) []int {

@@ -176,14 +176,8 @@ func LoadImage(ctx context.Context, n *Node, ctrPath, file string) error {
 // namespaces and host directories that were not there before, kernel
 // parameters, and the data directory. It keeps going past errors and
 // returns them all.
-func Reset(ctx context.Context, dataDir string, log logr.Logger) error {
-	n, ok, err := Load(dataDir)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return nil
-	}
+func Reset(ctx context.Context, n *Node, log logr.Logger) error {
+	dataDir := n.DataDir
 	var errs []error
 	note := func(err error) {
 		if err != nil {
@@ -233,12 +227,12 @@ func Reset(ctx context.Context, dataDir string, log logr.Logger) error {
 func restoreHost(before *HostState, dataDir string) error {
 	var errs []error
 	for _, table := range iptablesTables {
-		now, err := iptablesChains(table)
+		now, rules, err := iptablesSave(table)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, removeChains(table, added(before.Chains[table], now))...)
+		errs = append(errs, removeChains(table, added(before.Chains[table], now), rules)...)
 	}
 	for _, ns := range added(before.Netns, listDir(netnsDir)) {
 		p := filepath.Join(netnsDir, ns)

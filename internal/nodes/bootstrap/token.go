@@ -42,6 +42,9 @@ const (
 	NodesGroup = "system:nodes"
 	// NodeUserPrefix starts a node's user name: system:node:<node name>.
 	NodeUserPrefix = "system:node:"
+	// SingleUseLabel marks a token Secret ("true") that is deleted as soon
+	// as one node has used it to get its client certificate.
+	SingleUseLabel = "hypershift.dev/single-use"
 )
 
 // Token lifetime. A token only lets a node ask for its client certificate;

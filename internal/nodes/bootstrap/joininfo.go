@@ -9,15 +9,21 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
 
 // The join information of a hosted cluster: a ConfigMap in kube-public that
@@ -39,6 +45,15 @@ const (
 	JoinInfoClientCA = "client-ca.crt"
 	// joinInfoTokenPrefix starts the key of a token record.
 	joinInfoTokenPrefix = "token."
+
+	// ClusterInfoName is kubeadm's cluster-info: a kubeconfig with the
+	// server and its CA (key ClusterInfoKubeconfig), which the hosted
+	// controller manager's bootstrapsigner signs with every token of usage
+	// bootstrap-signing (key ClusterInfoSignaturePrefix + token ID). A join
+	// checks that signature: it proves the server knows the token's secret.
+	ClusterInfoName            = bootstrapapi.ConfigMapClusterInfo
+	ClusterInfoKubeconfig      = bootstrapapi.KubeConfigKey
+	ClusterInfoSignaturePrefix = bootstrapapi.JWSSignatureKeyPrefix
 
 	joinInfoReaderRole = "hypershift:join-info-reader"
 	// Token records are kept this long after the token expired, so a late
@@ -70,7 +85,8 @@ func LookupToken(data map[string]string, tokenID string) (TokenRecord, bool) {
 
 // CAHash is the --ca-cert-hash of a CA bundle, as kubeadm writes it:
 // "sha256:" and the hex SHA-256 of the first certificate's public key
-// (its DER SubjectPublicKeyInfo).
+// (its DER SubjectPublicKeyInfo). A join trusts that one certificate only,
+// never the rest of a bundle.
 func CAHash(caPEM []byte) (string, error) {
 	block, _ := pem.Decode(caPEM)
 	if block == nil || block.Type != "CERTIFICATE" {
@@ -80,13 +96,59 @@ func CAHash(caPEM []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("parse CA certificate: %w", err)
 	}
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return CACertHash(cert), nil
 }
 
-// EnsureJoinInfo publishes a hosted cluster's join information and lets
-// anonymous users read it (and only it). The client CA is read from the
-// API server's own kube-system/extension-apiserver-authentication.
+// CACertHash is the --ca-cert-hash of one certificate.
+func CACertHash(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ClusterInfoKubeconfigFor renders cluster-info's kubeconfig as kubeadm
+// does: one unnamed cluster with the server and its CA, no credentials.
+func ClusterInfoKubeconfigFor(server string, caPEM []byte) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("render %s kubeconfig: %w", ClusterInfoName, err)
+	}
+	return out, nil
+}
+
+// ClusterInfoCA reads the CA bundle of a cluster-info kubeconfig.
+func ClusterInfoCA(kubeconfig []byte) ([]byte, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parse the %s kubeconfig: %w", ClusterInfoName, err)
+	}
+	if len(cfg.Clusters) != 1 {
+		return nil, fmt.Errorf("the %s kubeconfig names %d clusters, want 1", ClusterInfoName, len(cfg.Clusters))
+	}
+	for _, cluster := range cfg.Clusters {
+		if len(cluster.CertificateAuthorityData) > 0 {
+			return cluster.CertificateAuthorityData, nil
+		}
+	}
+	return nil, fmt.Errorf("the %s kubeconfig has no CA", ClusterInfoName)
+}
+
+// serverOf is the API server address a client talks to, for cluster-info
+// (which joins do not read it from: they use the address they were given).
+func serverOf(c kubernetes.Interface) string {
+	rc, ok := c.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		return ""
+	}
+	u := rc.Get().URL()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+}
+
+// EnsureJoinInfo publishes a hosted cluster's join information and
+// cluster-info, and lets anonymous users read them (and only them). The
+// client CA is read from the API server's own
+// kube-system/extension-apiserver-authentication.
 func EnsureJoinInfo(ctx context.Context, c kubernetes.Interface, cluster string, caPEM []byte) error {
 	auth, err := c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
 	if err != nil {
@@ -101,6 +163,15 @@ func EnsureJoinInfo(ctx context.Context, c kubernetes.Interface, cluster string,
 		JoinInfoCA:       string(caPEM),
 		JoinInfoClientCA: clientCA,
 	}); err != nil {
+		return err
+	}
+	kc, err := ClusterInfoKubeconfigFor(serverOf(c), caPEM)
+	if err != nil {
+		return err
+	}
+	// A merge patch of the kubeconfig alone keeps the signatures the
+	// bootstrapsigner added (it re-signs when the kubeconfig changes).
+	if err := patchConfigMap(ctx, c, ClusterInfoName, map[string]any{ClusterInfoKubeconfig: string(kc)}); err != nil {
 		return err
 	}
 	return ensureJoinInfoReader(ctx, c)
@@ -132,18 +203,24 @@ func RecordToken(ctx context.Context, c kubernetes.Interface, tok Token, pool st
 // it when missing. A merge patch touches only the keys it names, so the
 // controller and `create join-command` never overwrite each other.
 func patchJoinInfo(ctx context.Context, c kubernetes.Interface, data map[string]any) error {
+	return patchConfigMap(ctx, c, JoinInfoName, data)
+}
+
+// patchConfigMap merges data into a ConfigMap of kube-public, creating it
+// when missing.
+func patchConfigMap(ctx context.Context, c kubernetes.Interface, name string, data map[string]any) error {
 	api := c.CoreV1().ConfigMaps(JoinInfoNamespace)
 	body, err := json.Marshal(map[string]any{"data": data})
 	if err != nil {
 		return err
 	}
 	for range 3 {
-		_, err = api.Patch(ctx, JoinInfoName, types.MergePatchType, body, metav1.PatchOptions{})
+		_, err = api.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
 		if !apierrors.IsNotFound(err) {
 			break
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Namespace: JoinInfoNamespace, Name: JoinInfoName,
+			Namespace: JoinInfoNamespace, Name: name,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "hypershift"},
 		}}
 		if _, err = api.Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -151,23 +228,38 @@ func patchJoinInfo(ctx context.Context, c kubernetes.Interface, data map[string]
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("update %s/%s: %w", JoinInfoNamespace, JoinInfoName, err)
+		return fmt.Errorf("update %s/%s: %w", JoinInfoNamespace, name, err)
 	}
 	return nil
 }
 
 // ensureJoinInfoReader lets unauthenticated clients get the join
-// information ConfigMap, as kubeadm lets them get cluster-info.
+// information and cluster-info ConfigMaps, as kubeadm lets them get
+// cluster-info. A Role of an older version (join information only) is
+// updated.
 func ensureJoinInfoReader(ctx context.Context, c kubernetes.Interface) error {
 	labels := map[string]string{"app.kubernetes.io/managed-by": "hypershift"}
+	rules := []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"configmaps"},
+		ResourceNames: []string{JoinInfoName, ClusterInfoName}, Verbs: []string{"get"},
+	}}
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: JoinInfoNamespace, Name: joinInfoReaderRole, Labels: labels},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"configmaps"},
-			ResourceNames: []string{JoinInfoName}, Verbs: []string{"get"},
-		}},
+		Rules:      rules,
 	}
-	if _, err := c.RbacV1().Roles(JoinInfoNamespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	roles := c.RbacV1().Roles(JoinInfoNamespace)
+	if _, err := roles.Create(ctx, role, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		existing, err := roles.Get(ctx, role.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read Role %s: %w", role.Name, err)
+		}
+		if !equality.Semantic.DeepEqual(existing.Rules, rules) {
+			existing.Rules = rules
+			if _, err := roles.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("update Role %s: %w", role.Name, err)
+			}
+		}
+	} else if err != nil {
 		return fmt.Errorf("create Role %s: %w", role.Name, err)
 	}
 	binding := &rbacv1.RoleBinding{

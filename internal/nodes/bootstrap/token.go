@@ -20,8 +20,7 @@ import (
 )
 
 // Bootstrap token Secrets, as the API server's token authenticator reads
-// them (k8s.io/cluster-bootstrap/token/api, restated to keep that module out
-// of go.mod).
+// them (the names of k8s.io/cluster-bootstrap/token/api).
 const (
 	// SecretType is the type of a bootstrap token Secret.
 	SecretType corev1.SecretType = "bootstrap.kubernetes.io/token" //nolint:gosec // a Secret type, not a credential

@@ -9,9 +9,12 @@ package join
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +26,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/cluster-bootstrap/token/jws"
 
 	"hypershift.dev/internal/nodes/bootstrap"
 )
@@ -46,14 +51,19 @@ type Cluster struct {
 }
 
 // Discover checks a join command against the cluster it names, before
-// anything is written: the API server must present the pinned CA, and the
-// token must authenticate. Errors say which part is wrong.
+// anything is written. Only one certificate is ever trusted: the one whose
+// public key hashes to caHash, found in the anonymously read cluster-info.
+// Everything else (cluster-info again with its token signature, the client
+// CA, the cluster's name, token records) is read over TLS that trusts that
+// certificate alone, and the token is sent only there, after cluster-info's
+// signature proved the server knows the token's secret. Errors say which
+// part is wrong.
 func Discover(ctx context.Context, server, token, caHash string) (*Cluster, error) {
 	m := tokenPattern.FindStringSubmatch(token)
 	if m == nil {
 		return nil, errors.New("--token must be ID.SECRET (6 and 16 characters of a-z0-9), as printed by `hypershift create join-command`")
 	}
-	tokenID := m[1]
+	tokenID, tokenSecret := m[1], m[2]
 	if !caHashPattern.MatchString(caHash) {
 		return nil, errors.New("--ca-cert-hash must be sha256:<64 hex digits>, as printed by `hypershift create join-command`")
 	}
@@ -62,69 +72,150 @@ func Discover(ctx context.Context, server, token, caHash string) (*Cluster, erro
 		return nil, fmt.Errorf("--server must be an https URL of the hosted API server, got %q", server)
 	}
 
-	// The first read trusts nobody; its CA counts only if it hashes to the
-	// pinned value, and the second read proves the server holds that CA's
-	// certificate.
-	info, err := readJoinInfo(ctx, insecureClient(), server)
+	// The first read trusts nobody: it only offers certificates, of which
+	// the pinned one is picked.
+	unverified, err := readConfigMap(ctx, insecureClient(), server, bootstrap.ClusterInfoName)
 	if err != nil {
 		return nil, err
 	}
-	caPEM := []byte(info[bootstrap.JoinInfoCA])
-	got, err := bootstrap.CAHash(caPEM)
-	if err != nil {
-		return nil, fmt.Errorf("join information of %s: %w", server, err)
-	}
-	if got != caHash {
-		return nil, fmt.Errorf("the API server at %s has CA %s, not the --ca-cert-hash %s: the join command is for another cluster (or the connection is intercepted)", server, got, caHash)
-	}
-	pinned, err := pinnedClient(caPEM)
+	ca, err := pinnedCA(server, unverified, caHash)
 	if err != nil {
 		return nil, err
 	}
-	if info, err = readJoinInfo(ctx, pinned, server); err != nil {
+	pinned := pinnedClient(ca)
+	clusterInfo, err := readConfigMap(ctx, pinned, server, bootstrap.ClusterInfoName)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pinnedCA(server, clusterInfo, caHash); err != nil {
+		return nil, err
+	}
+	info, err := readConfigMap(ctx, pinned, server, bootstrap.JoinInfoName)
+	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{
-		Name:        info[bootstrap.JoinInfoCluster],
-		Server:      server,
-		CAPEM:       caPEM,
-		ClientCAPEM: []byte(info[bootstrap.JoinInfoClientCA]),
-		Token:       token,
+		Name:   info[bootstrap.JoinInfoCluster],
+		Server: server,
+		CAPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}),
+		Token:  token,
 	}
-	if len(c.ClientCAPEM) == 0 {
-		return nil, fmt.Errorf("join information of %s has no client CA yet; try again in a moment", c.Name)
+	if c.ClientCAPEM, err = verifiedClientCA(c.Name, info[bootstrap.JoinInfoClientCA]); err != nil {
+		return nil, err
 	}
-	c.NodePool, err = checkToken(ctx, pinned, c, tokenID, info)
+	c.NodePool, err = checkToken(ctx, pinned, c, tokenID, tokenSecret, info, clusterInfo)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// checkToken authenticates with the token and returns its NodePool. When
-// the API server refuses it, the token records of the join information tell
-// an expired token from one this cluster never issued.
-func checkToken(ctx context.Context, hc *http.Client, c *Cluster, tokenID string, info map[string]string) (string, error) {
+// pinnedCA finds the certificate of a cluster-info whose public key hashes
+// to the pin. Other certificates of the bundle are ignored: an interceptor
+// may append its own.
+func pinnedCA(server string, clusterInfo map[string]string, caHash string) (*x509.Certificate, error) {
+	bundle, err := bootstrap.ClusterInfoCA([]byte(clusterInfo[bootstrap.ClusterInfoKubeconfig]))
+	if err != nil {
+		return nil, fmt.Errorf("cluster information of %s: %w", server, err)
+	}
+	certs, err := certutil.ParseCertsPEM(bundle)
+	if err != nil {
+		return nil, fmt.Errorf("cluster information of %s: CA bundle: %w", server, err)
+	}
+	for _, cert := range certs {
+		if subtle.ConstantTimeCompare([]byte(bootstrap.CACertHash(cert)), []byte(caHash)) == 1 {
+			return cert, nil
+		}
+	}
+	return nil, fmt.Errorf("the API server at %s has CA %s, not the --ca-cert-hash %s: the join command is for another cluster (or the connection is intercepted)",
+		server, bootstrap.CACertHash(certs[0]), caHash)
+}
+
+// verifiedClientCA checks the client CA bundle the kubelet will trust for
+// calls to it (exec, logs): read over the pinned connection only, it must
+// be CA certificates and nothing else.
+func verifiedClientCA(cluster, bundle string) ([]byte, error) {
+	if bundle == "" {
+		return nil, fmt.Errorf("join information of %s has no client CA yet; try again in a moment", cluster)
+	}
+	rest := []byte(bundle)
+	var out []byte
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("client CA bundle of %s holds a %s, not only certificates", cluster, block.Type)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("client CA bundle of %s: %w", cluster, err)
+		}
+		if !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+			return nil, fmt.Errorf("client CA bundle of %s holds %q, which is not a CA certificate", cluster, cert.Subject.CommonName)
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 || len(out) == 0 {
+		return nil, fmt.Errorf("client CA bundle of %s is not a PEM certificate bundle", cluster)
+	}
+	return out, nil
+}
+
+// checkToken checks the token and returns its NodePool: not expired by its
+// record, cluster-info signed with it (the server knows its secret; only
+// then is the token sent), and accepted by the API server. The token
+// records of the join information tell an expired token, a wrong secret
+// and a token this cluster never issued apart.
+func checkToken(ctx context.Context, hc *http.Client, c *Cluster, tokenID, tokenSecret string, info, clusterInfo map[string]string) (string, error) {
 	fresh := "print a new join command with `hypershift create join-command --name " + clusterName(c.Name) + "`"
 	rec, recorded := bootstrap.LookupToken(info, tokenID)
 	if recorded && !time.Now().Before(rec.Expiration) {
 		return "", fmt.Errorf("bootstrap token %s of NodePool %s expired at %s: %s",
 			tokenID, rec.NodePool, rec.Expiration.UTC().Format(time.RFC3339), fresh)
 	}
-	// A token made a moment ago may take the API server a moment to learn.
-	deadline := time.Now().Add(5 * time.Second)
+	notIssued := fmt.Errorf("bootstrap token %s was not issued by hosted cluster %s: it belongs to another cluster, or it is mistyped or deleted; %s", tokenID, c.Name, fresh)
+	wrongSecret := fmt.Errorf("bootstrap token %s of NodePool %s was refused by %s: its secret part is wrong, or it was deleted; %s", tokenID, rec.NodePool, c.Name, fresh)
+	// A token made a moment ago may take the API server and the
+	// controller manager's bootstrapsigner a moment to learn.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sig, signed := clusterInfo[bootstrap.ClusterInfoSignaturePrefix+tokenID]
+		switch {
+		case signed && validSignature(sig, clusterInfo[bootstrap.ClusterInfoKubeconfig], tokenID, tokenSecret):
+		case signed && recorded:
+			return "", wrongSecret
+		case !recorded:
+			return "", notIssued
+		case time.Now().Before(deadline):
+			if err := sleep(ctx, 250*time.Millisecond); err != nil {
+				return "", err
+			}
+			var err error
+			if clusterInfo, err = readConfigMap(ctx, hc, c.Server, bootstrap.ClusterInfoName); err != nil {
+				return "", err
+			}
+			continue
+		default:
+			return "", fmt.Errorf("hosted cluster %s has not signed %s/%s with bootstrap token %s after 10s: is its controller manager running (its bootstrapsigner signs it)?",
+				c.Name, bootstrap.JoinInfoNamespace, bootstrap.ClusterInfoName, tokenID)
+		}
+		break
+	}
 	for {
 		groups, status, err := selfSubjectGroups(ctx, hc, c.Server, c.Token)
 		switch {
 		case err != nil:
 			return "", err
-		case status == http.StatusUnauthorized && recorded && time.Now().Before(deadline):
-			time.Sleep(250 * time.Millisecond)
+		case status == http.StatusUnauthorized && time.Now().Before(deadline):
+			if err := sleep(ctx, 250*time.Millisecond); err != nil {
+				return "", err
+			}
 			continue
-		case status == http.StatusUnauthorized && recorded:
-			return "", fmt.Errorf("bootstrap token %s of NodePool %s was refused by %s: its secret part is wrong, or it was deleted; %s", tokenID, rec.NodePool, c.Name, fresh)
 		case status == http.StatusUnauthorized:
-			return "", fmt.Errorf("bootstrap token %s was not issued by hosted cluster %s: it belongs to another cluster, or it is mistyped or deleted; %s", tokenID, c.Name, fresh)
+			return "", wrongSecret
 		case status != http.StatusCreated && status != http.StatusOK:
 			return "", fmt.Errorf("checking the bootstrap token with %s: HTTP %d", c.Server, status)
 		}
@@ -137,6 +228,23 @@ func checkToken(ctx context.Context, hc *http.Client, c *Cluster, tokenID string
 	}
 }
 
+// validSignature checks cluster-info's detached JWS for a token: HS256
+// over the kubeconfig, keyed by the token's secret (kubeadm's token
+// discovery).
+func validSignature(sig, kubeconfig, tokenID, tokenSecret string) bool {
+	want, err := jws.ComputeDetachedSignature(kubeconfig, tokenID, tokenSecret)
+	return err == nil && hmac.Equal([]byte(sig), []byte(want))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
 func clusterName(namespaced string) string {
 	if _, name, ok := strings.Cut(namespaced, "/"); ok {
 		return name
@@ -144,8 +252,10 @@ func clusterName(namespaced string) string {
 	return namespaced
 }
 
-func readJoinInfo(ctx context.Context, hc *http.Client, server string) (map[string]string, error) {
-	u := strings.TrimSuffix(server, "/") + "/api/v1/namespaces/" + bootstrap.JoinInfoNamespace + "/configmaps/" + bootstrap.JoinInfoName
+// readConfigMap reads one of the ConfigMaps of kube-public that anonymous
+// users may read.
+func readConfigMap(ctx context.Context, hc *http.Client, server, name string) (map[string]string, error) {
+	u := strings.TrimSuffix(server, "/") + "/api/v1/namespaces/" + bootstrap.JoinInfoNamespace + "/configmaps/" + name
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -159,16 +269,13 @@ func readJoinInfo(ctx context.Context, hc *http.Client, server string) (map[stri
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound, http.StatusForbidden, http.StatusUnauthorized:
-		return nil, fmt.Errorf("%s has no hypershift join information (HTTP %d): is it the API server of a hosted cluster with a NodePool?", server, resp.StatusCode)
+		return nil, fmt.Errorf("%s has no hypershift join information %s/%s (HTTP %d): is it the API server of a hosted cluster with a NodePool?", server, bootstrap.JoinInfoNamespace, name, resp.StatusCode)
 	default:
-		return nil, fmt.Errorf("reading join information from %s: HTTP %d", server, resp.StatusCode)
+		return nil, fmt.Errorf("reading %s/%s from %s: HTTP %d", bootstrap.JoinInfoNamespace, name, server, resp.StatusCode)
 	}
 	cm := &corev1.ConfigMap{}
 	if err := json.Unmarshal(body, cm); err != nil {
-		return nil, fmt.Errorf("join information of %s: %w", server, err)
-	}
-	if cm.Data[bootstrap.JoinInfoCA] == "" {
-		return nil, fmt.Errorf("join information of %s has no CA", server)
+		return nil, fmt.Errorf("%s/%s of %s: %w", bootstrap.JoinInfoNamespace, name, server, err)
 	}
 	return cm.Data, nil
 }
@@ -206,18 +313,17 @@ func insecureClient() *http.Client {
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{
 			MinVersion:         tls.VersionTLS12,
-			InsecureSkipVerify: true, //nolint:gosec // what is read is trusted only after its CA matches the pinned hash
+			InsecureSkipVerify: true, //nolint:gosec // only a certificate matching the pinned hash is taken from what is read
 		}},
 	}
 }
 
-func pinnedClient(caPEM []byte) (*http.Client, error) {
+// pinnedClient trusts one certificate: the pinned CA, not its bundle.
+func pinnedClient(ca *x509.Certificate) *http.Client {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("join information holds no usable CA certificate")
-	}
+	pool.AddCert(ca)
 	return &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}},
-	}, nil
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +30,7 @@ import (
 
 type joinOptions struct {
 	server, token, caHash string
+	tokenFile             string
 	nodeDir, nodeName     string
 	nodeIP, cniBinDir     string
 	timeout               time.Duration
@@ -38,7 +40,7 @@ type joinOptions struct {
 func newJoinCommand() *cobra.Command {
 	o := &joinOptions{}
 	cmd := &cobra.Command{
-		Use:   "join --server URL --token ID.SECRET --ca-cert-hash sha256:HASH",
+		Use:   "join --server URL --token-file FILE|--token ID.SECRET --ca-cert-hash sha256:HASH",
 		Short: "Make this Linux host a node of a hosted cluster (run as root), or undo it with --reset",
 		Long: "join checks the command against the cluster (CA hash, token), then starts a private containerd and the\n" +
 			"kubelet compiled into hypershift under --node-dir; the kubelet bootstraps its certificates with the\n" +
@@ -54,7 +56,8 @@ func newJoinCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.server, "server", "", "URL of the hosted cluster's API server")
-	f.StringVar(&o.token, "token", "", "bootstrap token of a NodePool")
+	f.StringVar(&o.token, "token", "", "bootstrap token of a NodePool (visible to other users of this host in the process list while join runs: prefer --token-file)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the bootstrap token, or - to read it from standard input")
 	f.StringVar(&o.caHash, "ca-cert-hash", "", "hash of the cluster CA's public key, sha256:<hex>")
 	f.StringVar(&o.nodeDir, "node-dir", join.DefaultDataDir, "directory for everything the node keeps")
 	f.StringVar(&o.nodeName, "node-name", "", "name of the Node (default: the host name)")
@@ -67,8 +70,11 @@ func newJoinCommand() *cobra.Command {
 
 func (o *joinOptions) run(cmd *cobra.Command) error {
 	start := time.Now()
+	if err := o.readToken(cmd.InOrStdin()); err != nil {
+		return err
+	}
 	if o.server == "" || o.token == "" || o.caHash == "" {
-		return errors.New("--server, --token and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
+		return errors.New("--server, --token (or --token-file) and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
 	}
 	if n, joined, err := join.Load(o.nodeDir); err != nil {
 		return err
@@ -106,6 +112,32 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(out, "node %s is Ready (%.1fs)\n  logs: %s, %s\n  load images: hypershift node load-image FILE.tar --node-dir %s\n  undo: hypershift join --reset --node-dir %s\n",
 		n.Name, time.Since(start).Seconds(), n.LogPath(join.Kubelet), n.LogPath(join.Containerd), o.nodeDir, o.nodeDir)
+	return nil
+}
+
+// readToken takes the token from --token-file (a file, or - for standard
+// input), which keeps it out of the process list, unlike --token.
+func (o *joinOptions) readToken(stdin io.Reader) error {
+	if o.tokenFile == "" {
+		return nil
+	}
+	if o.token != "" {
+		return errors.New("--token and --token-file both given: pass one")
+	}
+	var data []byte
+	var err error
+	if o.tokenFile == "-" {
+		data, err = io.ReadAll(io.LimitReader(stdin, 1024))
+	} else {
+		data, err = os.ReadFile(o.tokenFile)
+	}
+	if err != nil {
+		return fmt.Errorf("--token-file %s: %w", o.tokenFile, err)
+	}
+	o.token = strings.TrimSpace(string(data))
+	if o.token == "" {
+		return fmt.Errorf("--token-file %s is empty: it must hold the token ID.SECRET printed by `hypershift create join-command`", o.tokenFile)
+	}
 	return nil
 }
 
@@ -262,40 +294,78 @@ func joinedNode(nodeDir string) (*join.Node, join.Prerequisites, error) {
 
 func newCreateJoinCommandCommand(g *globalOptions) *cobra.Command {
 	var name, namespace, pool string
-	var ttl time.Duration
+	var tok tokenOptions
 	cmd := &cobra.Command{
 		Use:   "join-command --name CLUSTER",
 		Short: "Print the command that joins a host to a hosted cluster's NodePool of platform None, with a fresh token",
-		Args:  cobra.NoArgs,
+		Long: "join-command makes a bootstrap token for the NodePool and prints the `hypershift join` line that uses it\n" +
+			"(on standard output; a hint on standard error). The token lets anyone who has it add a node to the pool\n" +
+			"until it expires (--ttl, at most " + bootstrap.MaxTTL.String() + "); with --single-use it is deleted once one node used it.\n" +
+			"On the node, prefer --token-file over --token: a token on the command line is visible to other local users.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" {
 				return errors.New("--name is required: `hypershift create join-command --name CLUSTER`")
 			}
-			if ttl < time.Second {
-				return fmt.Errorf("--ttl %s is too short: tokens live at least 1s", ttl)
+			if err := tok.check(); err != nil {
+				return err
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			line, err := joinCommand(cmd.Context(), c, client.ObjectKey{Namespace: namespace, Name: name}, pool, ttl)
+			line, err := joinCommandWith(cmd.Context(), c, client.ObjectKey{Namespace: namespace, Name: name}, pool, tok)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), line)
+			fmt.Fprintln(cmd.ErrOrStderr(), "to keep the token out of the node's process list, save it in a file (or pipe it) and use --token-file FILE (or --token-file -) instead of --token")
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "name of the hosted cluster (required)")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
 	cmd.Flags().StringVar(&pool, "nodepool", "", "NodePool to join (default: the cluster's only NodePool of platform None)")
-	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the token may be used to join")
+	cmd.Flags().DurationVar(&tok.ttl, "ttl", time.Hour, "how long the token may be used to join, at most "+bootstrap.MaxTTL.String())
+	cmd.Flags().BoolVar(&tok.singleUse, "single-use", false, "delete the token once one node got its client certificate with it")
 	return cmd
+}
+
+// tokenOptions are how a join command's token is made.
+type tokenOptions struct {
+	ttl       time.Duration
+	singleUse bool
+}
+
+// check refuses a lifetime outside [1s, bootstrap.MaxTTL].
+func (o tokenOptions) check() error {
+	if o.ttl < time.Second {
+		return fmt.Errorf("--ttl %s is too short: tokens live at least 1s", o.ttl)
+	}
+	if o.ttl > bootstrap.MaxTTL {
+		return fmt.Errorf("--ttl %s is longer than the %s a join token may live: pass --ttl %s or less, and print a new join command when it expires", o.ttl, bootstrap.MaxTTL, bootstrap.MaxTTL)
+	}
+	return nil
+}
+
+// secret renders the token's Secret.
+func (o tokenOptions) secret(tok bootstrap.Token, pool string) *corev1.Secret {
+	if o.singleUse {
+		return tok.AsSingleUseSecret(pool)
+	}
+	return tok.AsSecret(pool)
 }
 
 // joinCommand makes a token for a None pool of the cluster and returns the
 // `hypershift join` line that uses it.
 func joinCommand(ctx context.Context, c client.Client, key client.ObjectKey, pool string, ttl time.Duration) (string, error) {
+	return joinCommandWith(ctx, c, key, pool, tokenOptions{ttl: ttl})
+}
+
+func joinCommandWith(ctx context.Context, c client.Client, key client.ObjectKey, pool string, opts tokenOptions) (string, error) {
+	if err := opts.check(); err != nil {
+		return "", err
+	}
 	np, err := nonePool(ctx, c, key, pool)
 	if err != nil {
 		return "", err
@@ -320,11 +390,11 @@ func joinCommand(ctx context.Context, c client.Client, key client.ObjectKey, poo
 		return "", err
 	}
 	now := time.Now()
-	tok, err := bootstrap.NewToken(now, ttl)
+	tok, err := bootstrap.NewToken(now, opts.ttl)
 	if err != nil {
 		return "", err
 	}
-	if _, err := kube.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tok.AsSecret(np.Name), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, opts.secret(tok, np.Name), metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create bootstrap token: %w", err)
 	}
 	if err := bootstrap.RecordToken(ctx, kube, tok, np.Name, now); err != nil {

@@ -52,6 +52,9 @@ const (
 const (
 	// DefaultTTL is kubeadm's default token lifetime.
 	DefaultTTL = 24 * time.Hour
+	// MaxTTL bounds the tokens `create join-command` makes: a join command
+	// that leaks (shell history, a ticket, a chat) is good for a day at most.
+	MaxTTL = 24 * time.Hour
 	// A token is replaced once less than this share of its lifetime is left,
 	// so a node joining just before expiry still has hours to finish.
 	rotateWhenLeft = 3 // i.e. the last third
@@ -122,6 +125,15 @@ func (t Token) AsSecret(pool string) *corev1.Secret {
 	}
 }
 
+// AsSingleUseSecret renders the token as a Secret labelled SingleUseLabel:
+// the NodePool controller deletes it once one node got its client
+// certificate with it.
+func (t Token) AsSingleUseSecret(pool string) *corev1.Secret {
+	s := t.AsSecret(pool)
+	s.Labels[SingleUseLabel] = "true"
+	return s
+}
+
 // tokenFromSecret reads a token Secret; ok is false for anything else.
 func tokenFromSecret(s *corev1.Secret) (Token, bool) {
 	if s.Type != SecretType || !s.DeletionTimestamp.IsZero() {
@@ -139,13 +151,14 @@ func tokenFromSecret(s *corev1.Secret) (Token, bool) {
 }
 
 // CurrentToken picks the pool's token to hand out from the token Secrets of
-// kube-system: the one that expires last, unless it is in the last third of
+// kube-system, single-use ones aside: the one that expires last, unless it is in the last third of
 // its lifetime (then ok is false and a new token is due). rotateAt is when
 // the returned token is due for replacement.
 func CurrentToken(secrets []*corev1.Secret, pool string, ttl time.Duration, now time.Time) (tok Token, rotateAt time.Time, ok bool) {
 	var tokens []Token
 	for _, s := range secrets {
-		if s.Labels[hypershiftv1alpha1.NodePoolLabel] != pool {
+		// A single-use token is one host's, not the pool's to hand out.
+		if s.Labels[hypershiftv1alpha1.NodePoolLabel] != pool || s.Labels[SingleUseLabel] == "true" {
 			continue
 		}
 		if t, valid := tokenFromSecret(s); valid {

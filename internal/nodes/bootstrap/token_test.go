@@ -46,13 +46,29 @@ func TestNewToken(t *testing.T) {
 	}
 }
 
+func TestSingleUseSecret(t *testing.T) {
+	tok, err := NewToken(time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tok.AsSingleUseSecret("workers").Labels; got[SingleUseLabel] != "true" || got["hypershift.dev/nodepool"] != "workers" {
+		t.Errorf("single-use token Secret labels %v, want %s=true and its pool", got, SingleUseLabel)
+	}
+	if _, ok := tok.AsSecret("workers").Labels[SingleUseLabel]; ok {
+		t.Errorf("a standing token is labelled %s", SingleUseLabel)
+	}
+}
+
 func TestCurrentToken(t *testing.T) {
 	ttl := 24 * time.Hour
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	old, _ := NewToken(start, ttl)
 	newer, _ := NewToken(start.Add(10*time.Hour), ttl)
 	other, _ := NewToken(start.Add(20*time.Hour), ttl)
-	secrets := []*corev1.Secret{secretOf(old, "a"), secretOf(newer, "a"), secretOf(other, "b")}
+	singleUse, _ := NewToken(start.Add(12*time.Hour), ttl)
+	single := secretOf(singleUse, "a")
+	single.Labels[SingleUseLabel] = "true"
+	secrets := []*corev1.Secret{secretOf(old, "a"), secretOf(newer, "a"), secretOf(other, "b"), single}
 
 	cases := []struct {
 		name   string

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"hypershift.dev/internal/nodes/join/jointest"
+	"hypershift.dev/internal/pki"
+)
+
+func TestJoinReadsTheTokenFromAFileOrStdin(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("abcdef.0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		o         joinOptions
+		stdin     string
+		want, err string
+	}{
+		{name: "file", o: joinOptions{tokenFile: file}, want: "abcdef.0123456789abcdef"},
+		{name: "stdin", o: joinOptions{tokenFile: "-"}, stdin: "  abcdef.0123456789abcdef\n", want: "abcdef.0123456789abcdef"},
+		{name: "--token alone", o: joinOptions{token: "abcdef.0123456789abcdef"}, want: "abcdef.0123456789abcdef"},
+		{name: "both", o: joinOptions{token: "x", tokenFile: file}, err: "--token and --token-file both given"},
+		{name: "empty file", o: joinOptions{tokenFile: empty}, err: "--token-file " + empty + " is empty"},
+		{name: "missing file", o: joinOptions{tokenFile: "/nonexistent/token"}, err: "--token-file /nonexistent/token: open"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.readToken(strings.NewReader(tc.stdin))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want it to say %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || tc.o.token != tc.want {
+				t.Fatalf("token %q, err %v; want %q", tc.o.token, err, tc.want)
+			}
+		})
+	}
+}
+
+// A join through an interceptor that appends its CA to the cluster's is
+// refused by discovery, before anything is written on the host.
+func TestJoinThroughAnInterceptorCreatesNothing(t *testing.T) {
+	c := jointest.NewCluster(t)
+	attacker, err := pki.NewCA("root-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	interceptor := c.Start(t, attacker, func(s *jointest.Server) {
+		s.CABundle = append(append([]byte{}, c.Root.CertPEM...), attacker.CertPEM...)
+		s.ClientCABundle = attacker.CertPEM
+	})
+	nodeDir := filepath.Join(t.TempDir(), "node")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(c.Token.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "join", "--server", interceptor.URL, "--token-file", tokenFile, "--ca-cert-hash", c.Hash(t),
+		"--node-dir", nodeDir, "--cni-bin-dir", "/nonexistent")
+	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("join through an interceptor: error %v, want the pinned CA to refuse its certificate\n%s", err, out)
+	}
+	if _, err := os.Stat(nodeDir); err == nil {
+		t.Errorf("the refused join created %s", nodeDir)
+	}
+	if interceptor.TokenSeen.Load() {
+		t.Error("the token was sent to the interceptor")
+	}
+}
+
+func TestCreateJoinCommandBoundsTheTTL(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	// No management plane: the bound is checked before anything is asked
+	// of it, so nothing is created.
+	_, err := run(t, "--data-dir", t.TempDir(), "create", "join-command", "--name", "r", "--ttl", "48h")
+	want := "--ttl 48h0m0s is longer than the 24h0m0s a join token may live: pass --ttl 24h0m0s or less"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want it to say %q", err, want)
+	}
+	if err := (tokenOptions{ttl: 24 * time.Hour}).check(); err != nil {
+		t.Errorf("the bound itself is refused: %v", err)
+	}
+	var help bytes.Buffer
+	cmd := NewRootCommand(nil)
+	cmd.SetOut(&help)
+	cmd.SetArgs([]string{"create", "join-command", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"at most 24h0m0s", "--single-use", "--token-file"} {
+		if !strings.Contains(help.String(), s) {
+			t.Errorf("create join-command --help does not say %q", s)
+		}
+	}
+}

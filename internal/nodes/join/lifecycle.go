@@ -102,7 +102,9 @@ func AllocatePorts(ctx context.Context, n *Node) error {
 
 // Run supervises a node's containerd and kubelet until ctx ends; they keep
 // running after it returns, and the next Run adopts them. The sandbox image
-// is imported into containerd before the kubelet starts.
+// is imported into containerd before the kubelet starts; the bootstrap
+// kubeconfig (the token) is removed once the kubelet has its client
+// certificate.
 func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 	rt, err := newRuntime(n, log)
 	if err != nil {
@@ -122,6 +124,8 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		return err
 	}
 	log.Info("node running", "node", n.Name, "cluster", n.Cluster)
+	// Here rather than in join: it also happens when join was interrupted.
+	dropBootstrapKubeconfigWhenCertified(ctx, n, log)
 	<-ctx.Done()
 	return nil
 }

@@ -67,6 +67,22 @@ func TestNoneNodes(t *testing.T) {
 		hs.must("destroy", "cluster", "--name", "o")
 	})
 
+	t.Run("join tokens are bounded and can be single-use", func(t *testing.T) {
+		before := mustKubectl(t, kc, "-n", "kube-system", "get", "secrets", "--field-selector", "type=bootstrap.kubernetes.io/token", "-o", "name")
+		if stderr := hs.fails("create", "join-command", "--name", "r", "--ttl", "48h"); !strings.Contains(stderr, "--ttl 48h0m0s is longer than the 24h0m0s a join token may live") {
+			t.Errorf("create join-command --ttl 48h said:\n%s", stderr)
+		}
+		if after := mustKubectl(t, kc, "-n", "kube-system", "get", "secrets", "--field-selector", "type=bootstrap.kubernetes.io/token", "-o", "name"); after != before {
+			t.Errorf("a refused --ttl created a token:\nbefore %s\nafter %s", before, after)
+		}
+		single := joinCommandArgs(t, hs.must("create", "join-command", "--name", "r", "--single-use"))
+		id, _, _ := strings.Cut(flagValue(t, single, "--token"), ".")
+		labels := mustKubectl(t, kc, "-n", "kube-system", "get", "secret", "bootstrap-token-"+id, "-o", "jsonpath={.metadata.labels}")
+		if !strings.Contains(labels, `"hypershift.dev/single-use":"true"`) {
+			t.Errorf("the --single-use token's Secret is labelled %s", labels)
+		}
+	})
+
 	t.Run("a real node runs a pod from a local image", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("skipping the real node: not root, and containerd and the kubelet need root (run `make test` as root)")
@@ -82,11 +98,28 @@ func TestNoneNodes(t *testing.T) {
 			}
 		})
 
-		out := hs.must(append(joinArgs, "--node-dir", nodeDir)...)
+		// The token from a file, out of the process list.
+		tokenFile := filepath.Join(t.TempDir(), "token")
+		writeFile(t, tokenFile, flagValue(t, joinArgs, "--token")+"\n")
+		args := withFlag(joinArgs, "--token", tokenFile)
+		for i := range args {
+			if args[i] == "--token" {
+				args[i] = "--token-file"
+			}
+		}
+		out := hs.must(append(args, "--node-dir", nodeDir)...)
 		if !regexpMatch(out, `node \S+ is Ready \(\d+\.\ds\)`) {
 			t.Fatalf("join did not report a Ready node:\n%s", out)
 		}
 		nodeName := strings.Fields(out[strings.Index(out, "node "):])[1]
+		// The token stays on the node only until the kubelet has its
+		// client certificate.
+		eventually(t, 30*time.Second, "the node daemon removes the bootstrap kubeconfig", func() error {
+			if _, err := os.Stat(filepath.Join(nodeDir, "bootstrap-kubeconfig")); err == nil {
+				return errorf("%s/bootstrap-kubeconfig is still there", nodeDir)
+			}
+			return nil
+		})
 		labels := mustKubectl(t, kc, "get", "node", nodeName, "-o", "jsonpath={.metadata.labels}")
 		if !strings.Contains(labels, `"hypershift.dev/nodepool":"r"`) {
 			t.Errorf("node %s is not labelled with its NodePool: %s", nodeName, labels)

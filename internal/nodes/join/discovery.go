@@ -164,67 +164,104 @@ func verifiedClientCA(cluster, bundle string) ([]byte, error) {
 	return out, nil
 }
 
+// freshTokenWait is how long a recorded token may take the API server and
+// the controller manager's bootstrapsigner to learn.
+var freshTokenWait = 10 * time.Second
+
 // checkToken checks the token and returns its NodePool: not expired by its
 // record, cluster-info signed with it (the server knows its secret; only
 // then is the token sent), and accepted by the API server. The token
 // records of the join information tell an expired token, a wrong secret
 // and a token this cluster never issued apart.
 func checkToken(ctx context.Context, hc *http.Client, c *Cluster, tokenID, tokenSecret string, info, clusterInfo map[string]string) (string, error) {
-	fresh := "print a new join command with `hypershift create join-command --name " + clusterName(c.Name) + "`"
-	rec, recorded := bootstrap.LookupToken(info, tokenID)
-	if recorded && !time.Now().Before(rec.Expiration) {
+	t := tokenCheck{
+		hc:       hc,
+		c:        c,
+		id:       tokenID,
+		secret:   tokenSecret,
+		fresh:    "print a new join command with `hypershift create join-command --name " + clusterName(c.Name) + "`",
+		deadline: time.Now().Add(freshTokenWait),
+	}
+	t.rec, t.recorded = bootstrap.LookupToken(info, tokenID)
+	if t.recorded && !time.Now().Before(t.rec.Expiration) {
 		return "", fmt.Errorf("bootstrap token %s of NodePool %s expired at %s: %s",
-			tokenID, rec.NodePool, rec.Expiration.UTC().Format(time.RFC3339), fresh)
+			tokenID, t.rec.NodePool, t.rec.Expiration.UTC().Format(time.RFC3339), t.fresh)
 	}
-	notIssued := fmt.Errorf("bootstrap token %s was not issued by hosted cluster %s: it belongs to another cluster, or it is mistyped or deleted; %s", tokenID, c.Name, fresh)
-	wrongSecret := fmt.Errorf("bootstrap token %s of NodePool %s was refused by %s: its secret part is wrong, or it was deleted; %s", tokenID, rec.NodePool, c.Name, fresh)
-	// A token made a moment ago may take the API server and the
-	// controller manager's bootstrapsigner a moment to learn.
-	deadline := time.Now().Add(10 * time.Second)
+	if err := t.checkSignature(ctx, clusterInfo); err != nil {
+		return "", err
+	}
+	return t.authenticate(ctx)
+}
+
+type tokenCheck struct {
+	hc         *http.Client
+	c          *Cluster
+	id, secret string
+	fresh      string
+	rec        bootstrap.TokenRecord
+	recorded   bool
+	deadline   time.Time
+}
+
+func (t *tokenCheck) notIssued() error {
+	return fmt.Errorf("bootstrap token %s was not issued by hosted cluster %s: it belongs to another cluster, or it is mistyped or deleted; %s", t.id, t.c.Name, t.fresh)
+}
+
+func (t *tokenCheck) wrongSecret() error {
+	return fmt.Errorf("bootstrap token %s of NodePool %s was refused by %s: its secret part is wrong, or it was deleted; %s", t.id, t.rec.NodePool, t.c.Name, t.fresh)
+}
+
+// checkSignature waits for cluster-info's signature with the token and
+// checks it.
+func (t *tokenCheck) checkSignature(ctx context.Context, clusterInfo map[string]string) error {
 	for {
-		sig, signed := clusterInfo[bootstrap.ClusterInfoSignaturePrefix+tokenID]
+		sig, signed := clusterInfo[bootstrap.ClusterInfoSignaturePrefix+t.id]
 		switch {
-		case signed && validSignature(sig, clusterInfo[bootstrap.ClusterInfoKubeconfig], tokenID, tokenSecret):
-		case signed && recorded:
-			return "", wrongSecret
-		case !recorded:
-			return "", notIssued
-		case time.Now().Before(deadline):
-			if err := sleep(ctx, 250*time.Millisecond); err != nil {
-				return "", err
-			}
-			var err error
-			if clusterInfo, err = readConfigMap(ctx, hc, c.Server, bootstrap.ClusterInfoName); err != nil {
-				return "", err
-			}
-			continue
-		default:
-			return "", fmt.Errorf("hosted cluster %s has not signed %s/%s with bootstrap token %s after 10s: is its controller manager running (its bootstrapsigner signs it)?",
-				c.Name, bootstrap.JoinInfoNamespace, bootstrap.ClusterInfoName, tokenID)
+		case signed && validSignature(sig, clusterInfo[bootstrap.ClusterInfoKubeconfig], t.id, t.secret):
+			return nil
+		case signed && t.recorded:
+			return t.wrongSecret()
+		case !t.recorded:
+			return t.notIssued()
+		case !time.Now().Before(t.deadline):
+			// The bootstrapsigner drops the signature of a deleted token.
+			return fmt.Errorf("bootstrap token %s of NodePool %s is not usable on %s: it was deleted (a --single-use token is, once a node used it), or the cluster's controller manager does not sign %s/%s with it; %s",
+				t.id, t.rec.NodePool, t.c.Name, bootstrap.JoinInfoNamespace, bootstrap.ClusterInfoName, t.fresh)
 		}
-		break
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+		var err error
+		if clusterInfo, err = readConfigMap(ctx, t.hc, t.c.Server, bootstrap.ClusterInfoName); err != nil {
+			return err
+		}
 	}
+}
+
+// authenticate sends the token (a SelfSubjectReview) and returns the
+// NodePool its group names.
+func (t *tokenCheck) authenticate(ctx context.Context) (string, error) {
 	for {
-		groups, status, err := selfSubjectGroups(ctx, hc, c.Server, c.Token)
+		groups, status, err := selfSubjectGroups(ctx, t.hc, t.c.Server, t.c.Token)
 		switch {
 		case err != nil:
 			return "", err
-		case status == http.StatusUnauthorized && time.Now().Before(deadline):
+		case status == http.StatusUnauthorized && time.Now().Before(t.deadline):
 			if err := sleep(ctx, 250*time.Millisecond); err != nil {
 				return "", err
 			}
 			continue
 		case status == http.StatusUnauthorized:
-			return "", wrongSecret
+			return "", t.wrongSecret()
 		case status != http.StatusCreated && status != http.StatusOK:
-			return "", fmt.Errorf("checking the bootstrap token with %s: HTTP %d", c.Server, status)
+			return "", fmt.Errorf("checking the bootstrap token with %s: HTTP %d", t.c.Server, status)
 		}
 		for _, g := range groups {
 			if pool, ok := strings.CutPrefix(g, bootstrap.PoolGroup("")); ok && pool != "" {
 				return pool, nil
 			}
 		}
-		return "", fmt.Errorf("bootstrap token %s belongs to no NodePool of %s (it was not made by hypershift); %s", tokenID, c.Name, fresh)
+		return "", fmt.Errorf("bootstrap token %s belongs to no NodePool of %s (it was not made by hypershift); %s", t.id, t.c.Name, t.fresh)
 	}
 }
 

@@ -48,10 +48,10 @@ func TestDiscoverRefusesAnInterceptorsAppendedCA(t *testing.T) {
 			s.CABundle = append(append([]byte{}, c.Root.CertPEM...), attacker.CertPEM...)
 			s.ClientCABundle = attackerClients.CertPEM
 		},
-		"CA and client CA appended, genuine signature copied": func(s *jointest.Server) {
+		"CA and client CA appended, unsigned": func(s *jointest.Server) {
 			s.CABundle = append(append([]byte{}, c.Root.CertPEM...), attacker.CertPEM...)
 			s.ClientCABundle = append(append([]byte{}, c.ClientCA.CertPEM...), attackerClients.CertPEM...)
-			s.SigningSecret = "" // it cannot sign; relaying the genuine one changes nothing
+			s.SigningSecret = "" // it does not know the token's secret
 		},
 		"CA prepended": func(s *jointest.Server) {
 			s.CABundle = append(append([]byte{}, attacker.CertPEM...), c.Root.CertPEM...)
@@ -91,6 +91,8 @@ func TestDiscoverChecksTheTokenSignature(t *testing.T) {
 }
 
 func TestDiscoverSaysWhatIsWrong(t *testing.T) {
+	defer func(wait time.Duration) { freshTokenWait = wait }(freshTokenWait)
+	freshTokenWait = time.Second
 	c := jointest.NewCluster(t)
 	other := jointest.NewCluster(t)
 	srv := c.Genuine(t)
@@ -104,9 +106,11 @@ func TestDiscoverSaysWhatIsWrong(t *testing.T) {
 		}
 		s.ClientCABundle = append(append([]byte{}, c.ClientCA.CertPEM...), leaf.CertPEM...)
 	})
+	deleted := c.Start(t, c.Root, func(s *jointest.Server) { s.SigningSecret = "" })
 	cases := []struct {
 		name, server, token, hash, want string
 	}{
+		{"recorded token deleted", deleted.URL, c.Token.String(), c.Hash(t), "is not usable on clusters/r: it was deleted (a --single-use token is, once a node used it)"},
 		{"unknown token", srv.URL, "abcdef.0123456789abcdef", c.Hash(t), "bootstrap token abcdef was not issued by hosted cluster clusters/r"},
 		{"wrong secret", srv.URL, c.Token.ID + ".0123456789abcdef", c.Hash(t), "its secret part is wrong"},
 		{"another cluster's hash", srv.URL, c.Token.String(), other.Hash(t), "the join command is for another cluster"},
@@ -123,7 +127,7 @@ func TestDiscoverSaysWhatIsWrong(t *testing.T) {
 			}
 		})
 	}
-	if srv.TokenSeen.Load() || expired.TokenSeen.Load() || leafClientCA.TokenSeen.Load() {
+	if srv.TokenSeen.Load() || expired.TokenSeen.Load() || leafClientCA.TokenSeen.Load() || deleted.TokenSeen.Load() {
 		t.Error("a token was sent although discovery refused it first")
 	}
 }

@@ -84,7 +84,7 @@ type Server struct {
 // Genuine is the cluster's own API server.
 func (c *Cluster) Genuine(t *testing.T) *Server {
 	t.Helper()
-	return c.Start(t, c.Root, func(s *Server) {})
+	return c.Start(t, c.Root, func(*Server) {})
 }
 
 // Start serves the cluster's discovery data with a serving certificate

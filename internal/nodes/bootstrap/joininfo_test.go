@@ -1,0 +1,78 @@
+package bootstrap
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/testenv"
+)
+
+// EnsureJoinInfo publishes kubeadm's cluster-info (the CA, for join's
+// signature check) next to the join information, and lets anonymous users
+// read both — also on a cluster whose reader Role predates cluster-info.
+func TestEnsureJoinInfoPublishesClusterInfo(t *testing.T) {
+	env := testenv.Start(t)
+	kube := kubernetes.NewForConfigOrDie(env.RESTConfig)
+	ctx := t.Context()
+	old := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: JoinInfoNamespace, Name: joinInfoReaderRole},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"configmaps"},
+			ResourceNames: []string{JoinInfoName}, Verbs: []string{"get"},
+		}},
+	}
+	if _, err := kube.RbacV1().Roles(JoinInfoNamespace).Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.NewCA("root-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureJoinInfo(ctx, kube, "clusters/r", ca.CertPEM); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := kube.CoreV1().ConfigMaps(JoinInfoNamespace).Get(ctx, ClusterInfoName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ClusterInfoCA([]byte(cm.Data[ClusterInfoKubeconfig]))
+	if err != nil || !bytes.Equal(got, ca.CertPEM) {
+		t.Errorf("cluster-info CA %q, %v; want the cluster's", got, err)
+	}
+	if cfg, err := clientcmd.Load([]byte(cm.Data[ClusterInfoKubeconfig])); err != nil || cfg.Clusters[""] == nil || cfg.Clusters[""].Server != env.RESTConfig.Host {
+		t.Errorf("cluster-info kubeconfig %s (%v): want one unnamed cluster with server %s", cm.Data[ClusterInfoKubeconfig], err, env.RESTConfig.Host)
+	}
+	role, err := kube.RbacV1().Roles(JoinInfoNamespace).Get(ctx, joinInfoReaderRole, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := role.Rules[0].ResourceNames; !slices.Contains(names, ClusterInfoName) || !slices.Contains(names, JoinInfoName) {
+		t.Errorf("reader Role names %v, want %s and %s", names, JoinInfoName, ClusterInfoName)
+	}
+	// A second call keeps what the bootstrapsigner added.
+	if _, err := kube.CoreV1().ConfigMaps(JoinInfoNamespace).Patch(ctx, ClusterInfoName, "application/merge-patch+json",
+		[]byte(`{"data":{"jws-kubeconfig-abcdef":"sig"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureJoinInfo(ctx, kube, "clusters/r", ca.CertPEM); err != nil {
+		t.Fatal(err)
+	}
+	cm, err = kube.CoreV1().ConfigMaps(JoinInfoNamespace).Get(ctx, ClusterInfoName, metav1.GetOptions{})
+	if err != nil || cm.Data[ClusterInfoSignaturePrefix+"abcdef"] != "sig" {
+		t.Errorf("a second EnsureJoinInfo dropped the signatures: %v %v", cm.Data, err)
+	}
+	anonymous := kubernetes.NewForConfigOrDie(rest.AnonymousClientConfig(env.RESTConfig))
+	for _, name := range []string{ClusterInfoName, JoinInfoName} {
+		if _, err := anonymous.CoreV1().ConfigMaps(JoinInfoNamespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("anonymous get %s: %v", name, err)
+		}
+	}
+}

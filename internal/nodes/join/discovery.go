@@ -42,8 +42,9 @@ type Cluster struct {
 	// Name is the hosted cluster as NAMESPACE/NAME.
 	Name   string
 	Server string
-	// CAPEM verifies the API server; ClientCAPEM the API server's calls to
-	// the kubelet.
+	// CAPEM is the pinned CA certificate alone: it verifies the API server.
+	// ClientCAPEM, read over a connection verified by it, verifies the API
+	// server's calls to the kubelet.
 	CAPEM, ClientCAPEM []byte
 	// NodePool is the pool the token was issued for.
 	NodePool string

@@ -109,7 +109,7 @@ func CheckNodeClientCSR(csr *certificatesv1.CertificateSigningRequest) (NodeClie
 func CheckPoolToken(secret *corev1.Secret, pool string, now time.Time) error {
 	tok, ok := tokenFromSecret(secret)
 	if !ok {
-		return fmt.Errorf("Secret %s/%s is not a bootstrap token", secret.Namespace, secret.Name)
+		return fmt.Errorf("secret %s/%s is not a bootstrap token", secret.Namespace, secret.Name)
 	}
 	if !now.Before(tok.Expiration) {
 		return fmt.Errorf("token %s expired at %s", tok.ID, tok.Expiration.Format(time.RFC3339))

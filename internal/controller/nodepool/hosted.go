@@ -57,6 +57,12 @@ type hostedCluster struct {
 	// rbacDone records the pools (and the cluster, as "") whose RBAC was
 	// ensured over this connection.
 	rbacDone sync.Map
+
+	// grantMu serializes the approval of node client CSRs across the
+	// cluster's pools; granted remembers the node names approved over this
+	// connection, which the CSR cache may not show yet.
+	grantMu sync.Mutex
+	granted map[string]claim
 }
 
 // hostedClusters keeps one connection per HostedCluster.
@@ -135,6 +141,7 @@ func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kube
 		secrets:     secrets.Lister().Secrets(metav1.NamespaceSystem),
 		configMaps:  configMaps.Lister().ConfigMaps(metav1.NamespaceSystem),
 		fingerprint: fp,
+		granted:     map[string]claim{},
 	}
 	enqueueByLabel := h.handler(key.Namespace, func(obj any) []string {
 		if o, ok := obj.(metav1.Object); ok {

@@ -136,6 +136,14 @@ func (hc *hostedCluster) claimants(node string) []string {
 // with the reason. A single-use token is deleted once one CSR made with it
 // is approved.
 func (r *Reconciler) approveClientCSRs(ctx context.Context, s *scope) error {
+	// Two pools must not be granted one name at once.
+	s.hosted.grantMu.Lock()
+	defer s.hosted.grantMu.Unlock()
+	for name, c := range s.hosted.granted {
+		if time.Since(c.approved) >= grantMemory {
+			delete(s.hosted.granted, name)
+		}
+	}
 	for _, csr := range s.hosted.csrsBy(csrPoolIndex, s.np.Name) {
 		if !bootstrap.Pending(csr) {
 			continue
@@ -158,6 +166,7 @@ func (r *Reconciler) approveClientCSRs(ctx context.Context, s *scope) error {
 			}
 			return err
 		}
+		s.hosted.granted[req.Node] = claim{pool: req.Pool, csr: csr, approved: time.Now()}
 		s.log.Info("node client CSR approved", "csr", csr.Name, "node", req.Node, "tokenID", req.TokenID)
 		if bootstrap.SingleUse(secret) {
 			uid := secret.UID
@@ -215,8 +224,12 @@ func (s *scope) nameFree(node string, csr *certificatesv1.CertificateSigningRequ
 			}
 			return reasonNameTaken, fmt.Errorf("node %s already exists and belongs to %s: delete the Node before a node of NodePool %s may take its name", node, bound, pool)
 		}
-	} else if c, ok := s.hosted.latestClaim(node); ok && c.pool != pool && c.csr.UID != csr.UID {
-		return reasonNameTaken, fmt.Errorf("node name %s was granted to NodePool %s at %s", node, c.pool, c.approved.UTC().Format(time.RFC3339))
+	} else {
+		for _, c := range s.claims(node) {
+			if c.pool != pool && c.csr.UID != csr.UID {
+				return reasonNameTaken, fmt.Errorf("node name %s was granted to NodePool %s at %s and its node has not registered yet", node, c.pool, c.approved.UTC().Format(time.RFC3339))
+			}
+		}
 	}
 	if _, simulatedPool := s.platform.(*simulatedPlatform); simulatedPool {
 		cfg, _, err := config(s)
@@ -232,6 +245,23 @@ func (s *scope) nameFree(node string, csr *certificatesv1.CertificateSigningRequ
 	}
 	return "", nil
 }
+
+// claims are the grants of a node name the CSR cache shows and those made
+// over this connection within grantMemory (the cache may lag them).
+func (s *scope) claims(node string) []claim {
+	var out []claim
+	if c, ok := s.hosted.latestClaim(node); ok {
+		out = append(out, c)
+	}
+	if c, ok := s.hosted.granted[node]; ok && time.Since(c.approved) < grantMemory {
+		out = append(out, c)
+	}
+	return out
+}
+
+// grantMemory is how long an approval made over this connection is
+// remembered: as long as the controller manager keeps approved CSRs.
+const grantMemory = time.Hour
 
 // bindNodes gives the pool's newly registered Nodes their binding label:
 // those whose newest approved client CSR is the pool's and that registered

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -245,6 +246,39 @@ func TestNodeIdentity(t *testing.T) {
 		})
 		neverCountedOrLabelled(t, admin, status, joined, "victim")
 	})
+
+	t.Run("another pool's token cannot take a node's name", func(t *testing.T) {
+		victimTok, err := bootstrap.NewToken(time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, victimTok.AsSecret("victim"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		victimClient := kubernetes.NewForConfigOrDie(&rest.Config{Host: adminCfg.Host, BearerToken: victimTok.String(), TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData}})
+		created, err := victimClient.CertificatesV1().CertificateSigningRequests().Create(ctx, clientCSR(t, joined), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the CSR for an existing node of another pool denied", func() (bool, error) {
+			got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == certificatesv1.CertificateApproved {
+					t.Fatalf("pool victim's token got a certificate for node %s of pool other", joined)
+				}
+				if cond.Type == certificatesv1.CertificateDenied {
+					if !strings.Contains(cond.Message, "belongs to NodePool other") {
+						t.Errorf("denial message %q does not say whose node it is", cond.Message)
+					}
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	})
 }
 
 // neverCountedOrLabelled checks for a while that pool does not count node
@@ -270,19 +304,18 @@ func readyNode(name, claimedPool string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hypershiftv1alpha1.NodePoolLabel: claimedPool}}}
 }
 
-// setReady reports the Node Ready, as its kubelet would.
+// setReady reports the Node Ready, as its kubelet would. A patch of the
+// status only: an update would send back labels the controller may have
+// added meanwhile, which NodeRestriction then sees a kubelet remove.
 func setReady(t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}}
-		_, err = c.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{})
-		return err
-	})
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()},
+	}}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Patch(t.Context(), name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 }

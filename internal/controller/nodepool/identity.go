@@ -144,11 +144,15 @@ func (r *Reconciler) approveClientCSRs(ctx context.Context, s *scope) error {
 			delete(s.hosted.granted, name)
 		}
 	}
+	tokens := map[string]*corev1.Secret{} // read once per reconcile; nil: gone
+	if err := deleteUsedSingleUseTokens(ctx, s); err != nil {
+		return err
+	}
 	for _, csr := range s.hosted.csrsBy(csrPoolIndex, s.np.Name) {
 		if !bootstrap.Pending(csr) {
 			continue
 		}
-		req, secret, reason, err := r.checkClientCSR(ctx, s, csr)
+		req, secret, reason, err := r.checkClientCSR(ctx, s, csr, tokens)
 		if reason != "" {
 			s.log.Info("denying node client CSR", "csr", csr.Name, "reason", err.Error())
 			if err := bootstrap.Deny(ctx, s.hosted.kube, csr, reason, err.Error()); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
@@ -169,13 +173,42 @@ func (r *Reconciler) approveClientCSRs(ctx context.Context, s *scope) error {
 		s.hosted.granted[req.Node] = claim{pool: req.Pool, csr: csr, approved: time.Now()}
 		s.log.Info("node client CSR approved", "csr", csr.Name, "node", req.Node, "tokenID", req.TokenID)
 		if bootstrap.SingleUse(secret) {
-			uid := secret.UID
-			err := s.hosted.kube.CoreV1().Secrets(secret.Namespace).Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete single-use bootstrap token %s: %w", secret.Name, err)
+			if err := deleteUsedToken(ctx, s, secret); err != nil {
+				return err
 			}
+			tokens[req.TokenID] = nil
 			s.log.Info("single-use bootstrap token used, deleted", "tokenID", req.TokenID, "node", req.Node)
 		}
+	}
+	return nil
+}
+
+// deleteUsedSingleUseTokens deletes the pool's single-use tokens that an
+// approved CSR already used, should their deletion after the approval have
+// failed.
+func deleteUsedSingleUseTokens(ctx context.Context, s *scope) error {
+	for _, csr := range s.hosted.csrsBy(csrPoolIndex, s.np.Name) {
+		req, _, ok := bootstrap.ApprovedBinding(csr)
+		if !ok {
+			continue
+		}
+		secret, err := s.hosted.secrets.Get(bootstrap.SecretPrefix + req.TokenID)
+		if err != nil || !bootstrap.SingleUse(secret) {
+			continue
+		}
+		if err := deleteUsedToken(ctx, s, secret); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteUsedToken deletes a token Secret (this one, not a namesake).
+func deleteUsedToken(ctx context.Context, s *scope, secret *corev1.Secret) error {
+	uid := secret.UID
+	err := s.hosted.kube.CoreV1().Secrets(secret.Namespace).Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete single-use bootstrap token %s: %w", secret.Name, err)
 	}
 	return nil
 }
@@ -183,20 +216,27 @@ func (r *Reconciler) approveClientCSRs(ctx context.Context, s *scope) error {
 // checkClientCSR checks a pending node client CSR of the pool. A non-empty
 // reason means deny it, for err; an error without a reason is a failure to
 // check (retried).
-func (r *Reconciler) checkClientCSR(ctx context.Context, s *scope, csr *certificatesv1.CertificateSigningRequest) (bootstrap.NodeClientRequest, *corev1.Secret, string, error) {
+func (r *Reconciler) checkClientCSR(ctx context.Context, s *scope, csr *certificatesv1.CertificateSigningRequest, tokens map[string]*corev1.Secret) (bootstrap.NodeClientRequest, *corev1.Secret, string, error) {
 	req, err := bootstrap.CheckNodeClientCSR(csr)
 	if err != nil {
 		return req, nil, reasonInvalidRequest, err
 	}
 	// Read the token from the API, not the cache: a single-use token
 	// deleted a moment ago must not admit a second node.
-	name := bootstrap.SecretPrefix + req.TokenID
-	secret, err := s.hosted.kube.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
+	secret, known := tokens[req.TokenID]
+	if !known {
+		name := bootstrap.SecretPrefix + req.TokenID
+		secret, err = s.hosted.kube.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			secret = nil
+		case err != nil:
+			return req, nil, "", fmt.Errorf("read bootstrap token %s: %w", req.TokenID, err)
+		}
+		tokens[req.TokenID] = secret
+	}
+	if secret == nil {
 		return req, nil, reasonTokenRejected, fmt.Errorf("bootstrap token %s no longer exists (expired, revoked, or a single-use token already used)", req.TokenID)
-	case err != nil:
-		return req, nil, "", fmt.Errorf("read bootstrap token %s: %w", req.TokenID, err)
 	}
 	if err := bootstrap.CheckPoolToken(secret, s.np.Name, r.now()); err != nil {
 		return req, secret, reasonTokenRejected, err

@@ -20,7 +20,7 @@ func init() { registerComponent(simulated.Component, runSimulatedAgent) }
 func runSimulatedAgent(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet(simulated.Component, flag.ContinueOnError)
 	opts := simulated.Options{}
-	fs.StringVar(&opts.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with the hosted API server, its CA and the pool's bootstrap token")
+	fs.StringVar(&opts.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with the hosted API server, its CA and the pool's bootstrap token; removed once read (the token is kept in memory only)")
 	fs.StringVar(&opts.NodePool, "nodepool", "", "NodePool whose machines to simulate")
 	fs.StringVar(&opts.CertDir, "cert-dir", "pki", "directory for the nodes' certificates")
 	fs.StringVar(&opts.HealthAddress, "health-address", "", "address of /healthz and /status (empty: none)")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -75,6 +76,21 @@ func TestNodePools(t *testing.T) {
 		if !regexpMatch(list, `clusters\s+s\s+s\s+3\s+3\s+3\s`) {
 			t.Errorf("get nodepools:\n%s", list)
 		}
+		// Each node is bound to the pool whose token got its certificate,
+		// with a label its kubelet cannot set.
+		bound := mustKubectl(t, kc, "get", "nodes", "-l", "node-restriction.kubernetes.io/hypershift-nodepool=s", "-o", "name")
+		if n := strings.Count(bound, "node/"); n != 3 {
+			t.Errorf("%d nodes bound to pool s, want 3:\n%s", n, bound)
+		}
+		// The agent keeps the token in memory, not on disk.
+		secret := mustKubectl(t, kc, "-n", "kube-system", "get", "secrets", "-l", "hypershift.dev/nodepool=s", "-o", "jsonpath={.items[0].data.token-secret}")
+		tokenSecret, err := base64.StdEncoding.DecodeString(secret)
+		if err != nil || len(tokenSecret) == 0 {
+			t.Fatalf("the pool's token secret %q: %v", secret, err)
+		}
+		if dirContains(t, filepath.Join(hs.dataDir, "nodes", "clusters-s"), string(tokenSecret)) {
+			t.Error("the agent left its bootstrap token on disk after its nodes joined")
+		}
 	})
 
 	t.Run("a deployment runs on them", func(t *testing.T) {
@@ -145,6 +161,16 @@ func TestNodePools(t *testing.T) {
 		if !regexpMatch(hs.must("get", "nodepools"), `clusters\s+s\s+s\s+0\s+0\s+0\s`) {
 			t.Error("get nodepools does not show 0 nodes")
 		}
+		// Nobody is to join a pool of zero: no token, no agent.
+		eventually(t, 30*time.Second, "the pool's tokens and agent gone", func() error {
+			if secrets := mustKubectl(t, kc, "-n", "kube-system", "get", "secrets", "-l", "hypershift.dev/nodepool=s", "-o", "name"); secrets != "" {
+				return errorf("bootstrap tokens of a pool scaled to 0: %s", secrets)
+			}
+			if pids := pidsUnder(t, filepath.Join(hs.dataDir, "nodes", "clusters-s")+"/"); len(pids) > 0 {
+				return errorf("agent of a pool scaled to 0 still running: %v", pids)
+			}
+			return nil
+		})
 	})
 
 	t.Run("a pool of a missing cluster says so", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/nodes/simulated"
 )
 
@@ -159,6 +160,7 @@ func unschedulable(p *corev1.Pod) bool {
 func poolNodeLabels(np *hypershiftv1alpha1.NodePool) map[string]string {
 	out := map[string]string{
 		hypershiftv1alpha1.NodePoolLabel: np.Name,
+		bootstrap.BindingLabel:           np.Name,
 		corev1.LabelOSStable:             "linux",
 		corev1.LabelArchStable:           "amd64",
 		corev1.LabelInstanceTypeStable:   simulated.InstanceType,

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,37 +52,43 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 
 // drainAll scales the pool to zero, then cleans up the hosted cluster.
 func (r *Reconciler) drainAll(ctx context.Context, s *scope) (ctrl.Result, error) {
-	np := s.np
 	if !conditions.IsTrue(s.hc.Status.Conditions, hypershiftv1alpha1.Available) || s.hc.Status.KubeConfig == nil {
 		return r.deletingStatus(ctx, s, fmt.Sprintf("Waiting for HostedCluster %s/%s to be Available to drain the nodes", s.hc.Namespace, s.hc.Name), 5*time.Second)
 	}
 	if err := r.connect(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	// The agent drains with the credentials it runs with.
-	if err := r.ensureToken(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
 	if s.platform.validate(s) == nil {
-		report, err := s.platform.reconcile(ctx, s, 0)
+		idle, err := idleSimulated(s, 0)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if report.machines > 0 {
-			return r.deletingStatus(ctx, s, fmt.Sprintf("Draining and removing %d machines (draining: %s)", report.machines, names(report.draining)), requeueBusy)
+		if !idle {
+			if res, err := r.drainMachines(ctx, s); err != nil || !res.IsZero() {
+				return res, err
+			}
 		}
 		if err := s.platform.cleanup(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	secrets, err := s.hosted.secrets.List(labels.SelectorFromSet(labels.Set{hypershiftv1alpha1.NodePoolLabel: np.Name}))
+	return ctrl.Result{}, deleteTokens(ctx, s)
+}
+
+// drainMachines scales a deleted pool's machines to zero; the agent drains
+// with the credentials it runs with, so it keeps a token meanwhile.
+func (r *Reconciler) drainMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.np.Spec.Platform.Type == hypershiftv1alpha1.SimulatedPlatform {
+		if err := r.ensureToken(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	report, err := s.platform.reconcile(ctx, s, 0)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, secret := range secrets {
-		if err := s.hosted.kube.CoreV1().Secrets(secret.Namespace).Delete(ctx, secret.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("delete bootstrap token %s: %w", secret.Name, err)
-		}
+	if report.machines > 0 {
+		return r.deletingStatus(ctx, s, fmt.Sprintf("Draining and removing %d machines (draining: %s)", report.machines, names(report.draining)), requeueBusy)
 	}
 	return ctrl.Result{}, nil
 }

@@ -32,13 +32,15 @@ const hostedSyncTimeout = 30 * time.Second
 
 // hostedCluster is the controller's connection to one hosted cluster: a
 // client with its admin credentials and caches of what NodePools look at
-// there — nodes of pools, pending kubelet-serving CSRs, and the pools'
+// there — Nodes, node client and kubelet-serving CSRs, and the pools'
 // token Secrets and ConfigMaps in kube-system. Cache events enqueue the
 // NodePool concerned.
 type hostedCluster struct {
 	kube        kubernetes.Interface
 	nodes       corev1listers.NodeLister
+	nodeIndex   cache.Indexer
 	csrs        certificatesv1listers.CertificateSigningRequestLister
+	clientCSRs  cache.Indexer
 	secrets     corev1listers.SecretNamespaceLister
 	configMaps  corev1listers.ConfigMapNamespaceLister
 	fingerprint [32]byte
@@ -55,6 +57,12 @@ type hostedCluster struct {
 	// rbacDone records the pools (and the cluster, as "") whose RBAC was
 	// ensured over this connection.
 	rbacDone sync.Map
+
+	// grantMu serializes the approval of node client CSRs across the
+	// cluster's pools; granted remembers the node names approved over this
+	// connection, which the CSR cache may not show yet.
+	grantMu sync.Mutex
+	granted map[string]claim
 }
 
 // hostedClusters keeps one connection per HostedCluster.
@@ -98,52 +106,86 @@ func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kube
 		return nil, err
 	}
 	poolSelector := labels.NewSelector().Add(*hasPool).String()
-	byLabel := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = poolSelector }))
+	// Every Node: a Node's labels do not say which pool it is in (its
+	// kubelet may set them); the binding does (see identity.go).
+	allNodes := informers.NewSharedInformerFactory(kube, 10*time.Minute)
 	inKubeSystem := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
 		informers.WithNamespace(metav1.NamespaceSystem),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = poolSelector }))
-	servingCSRs := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
-		}))
+	bySigner := func(signer string) informers.SharedInformerFactory {
+		return informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", signer).String()
+			}))
+	}
+	servingCSRs := bySigner(certificatesv1.KubeletServingSignerName)
+	clientCSRs := bySigner(certificatesv1.KubeAPIServerClientKubeletSignerName)
 
-	nodes := byLabel.Core().V1().Nodes()
+	nodes := allNodes.Core().V1().Nodes()
 	csrs := servingCSRs.Certificates().V1().CertificateSigningRequests()
+	clients := clientCSRs.Certificates().V1().CertificateSigningRequests()
+	if err := nodes.Informer().AddIndexers(cache.Indexers{boundPoolIndex: indexBoundPool}); err != nil {
+		return nil, err
+	}
+	if err := clients.Informer().AddIndexers(cache.Indexers{csrNodeIndex: indexCSRNode, csrPoolIndex: indexCSRPool}); err != nil {
+		return nil, err
+	}
 	secrets := inKubeSystem.Core().V1().Secrets()
 	configMaps := inKubeSystem.Core().V1().ConfigMaps()
 	hc := &hostedCluster{
 		kube:        kube,
 		nodes:       nodes.Lister(),
+		nodeIndex:   nodes.Informer().GetIndexer(),
 		csrs:        csrs.Lister(),
+		clientCSRs:  clients.Informer().GetIndexer(),
 		secrets:     secrets.Lister().Secrets(metav1.NamespaceSystem),
 		configMaps:  configMaps.Lister().ConfigMaps(metav1.NamespaceSystem),
 		fingerprint: fp,
+		granted:     map[string]claim{},
 	}
-	enqueueByLabel := h.handler(key.Namespace, func(obj any) string {
+	enqueueByLabel := h.handler(key.Namespace, func(obj any) []string {
 		if o, ok := obj.(metav1.Object); ok {
-			return o.GetLabels()[hypershiftv1alpha1.NodePoolLabel]
+			return []string{o.GetLabels()[hypershiftv1alpha1.NodePoolLabel]}
 		}
-		return ""
+		return nil
 	})
-	enqueueByRequester := h.handler(key.Namespace, func(obj any) string {
+	enqueueNodePool := h.handler(key.Namespace, func(obj any) []string {
+		node, ok := obj.(*corev1.Node)
+		if !ok {
+			return nil
+		}
+		if pool := node.Labels[bootstrap.BindingLabel]; pool != "" {
+			return []string{pool}
+		}
+		return hc.claimants(node.Name) // a node to bind
+	})
+	enqueueByRequester := h.handler(key.Namespace, func(obj any) []string {
 		csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
 		if !ok {
-			return ""
+			return nil
 		}
 		if node, err := hc.nodes.Get(bootstrap.NodeNameOf(csr)); err == nil {
-			return node.Labels[hypershiftv1alpha1.NodePoolLabel]
+			return []string{node.Labels[bootstrap.BindingLabel]}
 		}
-		return "" // the node's registration brings the pool back
+		return nil // the node's registration brings the pool back
+	})
+	enqueueByTokenPool := h.handler(key.Namespace, func(obj any) []string {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+			if pool, ok := bootstrap.PoolOfGroups(csr.Spec.Groups); ok {
+				return []string{pool}
+			}
+		}
+		return nil
 	})
 	for _, reg := range []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
-		{nodes.Informer(), enqueueByLabel},
+		{nodes.Informer(), enqueueNodePool},
 		{secrets.Informer(), enqueueByLabel},
 		{configMaps.Informer(), enqueueByLabel},
 		{csrs.Informer(), enqueueByRequester},
+		{clients.Informer(), enqueueByTokenPool},
 	} {
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
 			return nil, err
@@ -151,13 +193,13 @@ func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kube
 	}
 	informerCtx, stop := context.WithCancel(context.Background())
 	hc.stop, hc.informerCtx, hc.namespace, hc.events = stop, informerCtx, key.Namespace, h.events
-	for _, f := range []informers.SharedInformerFactory{byLabel, inKubeSystem, servingCSRs} {
+	for _, f := range []informers.SharedInformerFactory{allNodes, inKubeSystem, servingCSRs, clientCSRs} {
 		f.Start(informerCtx.Done())
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, hostedSyncTimeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), nodes.Informer().HasSynced, csrs.Informer().HasSynced,
-		secrets.Informer().HasSynced, configMaps.Informer().HasSynced) {
+		clients.Informer().HasSynced, secrets.Informer().HasSynced, configMaps.Informer().HasSynced) {
 		stop()
 		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
 	}
@@ -181,20 +223,21 @@ func (h *hostedClusters) forget(key types.NamespacedName) {
 	}
 }
 
-// handler enqueues the NodePool, in namespace, that pool() names.
-func (h *hostedClusters) handler(namespace string, pool func(obj any) string) cache.ResourceEventHandler {
+// handler enqueues the NodePools, in namespace, that pools() names.
+func (h *hostedClusters) handler(namespace string, pools func(obj any) []string) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		name := pool(obj)
-		if name == "" {
-			return
-		}
-		np := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		select {
-		case h.events <- event.GenericEvent{Object: np}:
-		default: // full: the periodic requeue covers it
+		for _, name := range pools(obj) {
+			if name == "" {
+				continue
+			}
+			np := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+			select {
+			case h.events <- event.GenericEvent{Object: np}:
+			default: // full: the periodic requeue covers it
+			}
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -204,15 +247,17 @@ func (h *hostedClusters) handler(namespace string, pool func(obj any) string) ca
 	}
 }
 
-// poolNodes lists a pool's Nodes from the cache, by name.
+// poolNodes lists the Nodes bound to a pool from the cache, by name.
 func (hc *hostedCluster) poolNodes(pool string) (map[string]*corev1.Node, error) {
-	list, err := hc.nodes.List(labels.SelectorFromSet(labels.Set{hypershiftv1alpha1.NodePoolLabel: pool}))
+	list, err := hc.nodeIndex.ByIndex(boundPoolIndex, pool)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]*corev1.Node, len(list))
-	for _, n := range list {
-		out[n.Name] = n
+	for _, obj := range list {
+		if n, ok := obj.(*corev1.Node); ok {
+			out[n.Name] = n
+		}
 	}
 	return out, nil
 }

@@ -111,9 +111,11 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) error {
 	return err
 }
 
-// reconcileBootstrap makes sure nodes can join: the cluster's bootstrap
-// RBAC, the pool's current token, and approval of the serving certificates
-// its nodes ask for.
+// reconcileBootstrap makes sure nodes can join and are told apart: the
+// cluster's bootstrap RBAC, approval of the node client certificates the
+// pool's tokens ask for, the binding of the pool's new Nodes, and approval
+// of the serving certificates its nodes ask for. The pool's token is made
+// by reconcileMachines, only when its agent needs one.
 func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if _, done := s.hosted.rbacDone.Load(""); !done {
 		if err := bootstrap.EnsureClusterRBAC(ctx, s.hosted.kube); err != nil {
@@ -124,7 +126,10 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		}
 		s.hosted.rbacDone.Store("", true)
 	}
-	if err := r.ensureToken(ctx, s); err != nil {
+	if err := r.approveClientCSRs(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.bindNodes(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.approveServingCSRs(ctx, s)
@@ -207,13 +212,29 @@ func (r *Reconciler) approveServingCSRs(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileMachines sizes the pool.
+// reconcileMachines sizes the pool. A Simulated pool's agent, and the
+// bootstrap token it runs with, exist only while the pool has or wants
+// machines; None pools get no token from the controller (`hypershift
+// create join-command` makes them).
 func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
 	want, err := r.desiredReplicas(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.want = want
+	idle, err := idleSimulated(s, want)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if idle {
+		s.machines = machineReport{}
+		return ctrl.Result{}, r.retireAgent(ctx, s)
+	}
+	if s.np.Spec.Platform.Type == hypershiftv1alpha1.SimulatedPlatform {
+		if err := r.ensureToken(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	report, err := s.platform.reconcile(ctx, s, want)
 	s.machines = report
 	if err != nil {

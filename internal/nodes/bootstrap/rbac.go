@@ -11,11 +11,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ClusterRoleBindings returns the bindings kubeadm creates for node
-// bootstrap (kubeadm:kubelet-bootstrap, …:node-autoapprove-bootstrap,
-// …:node-autoapprove-certificate-rotation): token holders may create CSRs
-// and have node client CSRs approved by the hosted controller manager's
-// csrapproving controller; nodes may renew their own client certificate.
+// ClusterRoleBindings returns the node bootstrap bindings: token holders
+// may create CSRs (kubeadm:kubelet-bootstrap) and nodes may have the
+// renewal of their own client certificate approved by the hosted controller
+// manager's csrapproving controller (…:node-autoapprove-certificate-rotation).
+// Unlike kubeadm, token holders are not bound to the nodeclient role: the
+// controller manager would approve any node name for any token, so the
+// NodePool controller approves first client certificates itself, after
+// checking the token's pool (CheckNodeClientCSR).
 func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	bind := func(name, role, group string) *rbacv1.ClusterRoleBinding {
 		return &rbacv1.ClusterRoleBinding{
@@ -26,16 +29,26 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	}
 	return []*rbacv1.ClusterRoleBinding{
 		bind("hypershift:node-bootstrapper", "system:node-bootstrapper", BootstrappersGroup),
-		bind("hypershift:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", BootstrappersGroup),
 		bind("hypershift:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", NodesGroup),
 	}
 }
 
-// EnsureClusterRBAC creates or corrects the bootstrap ClusterRoleBindings.
+// retiredClusterRoleBindings were made by earlier versions and must go:
+// node-autoapprove-bootstrap let the controller manager approve any node
+// client CSR of any bootstrap token.
+var retiredClusterRoleBindings = []string{"hypershift:node-autoapprove-bootstrap"}
+
+// EnsureClusterRBAC creates or corrects the bootstrap ClusterRoleBindings
+// and removes retired ones.
 func EnsureClusterRBAC(ctx context.Context, c kubernetes.Interface) error {
 	for _, b := range ClusterRoleBindings() {
 		if err := EnsureClusterRoleBinding(ctx, c, b); err != nil {
 			return err
+		}
+	}
+	for _, name := range retiredClusterRoleBindings {
+		if err := c.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete retired ClusterRoleBinding %s: %w", name, err)
 		}
 	}
 	return nil

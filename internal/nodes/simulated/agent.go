@@ -35,7 +35,7 @@ import (
 // Options configure an agent.
 type Options struct {
 	// BootstrapKubeconfig holds the hosted API server's address and CA and
-	// the pool's bootstrap token.
+	// the pool's bootstrap token; the agent removes it once read.
 	BootstrapKubeconfig string
 	// NodePool names the pool whose machines the agent simulates.
 	NodePool string
@@ -149,11 +149,16 @@ func Run(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// connect reads the bootstrap kubeconfig.
+// connect reads the bootstrap kubeconfig, then removes it: the token is
+// kept in memory only, so it is not left on disk after the nodes' TLS
+// bootstrap (the runtime writes the file again before a restart).
 func (a *Agent) connect() error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", a.opts.BootstrapKubeconfig)
 	if err != nil {
 		return fmt.Errorf("read bootstrap kubeconfig: %w", err)
+	}
+	if err := os.Remove(a.opts.BootstrapKubeconfig); err != nil {
+		return fmt.Errorf("remove bootstrap kubeconfig: %w", err)
 	}
 	a.server = cfg.Host
 	a.caPEM = cfg.CAData

@@ -1,0 +1,371 @@
+package nodepool_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/testenv"
+)
+
+func startOperator(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	ctrl.SetLogger(testenv.Logger())
+	events, notify := operator.NewEvents()
+	rt, err := process.New(process.Options{Root: filepath.Join(env.DataDir, "clusters"), Binary: testenv.Binary(t), Log: testenv.Logger(), OnChange: notify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := operator.New(operator.Options{
+		RESTConfig: env.RESTConfig, Runtime: rt, Events: events,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
+		AllowRepeatedControllers: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		rt.StopAll(context.Background())
+	})
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
+// TestNodeIdentity: a Node is in the NodePool whose bootstrap token got its
+// client certificate, whatever labels it gives itself. A Node an admin
+// creates with a pool's label, and a node of another pool that labels
+// itself into the pool, are neither counted by the pool nor given its
+// labels and taints. None pools get no token from the controller; a
+// single-use token admits one node and is gone.
+func TestNodeIdentity(t *testing.T) {
+	env := testenv.Start(t)
+	startOperator(t, env)
+	c := env.Client
+	ctx := t.Context()
+
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "id"}}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	pool := func(name string) *hypershiftv1alpha1.NodePool {
+		return &hypershiftv1alpha1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: name},
+			Spec: hypershiftv1alpha1.NodePoolSpec{
+				ClusterName: "id",
+				Platform:    hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
+				NodeLabels:  map[string]string{"tier": name},
+				Taints:      []hypershiftv1alpha1.Taint{{Key: "dedicated", Value: name, Effect: corev1.TaintEffectNoSchedule}},
+			},
+		}
+	}
+	for _, np := range []*hypershiftv1alpha1.NodePool{pool("victim"), pool("other")} {
+		if err := c.Create(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 3*time.Minute, "HostedCluster Available", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available), err
+	})
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	adminCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[hc.Status.KubeConfig.Key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(adminCfg)
+	status := func(name string) hypershiftv1alpha1.NodePoolStatus {
+		np := &hypershiftv1alpha1.NodePool{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: name}, np); err != nil {
+			t.Fatal(err)
+		}
+		return np.Status
+	}
+	// Both pools reconciled against the hosted cluster (they report nodes).
+	eventually(t, time.Minute, "both pools to report their nodes", func() (bool, error) {
+		for _, name := range []string{"victim", "other"} {
+			if meta.FindStatusCondition(status(name).Conditions, hypershiftv1alpha1.NodePoolAllNodesHealthy) == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+
+	t.Run("None pools get no token from the controller", func(t *testing.T) {
+		time.Sleep(2 * time.Second) // a few more reconciles
+		list, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: hypershiftv1alpha1.NodePoolLabel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list.Items {
+			t.Errorf("bootstrap token %s of NodePool %s made for a None pool nobody asked to join", s.Name, s.Labels[hypershiftv1alpha1.NodePoolLabel])
+		}
+	})
+
+	t.Run("a Node an admin labels into a pool is not the pool's", func(t *testing.T) {
+		intruder := readyNode("intruder", "victim")
+		if _, err := admin.CoreV1().Nodes().Create(ctx, intruder, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setReady(t, admin, "intruder")
+		neverCountedOrLabelled(t, admin, status, "intruder", "victim")
+	})
+
+	// A host joins pool "other" with a single-use token.
+	tok, err := bootstrap.NewToken(time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokSecret := tok.AsSecret("other")
+	tokSecret.Labels[bootstrap.SingleUseLabel] = "true"
+	if _, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tokSecret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tokenClient := kubernetes.NewForConfigOrDie(&rest.Config{Host: adminCfg.Host, BearerToken: tok.String(), TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData}})
+	var nodeClient *kubernetes.Clientset
+	var joined string
+
+	t.Run("a single-use token admits one node, then is gone", func(t *testing.T) {
+		// Two hosts race with the same token: one is admitted.
+		var csrs []*certificatesv1.CertificateSigningRequest
+		for _, name := range []string{"legit", "second"} {
+			created, err := tokenClient.CertificatesV1().CertificateSigningRequests().Create(ctx, clientCSR(t, name), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			csrs = append(csrs, created)
+		}
+		var certPEM []byte
+		eventually(t, time.Minute, "one CSR approved and issued, the other denied", func() (bool, error) {
+			approved, denied := 0, 0
+			for _, csr := range csrs {
+				got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				for _, cond := range got.Status.Conditions {
+					switch cond.Type {
+					case certificatesv1.CertificateApproved:
+						if len(got.Status.Certificate) > 0 {
+							approved++
+							certPEM, joined = got.Status.Certificate, csrNode(t, got)
+						}
+					case certificatesv1.CertificateDenied:
+						denied++
+					}
+				}
+			}
+			if approved+denied == 2 && approved != 1 {
+				t.Fatalf("%d of two CSRs made with one single-use token approved", approved)
+			}
+			return approved == 1 && denied == 1, nil
+		})
+		cfg := &rest.Config{Host: adminCfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData, CertData: certPEM, KeyData: nodeKeyPEM(t)}}
+		nodeClient = kubernetes.NewForConfigOrDie(cfg)
+		if _, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, tok.SecretName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("single-use token still there after its first approved CSR: %v", err)
+		}
+		// The API server's token cache follows the deletion within moments.
+		eventually(t, 30*time.Second, "a later join with the used token refused", func() (bool, error) {
+			_, err := tokenClient.CertificatesV1().CertificateSigningRequests().Create(ctx, clientCSR(t, "third"), metav1.CreateOptions{})
+			return apierrors.IsUnauthorized(err), err
+		})
+	})
+	if nodeClient == nil {
+		t.FailNow()
+	}
+
+	t.Run("a node of one pool that labels itself into another is not the other's", func(t *testing.T) {
+		// The kubelet's own label claims "victim"; it may not claim the binding.
+		forged := readyNode(joined, "victim")
+		forged.Labels[bootstrap.BindingLabel] = "victim"
+		if _, err := nodeClient.CoreV1().Nodes().Create(ctx, forged, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("a kubelet set %s on its own Node: err %v, want Forbidden (NodeRestriction)", bootstrap.BindingLabel, err)
+		}
+		if _, err := nodeClient.CoreV1().Nodes().Create(ctx, readyNode(joined, "victim"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		setReady(t, nodeClient, joined)
+		eventually(t, 30*time.Second, "the joined node counted in pool other, with its labels and taints", func() (bool, error) {
+			n, err := admin.CoreV1().Nodes().Get(ctx, joined, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			st := status("other")
+			return st.Replicas == 1 && st.ReadyReplicas == 1 && n.Labels[bootstrap.BindingLabel] == "other" &&
+				n.Labels["tier"] == "other" && hasTaint(n, "other"), nil
+		})
+		neverCountedOrLabelled(t, admin, status, joined, "victim")
+	})
+
+	t.Run("another pool's token cannot take a node's name", func(t *testing.T) {
+		victimTok, err := bootstrap.NewToken(time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, victimTok.AsSecret("victim"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		victimClient := kubernetes.NewForConfigOrDie(&rest.Config{Host: adminCfg.Host, BearerToken: victimTok.String(), TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData}})
+		created, err := victimClient.CertificatesV1().CertificateSigningRequests().Create(ctx, clientCSR(t, joined), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the CSR for an existing node of another pool denied", func() (bool, error) {
+			got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == certificatesv1.CertificateApproved {
+					t.Fatalf("pool victim's token got a certificate for node %s of pool other", joined)
+				}
+				if cond.Type == certificatesv1.CertificateDenied {
+					if !strings.Contains(cond.Message, "belongs to NodePool other") {
+						t.Errorf("denial message %q does not say whose node it is", cond.Message)
+					}
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	})
+}
+
+// neverCountedOrLabelled checks for a while that pool does not count node
+// nor put its label or taint on it.
+func neverCountedOrLabelled(t *testing.T, admin kubernetes.Interface, status func(string) hypershiftv1alpha1.NodePoolStatus, node, pool string) {
+	t.Helper()
+	for range 20 {
+		time.Sleep(250 * time.Millisecond)
+		if st := status(pool); st.Replicas != 0 || st.ReadyReplicas != 0 {
+			t.Fatalf("pool %s counts node %s: replicas %d, readyReplicas %d", pool, node, st.Replicas, st.ReadyReplicas)
+		}
+		n, err := admin.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Labels["tier"] == pool || hasTaint(n, pool) || n.Labels[bootstrap.BindingLabel] == pool {
+			t.Fatalf("pool %s put its labels or taints on node %s: labels %v, taints %v", pool, node, n.Labels, n.Spec.Taints)
+		}
+	}
+}
+
+func readyNode(name, claimedPool string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hypershiftv1alpha1.NodePoolLabel: claimedPool}}}
+}
+
+// setReady reports the Node Ready, as its kubelet would. A patch of the
+// status only: an update would send back labels the controller may have
+// added meanwhile, which NodeRestriction then sees a kubelet remove.
+func setReady(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Patch(t.Context(), name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hasTaint(n *corev1.Node, value string) bool {
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == "dedicated" && tn.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+var nodeKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+
+func clientCSR(t *testing.T, node string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: bootstrap.NodeUserPrefix + node, Organization: []string{bootstrap.NodesGroup}},
+	}, nodeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName:        certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			ExpirationSeconds: ptr.To[int32](3600),
+		},
+	}
+}
+
+// csrNode is the node a CSR asks a certificate for.
+func csrNode(t *testing.T, csr *certificatesv1.CertificateSigningRequest) string {
+	t.Helper()
+	block, _ := pem.Decode(csr.Spec.Request)
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(req.Subject.CommonName, bootstrap.NodeUserPrefix)
+}
+
+func nodeKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	der, err := x509.MarshalECPrivateKey(nodeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+}

@@ -101,4 +101,3 @@ func unmount(path string) error {
 	}
 	return nil
 }
-

@@ -25,8 +25,8 @@ func TestCanonicalDir(t *testing.T) {
 	}
 	t.Chdir(base)
 	cases := map[string]string{
-		filepath.Join(base, "link"):                real,
-		filepath.Join(base, "link", "node"):        filepath.Join(real, "node"),
+		filepath.Join(base, "link"):                 real,
+		filepath.Join(base, "link", "node"):         filepath.Join(real, "node"),
 		filepath.Join(base, "link", "a", "b", ".."): filepath.Join(real, "a"),
 		"link/node":  filepath.Join(real, "node"),
 		"./new/node": filepath.Join(base, "new", "node"),

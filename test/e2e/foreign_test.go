@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hypershift.dev/internal/testenv"
 )
 
 // foreignState is host state a node's reset must not touch, made by the
@@ -261,5 +263,32 @@ func TestTopCgroupsLayouts(t *testing.T) {
 	want := hostState{"cgroups /cpu,cpuacct": "kubepods", "cgroups /memory": "hypershift-node-ab process_api", "cgroups /unified": ""}
 	if fmt.Sprint(s) != fmt.Sprint(want) {
 		t.Errorf("v1: %v, want %v", s, want)
+	}
+}
+
+// checkJoinRefusals runs, while this host is a node, joins that must be
+// refused before they create anything: into a directory holding someone
+// else's files, and onto a host where a kubelet (this node's) runs.
+func checkJoinRefusals(t *testing.T, hs *cli) {
+	t.Helper()
+	args := joinCommandArgs(t, hs.must("create", "join-command", "--name", "r"))
+
+	foreign := t.TempDir()
+	writeFile(t, filepath.Join(foreign, "data"), "not a node's\n")
+	stderr := hs.fails(append(args, "--node-dir", foreign)...)
+	if !strings.Contains(stderr, "--node-dir "+foreign+" is not empty and was not made by `hypershift join`") {
+		t.Errorf("join into a foreign directory: error\n%s\nwant it refused naming --node-dir", stderr)
+	}
+	if entries, _ := os.ReadDir(foreign); len(entries) != 1 {
+		t.Errorf("the refused join wrote into %s: %v", foreign, entries)
+	}
+
+	second := filepath.Join(testenv.ShortTempDir(t), "node")
+	stderr = hs.fails(append(args, "--node-dir", second)...)
+	if !strings.Contains(stderr, "another kubelet runs on this host") {
+		t.Errorf("a second join on this host: error\n%s\nwant it refused", stderr)
+	}
+	if _, err := os.Stat(second); err == nil {
+		t.Errorf("the refused second join created %s", second)
 	}
 }

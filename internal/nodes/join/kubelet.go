@@ -1,7 +1,6 @@
 package join
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,19 +56,16 @@ func kubeletProcesses(procRoot string) []string {
 func listening(procRoot string, port int) bool {
 	want := fmt.Sprintf(":%04X", port)
 	for _, file := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(procRoot, "net", file))
+		data, err := os.ReadFile(filepath.Join(procRoot, "net", file))
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
+		for _, line := range strings.Split(string(data), "\n") {
+			fields := strings.Fields(line)
 			if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "0A" {
-				f.Close()
 				return true
 			}
 		}
-		f.Close()
 	}
 	return false
 }

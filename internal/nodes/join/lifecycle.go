@@ -261,7 +261,13 @@ func restoreHost(before *HostState, dataDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	for key, v := range before.Sysctls {
+	// Only the parameters and paths join records are acted on, whatever
+	// else host-before.json names.
+	for _, key := range trackedSysctls {
+		v, ok := before.Sysctls[key]
+		if !ok {
+			continue
+		}
 		p := filepath.Join("/proc/sys", key)
 		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) != v {
 			if err := os.WriteFile(p, []byte(v), 0o644); err != nil { //nolint:gosec // a /proc/sys file
@@ -280,8 +286,8 @@ func restoreHost(before *HostState, dataDir string) error {
 	for _, r := range results {
 		_ = os.Remove(r)
 	}
-	for p, existed := range before.Paths {
-		if !existed {
+	for _, p := range trackedPaths {
+		if existed, ok := before.Paths[p]; ok && !existed {
 			if real, err := filepath.EvalSymlinks(p); err == nil {
 				p = real // /var/run is /run: mountinfo names the real path
 			}

@@ -25,11 +25,11 @@ func removeTree(dir string) error {
 	}
 	root, err := mountOf(fd)
 	if err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return fmt.Errorf("stat %s: %w", dir, err)
 	}
 	errs := removeChildren(fd, dir, root, mountPointSet())
-	unix.Close(fd)
+	_ = unix.Close(fd)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -74,9 +74,9 @@ func removeChildren(dirfd int, path string, root mountID, mounts map[string]bool
 	if err != nil {
 		return []error{fmt.Errorf("read %s: %w", path, err)}
 	}
-	f := os.NewFile(uintptr(dup), path) //nolint:gosec // a file descriptor we opened
+	f := os.NewFile(uintptr(dup), path)
 	names, err := f.Readdirnames(-1)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return []error{fmt.Errorf("read %s: %w", path, err)}
 	}
@@ -102,12 +102,12 @@ func removeChildren(dirfd int, path string, root mountID, mounts map[string]bool
 			err = fmt.Errorf("%s is another mount or file system: left in place, unmount it and remove it by hand", child)
 		}
 		if err != nil {
-			unix.Close(cfd)
+			_ = unix.Close(cfd)
 			errs = append(errs, err)
 			continue
 		}
 		sub := removeChildren(cfd, child, root, mounts)
-		unix.Close(cfd)
+		_ = unix.Close(cfd)
 		if len(sub) > 0 {
 			errs = append(errs, sub...)
 			continue

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -290,5 +291,63 @@ func checkJoinRefusals(t *testing.T, hs *cli) {
 	}
 	if _, err := os.Stat(second); err == nil {
 		t.Errorf("the refused second join created %s", second)
+	}
+}
+
+// checkPodsInNodeCgroup checks that the node's pods run under the cgroup
+// root the join recorded in node.json, the only cgroups a reset empties.
+func checkPodsInNodeCgroup(t *testing.T, nodeDir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(nodeDir, "node.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n struct {
+		CgroupRoot string `json:"cgroupRoot"`
+	}
+	if err := json.Unmarshal(raw, &n); err != nil || !strings.HasPrefix(n.CgroupRoot, "/hypershift-node-") {
+		t.Fatalf("node.json cgroupRoot = %q (%v), want /hypershift-node-…", n.CgroupRoot, err)
+	}
+	pids := 0
+	for _, h := range cgroupHierarchies("/sys/fs/cgroup") {
+		_ = filepath.WalkDir(filepath.Join(h, n.CgroupRoot), func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == "cgroup.procs" {
+				data, _ := os.ReadFile(path)
+				pids += len(strings.Fields(string(data)))
+			}
+			return nil
+		})
+	}
+	if pids == 0 {
+		t.Errorf("no process runs under the node's cgroup root %s although its pods run", n.CgroupRoot)
+	}
+}
+
+// killShims SIGKILLs the node's containerd shims, as a crash would: their
+// containers keep running, found by reset only in the node's cgroups.
+func killShims(t *testing.T, nodeDir string) {
+	t.Helper()
+	socket := filepath.Join(nodeDir, "containerd.sock")
+	killed := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) != "containerd-shim-runc-v2" {
+			continue
+		}
+		for i, a := range args {
+			if a == "-address" && i+1 < len(args) && args[i+1] == socket {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no containerd shim of %s to kill", socket)
 	}
 }

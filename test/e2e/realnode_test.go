@@ -178,6 +178,8 @@ spec:
 		}
 
 		foreign.hostPathPod(t, kc)
+		checkPodsInNodeCgroup(t, realNodeDir)
+		killShims(t, realNodeDir)
 
 		// Not fatal: what the reset left or removed is checked below either way.
 		if r := hs.run("join", "--reset", "--node-dir", nodeDir); r.err != nil || !strings.Contains(r.stdout, "node "+nodeName+" stopped") {

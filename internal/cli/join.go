@@ -89,6 +89,9 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if os.Geteuid() != 0 {
 		return errors.New("hypershift join must run as root: it starts containerd and the kubelet")
 	}
+	if o.nodeDir, err = join.Preflight(o.nodeDir); err != nil {
+		return err
+	}
 	prereq, err := join.CheckHost(o.cniBinDir)
 	if err != nil {
 		return err
@@ -250,6 +253,9 @@ func newNodeCommand() *cobra.Command {
 				return fmt.Errorf("the node daemon already runs (pid %d)", pid)
 			}
 			if err := join.RecordDaemon(nodeDir); err != nil {
+				return err
+			}
+			if err := join.EnsureCgroupRoot(n); err != nil { // gone after a reboot
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

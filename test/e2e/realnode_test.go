@@ -90,7 +90,10 @@ func TestNoneNodes(t *testing.T) {
 		if _, err := join.CheckHost(join.DefaultCNIBinDir); err != nil {
 			t.Fatalf("%v (run `make deps` as root)", err)
 		}
-		nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+		// The node dir is given through a symlink: reset must still find
+		// the mounts under it, which the kernel names by the real path.
+		nodeDir, realNodeDir := symlinkedNodeDir(t)
+		foreign := makeForeignState(t, nodeDir, realNodeDir)
 		before := readHost(t)
 		t.Cleanup(func() {
 			if _, err := os.Stat(nodeDir); err == nil {
@@ -138,6 +141,7 @@ func TestNoneNodes(t *testing.T) {
 			}
 			return nil
 		})
+		checkJoinRefusals(t, hs)
 		image := buildHelloImage(t)
 		hs.must("node", "load-image", image, "--node-dir", nodeDir)
 		pod := filepath.Join(t.TempDir(), "pod.yaml")
@@ -173,9 +177,13 @@ spec:
 			}
 		}
 
-		out = hs.must("join", "--reset", "--node-dir", nodeDir)
-		if !strings.Contains(out, "node "+nodeName+" stopped") {
-			t.Errorf("reset said:\n%s", out)
+		foreign.hostPathPod(t, kc)
+		checkPodsInNodeCgroup(t, realNodeDir)
+		killShims(t, realNodeDir)
+
+		// Not fatal: what the reset left or removed is checked below either way.
+		if r := hs.run("join", "--reset", "--node-dir", nodeDir); r.err != nil || !strings.Contains(r.stdout, "node "+nodeName+" stopped") {
+			t.Errorf("join --reset: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
 		}
 		after := readHost(t)
 		if diff := before.diff(after); len(diff) > 0 {
@@ -184,15 +192,47 @@ spec:
 		if _, err := os.Stat(nodeDir); err == nil {
 			t.Errorf("join --reset left %s", nodeDir)
 		}
-		if pids := pidsUnder(t, nodeDir); len(pids) > 0 {
+		if pids := nodePids(t, foreign, nodeDir, realNodeDir); len(pids) > 0 {
 			t.Errorf("join --reset left processes %v", pids)
 		}
-		if mounts, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(mounts, []byte(nodeDir)) {
-			t.Errorf("join --reset left mounts under %s", nodeDir)
+		if mounts, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(mounts, []byte(realNodeDir)) {
+			t.Errorf("join --reset left mounts under %s", realNodeDir)
 		}
+		foreign.checkSurvived(t)
 		// The cluster is unharmed and a new join is possible.
 		mustKubectl(t, kc, "get", "--raw", "/readyz")
 	})
+}
+
+// symlinkedNodeDir returns a node dir path through a symlink, and the path
+// it resolves to.
+func symlinkedNodeDir(t *testing.T) (nodeDir, realNodeDir string) {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(testenv.ShortTempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(base, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "real"), filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(base, "link", "node"), filepath.Join(base, "real", "node")
+}
+
+// nodePids lists processes naming the node dir, but the test's own.
+func nodePids(t *testing.T, foreign *foreignState, dirs ...string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, dir := range dirs {
+		for name, pid := range pidsUnder(t, dir) {
+			if !foreign.pids()[pid] {
+				out[name] = pid
+			}
+		}
+	}
+	return out
 }
 
 // joinCommandArgs finds the `hypershift join …` line in out and returns its
@@ -264,20 +304,7 @@ type hostState map[string]string
 func readHost(t *testing.T) hostState {
 	t.Helper()
 	s := hostState{}
-	for _, table := range []string{"filter", "nat", "mangle", "raw"} {
-		out, err := exec.Command("iptables-save", "-t", table).Output()
-		if err != nil {
-			t.Fatalf("iptables-save: %v", err)
-		}
-		var chains []string
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, ":") {
-				chains = append(chains, strings.Fields(line[1:])[0])
-			}
-		}
-		sort.Strings(chains)
-		s["iptables "+table] = strings.Join(chains, " ")
-	}
+	readIPTables(t, s)
 	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	var names []string
 	for _, line := range strings.Split(string(links), "\n") {
@@ -287,8 +314,7 @@ func readHost(t *testing.T) hostState {
 	}
 	sort.Strings(names)
 	s["links"] = strings.Join(names, " ")
-	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods*")
-	s["kubepods cgroups"] = strings.Join(cgroups, " ")
+	topCgroups("/sys/fs/cgroup", s)
 	for _, dir := range []string{"/var/run/netns", "/var/log/containers", "/var/log/pods", "/var/lib/cni", "/run/containerd"} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -306,6 +332,33 @@ func readHost(t *testing.T) hostState {
 		s["sysctl "+key] = strings.TrimSpace(string(v))
 	}
 	return s
+}
+
+// readIPTables records every table of both families: its chains and all
+// its rules (those in built-in chains included), sorted.
+func readIPTables(t *testing.T, s hostState) {
+	t.Helper()
+	for _, family := range []string{"iptables", "ip6tables"} {
+		for _, table := range []string{"filter", "nat", "mangle", "raw"} {
+			out, err := exec.Command(family+"-save", "-t", table).Output()
+			if err != nil {
+				t.Fatalf("%s-save -t %s: %v", family, table, err)
+			}
+			var chains, rules []string
+			for _, line := range strings.Split(string(out), "\n") {
+				switch {
+				case strings.HasPrefix(line, ":"):
+					chains = append(chains, strings.Fields(line[1:])[0])
+				case strings.HasPrefix(line, "-A "):
+					rules = append(rules, line)
+				}
+			}
+			sort.Strings(chains)
+			sort.Strings(rules)
+			s[family+" "+table+" chains"] = strings.Join(chains, " ")
+			s[family+" "+table+" rules"] = strings.Join(rules, "\n    ")
+		}
+	}
 }
 
 func (s hostState) diff(after hostState) []string {

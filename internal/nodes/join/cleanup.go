@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -45,44 +45,53 @@ func removePods(ctx context.Context, socket string) error {
 	return errors.Join(errs...)
 }
 
-// cgroupPids lists the processes in the kubelet's cgroups (containers whose
-// shim is gone).
-func cgroupPids() []int {
-	seen := map[int]bool{}
-	for _, top := range kubepodsCgroups() {
-		_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil //nolint:nilerr // a cgroup vanishing meanwhile is fine
-			}
-			data, _ := os.ReadFile(path) //nolint:gosec // cgroupfs, written by the kernel only
-			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					seen[pid] = true
-				}
-			}
-			return nil
-		})
-	}
-	out := make([]int, 0, len(seen))
-	for pid := range seen {
-		out = append(out, pid)
+// shims lists the node's containerd shims (pid to task bundle), from the
+// shim.pid each writes into its bundle under the node's containerd state.
+// A pid counts only while its process still works in that bundle (its
+// cwd): a reused pid is someone else's process.
+func (n *Node) shims() map[int]string {
+	files, _ := filepath.Glob(filepath.Join(n.containerdState(), "io.containerd.runtime.v2.task", "*", "*", "shim.pid"))
+	out := map[int]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 && isShim(pid, filepath.Dir(f)) {
+			out[pid] = filepath.Dir(f)
+		}
 	}
 	return out
 }
 
-// killAll SIGKILLs pids and waits briefly for them to go.
-func killAll(pids []int) {
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+func isShim(pid int, bundle string) bool {
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	return err == nil && cwd == bundle
+}
+
+// killShims SIGKILLs the node's shims left after containerd removed what
+// it could, and waits briefly for them to go.
+func (n *Node) killShims() {
+	shims := n.shims()
+	for pid, bundle := range shims {
+		signalIf(pid, syscall.SIGKILL, func() bool { return isShim(pid, bundle) })
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for time.Now().Before(deadline) {
-			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	for len(n.shims()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// signalIf sends sig to pid if check, run after pinning the process with a
+// pidfd, still holds: the pid cannot be reused between check and signal.
+func signalIf(pid int, sig syscall.Signal, check func() bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	if check() {
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 	}
 }
 
@@ -91,30 +100,4 @@ func unmount(path string) error {
 		return fmt.Errorf("unmount %s: %w", path, err)
 	}
 	return nil
-}
-
-// removeCgroups removes the kubepods cgroups that were not there before,
-// innermost first (a cgroup directory is removed with rmdir once empty).
-func removeCgroups(before *HostState) error {
-	var had []string
-	if before != nil {
-		had = before.Cgroups
-	}
-	var errs []error
-	for _, top := range added(had, kubepodsCgroups()) {
-		var dirs []string
-		_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, path)
-			}
-			return nil
-		})
-		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-		for _, d := range dirs {
-			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
-				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package join
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -16,25 +15,38 @@ import (
 )
 
 // HostState is what a join may change on the host outside its data
-// directory: the kubelet creates cgroups, iptables chains and log links and
-// sets kernel parameters; containerd and CNI create network namespaces, a
-// bridge and NAT rules. It is recorded before the join, so Reset removes
-// exactly what the join added and puts kernel parameters back.
+// directory: the kubelet creates iptables chains and log links and sets
+// kernel parameters; containerd and CNI create network namespaces, a bridge
+// and NAT rules. It is recorded before the join, so Reset removes exactly
+// what the join added and puts kernel parameters back. (The node's cgroups
+// need no snapshot: they live under the node's own cgroup root.)
 type HostState struct {
-	// Chains lists the iptables chains of each table.
-	Chains map[string][]string `json:"chains"`
+	// IPTables holds each table of each family, keyed "iptables filter",
+	// "ip6tables nat", ….
+	IPTables map[string]Table `json:"iptables"`
 	// Sysctls holds kernel parameters the kubelet and CNI set.
 	Sysctls map[string]string `json:"sysctls"`
 	// Netns lists the named network namespaces.
 	Netns []string `json:"netns"`
 	// Paths records which host directories existed.
 	Paths map[string]bool `json:"paths"`
-	// Cgroups lists the cgroup directories named kubepods.
-	Cgroups []string `json:"cgroups"`
+	// Bridge records whether the CNI bridge existed.
+	Bridge bool `json:"bridge"`
+}
+
+// Table is an iptables table as iptables-save prints it.
+type Table struct {
+	// Chains lists the chains, sorted.
+	Chains []string `json:"chains"`
+	// Builtin lists the built-in chains (those with a policy).
+	Builtin []string `json:"builtin"`
+	// Rules are its -A lines, in order.
+	Rules []string `json:"rules"`
 }
 
 var (
-	iptablesTables = []string{"filter", "nat", "mangle", "raw"}
+	iptablesFamilies = []string{"iptables", "ip6tables"}
+	iptablesTables   = []string{"filter", "nat", "mangle", "raw"}
 	// The kubelet sets the first five unless told to only check them; the
 	// bridge plugin turns on forwarding.
 	trackedSysctls = []string{
@@ -44,20 +56,26 @@ var (
 	// Host directories a node's processes create when missing.
 	trackedPaths = []string{"/var/log/containers", "/var/log/pods", "/var/lib/cni", "/run/containerd", "/var/run/netns", "/var/lib/kubelet"}
 	netnsDir     = "/var/run/netns"
-	cgroupRoot   = "/sys/fs/cgroup"
+	cgroupMount  = "/sys/fs/cgroup"
 )
 
 func hostStatePath(dataDir string) string { return filepath.Join(dataDir, "host-before.json") }
 
-// ReadHostState snapshots the host.
+// ReadHostState snapshots the host. A family whose tables cannot be read
+// (no ip6tables in the kernel) is left out, and left alone by Reset.
 func ReadHostState() (*HostState, error) {
-	s := &HostState{Chains: map[string][]string{}, Sysctls: map[string]string{}, Paths: map[string]bool{}}
-	for _, table := range iptablesTables {
-		chains, _, err := iptablesSave(table)
-		if err != nil {
-			return nil, err
+	s := &HostState{IPTables: map[string]Table{}, Sysctls: map[string]string{}, Paths: map[string]bool{}}
+	for _, family := range iptablesFamilies {
+		for _, table := range iptablesTables {
+			t, err := iptablesSave(family, table)
+			if err != nil {
+				if family == "iptables" {
+					return nil, err
+				}
+				continue
+			}
+			s.IPTables[family+" "+table] = t
 		}
-		s.Chains[table] = chains
 	}
 	for _, key := range trackedSysctls {
 		if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
@@ -69,7 +87,7 @@ func ReadHostState() (*HostState, error) {
 		_, err := os.Lstat(p)
 		s.Paths[p] = err == nil
 	}
-	s.Cgroups = kubepodsCgroups()
+	s.Bridge = linkExists(Bridge)
 	return s, nil
 }
 
@@ -90,65 +108,124 @@ func loadHostState(dataDir string) (*HostState, error) {
 	return s, json.Unmarshal(data, s)
 }
 
-// iptablesSave reads a table's chains (sorted) and rules (its -A lines) with
-// one iptables-save.
-func iptablesSave(table string) (chains, rules []string, err error) {
-	out, err := exec.Command("iptables-save", "-t", table).Output() //nolint:gosec // table is one of iptablesTables
+// iptablesSave reads a table with one iptables-save (or ip6tables-save).
+func iptablesSave(family, table string) (Table, error) {
+	out, err := exec.Command(family+"-save", "-t", table).Output() //nolint:gosec // family and table are from our lists
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return nil, nil, fmt.Errorf("iptables-save -t %s: %s", table, bytes.TrimSpace(ee.Stderr))
+			return Table{}, fmt.Errorf("%s-save -t %s: %s", family, table, bytes.TrimSpace(ee.Stderr))
 		}
-		return nil, nil, fmt.Errorf("iptables-save: %w (install iptables)", err)
+		return Table{}, fmt.Errorf("%s-save: %w (install iptables)", family, err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		switch line := sc.Text(); {
-		case strings.HasPrefix(line, ":"):
-			name, _, _ := strings.Cut(line[1:], " ")
-			chains = append(chains, name)
-		case strings.HasPrefix(line, "-A "):
-			rules = append(rules, line)
-		}
-	}
-	sort.Strings(chains)
-	return chains, rules, nil
+	return parseTable(string(out)), nil
 }
 
-// removeChains deletes chains of a table that were not there before: first
-// the rules (of the table's current rules) that jump to them, then their
-// rules, then the chains.
-func removeChains(table string, chains, rules []string) []error {
-	if len(chains) == 0 {
-		return nil
+func parseTable(out string) Table {
+	var t Table
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, ":"):
+			f := strings.Fields(line[1:])
+			t.Chains = append(t.Chains, f[0])
+			if len(f) > 1 && f[1] != "-" {
+				t.Builtin = append(t.Builtin, f[0])
+			}
+		case strings.HasPrefix(line, "-A "):
+			t.Rules = append(t.Rules, line)
+		}
 	}
+	sort.Strings(t.Chains)
+	return t
+}
+
+// tableCleanup plans, as iptables-restore lines, what undoes a node in a
+// table now against before: delete the rules (in chains that stay) that
+// jump to a chain new since before, and the rules new in built-in chains
+// that name the node's bridge or CNI network; then flush and delete the new
+// chains. Rules that were there before, and rules of others in built-in
+// chains, stay.
+func tableCleanup(before, now Table) []string {
+	newChains := added(before.Chains, now.Chains)
 	gone := map[string]bool{}
-	for _, c := range chains {
+	for _, c := range newChains {
 		gone[c] = true
 	}
-	var errs []error
-	for _, rule := range rules {
+	builtin := map[string]bool{}
+	for _, c := range now.Builtin {
+		builtin[c] = true
+	}
+	had := map[string]bool{}
+	for _, r := range before.Rules {
+		had[r] = true
+	}
+	var lines []string
+	for _, rule := range now.Rules {
 		fields := strings.Fields(rule)
-		target := ""
-		for i, f := range fields {
-			if (f == "-j" || f == "-g") && i+1 < len(fields) {
-				target = fields[i+1]
+		chain := fields[1]
+		if gone[chain] {
+			continue // goes with the flush
+		}
+		ours := gone[ruleTarget(fields)] ||
+			(builtin[chain] && !had[rule] && namesNode(rule))
+		if ours {
+			lines = append(lines, "-D"+strings.TrimPrefix(rule, "-A"))
+		}
+	}
+	for _, c := range newChains {
+		lines = append(lines, "-F "+c)
+	}
+	for _, c := range newChains {
+		lines = append(lines, "-X "+c)
+	}
+	return lines
+}
+
+func ruleTarget(fields []string) string {
+	target := ""
+	for i, f := range fields {
+		if (f == "-j" || f == "-g") && i+1 < len(fields) {
+			target = fields[i+1]
+		}
+	}
+	return target
+}
+
+// namesNode reports whether a rule is about the node's pod network: its
+// bridge as an interface, or the CNI plugins' comment naming its network.
+func namesNode(rule string) bool {
+	fields := strings.Fields(rule)
+	for i, f := range fields {
+		if (f == "-i" || f == "-o") && i+1 < len(fields) && fields[i+1] == Bridge {
+			return true
+		}
+	}
+	return strings.Contains(rule, `name: \"`+cniNetwork+`\"`)
+}
+
+// restoreIPTables undoes the node in every table recorded before, one
+// iptables-restore --noflush per line (it parses quoted comments as
+// iptables-save printed them), so each failure is reported by itself.
+func restoreIPTables(before *HostState) []error {
+	var errs []error
+	for _, family := range iptablesFamilies {
+		for _, table := range iptablesTables {
+			had, ok := before.IPTables[family+" "+table]
+			if !ok {
+				continue
 			}
-		}
-		if !gone[target] || gone[fields[1]] {
-			continue // rules inside removed chains go with the flush
-		}
-		args := append([]string{"-t", table, "-D"}, fields[1:]...)
-		if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil { //nolint:gosec // a rule iptables-save printed
-			errs = append(errs, fmt.Errorf("iptables %s: %s", strings.Join(args, " "), bytes.TrimSpace(out)))
-		}
-	}
-	for _, c := range chains {
-		_ = exec.Command("iptables", "-t", table, "-F", c).Run() //nolint:gosec // a chain iptables-save listed
-	}
-	for _, c := range chains {
-		if out, err := exec.Command("iptables", "-t", table, "-X", c).CombinedOutput(); err != nil { //nolint:gosec // a chain iptables-save listed
-			errs = append(errs, fmt.Errorf("iptables -t %s -X %s: %s", table, c, bytes.TrimSpace(out)))
+			now, err := iptablesSave(family, table)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, line := range tableCleanup(had, now) {
+				cmd := exec.Command(family+"-restore", "--noflush") //nolint:gosec // family is from our list
+				cmd.Stdin = strings.NewReader("*" + table + "\n" + line + "\nCOMMIT\n")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("%s -t %s %s: %s", family, table, line, bytes.TrimSpace(out)))
+				}
+			}
 		}
 	}
 	return errs
@@ -181,18 +258,6 @@ func listDir(dir string) []string {
 	return out
 }
 
-// kubepodsCgroups lists the kubelet's top cgroups (kubepods, kubepods.slice)
-// in every hierarchy.
-func kubepodsCgroups() []string {
-	var out []string
-	for _, pattern := range []string{"*/kubepods*", "kubepods*"} {
-		matches, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))
-		out = append(out, matches...)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func linkExists(name string) bool {
 	_, err := os.Stat(filepath.Join("/sys/class/net", name))
 	return err == nil
@@ -211,7 +276,7 @@ func mountsUnder(dir string) []string {
 			continue
 		}
 		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+		if mp == dir || strings.HasPrefix(mp, strings.TrimSuffix(dir, "/")+"/") {
 			out = append(out, mp)
 		}
 	}
@@ -237,21 +302,4 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-func pidsUsing(dir string) []int {
-	self := os.Getpid()
-	var pids []int
-	for _, name := range listDir("/proc") {
-		var pid int
-		if _, err := fmt.Sscanf(name, "%d", &pid); err != nil || pid == self {
-			continue
-		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
 }

@@ -59,11 +59,22 @@ func CheckHost(cniBinDir string) (Prerequisites, error) {
 	return p, nil
 }
 
-// Prepare writes a new node's configuration under n.DataDir, after
-// recording the host as it is. Nothing runs yet.
+// Prepare writes a new node's configuration under n.DataDir (created and
+// marked as the node's), after recording the host as it is, and creates the
+// node's cgroup root. Nothing runs yet.
 func Prepare(ctx context.Context, n *Node, c *Cluster) error {
-	if err := os.MkdirAll(n.DataDir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", n.DataDir, err)
+	if err := createNodeDir(n.DataDir); err != nil {
+		return err
+	}
+	if n.CgroupRoot == "" {
+		root, err := newCgroupRoot()
+		if err != nil {
+			return err
+		}
+		n.CgroupRoot = root
+	}
+	if err := EnsureCgroupRoot(n); err != nil {
+		return err
 	}
 	before, err := ReadHostState()
 	if err != nil {
@@ -174,14 +185,21 @@ func LoadImage(ctx context.Context, n *Node, ctrPath, file string) error {
 	return nil
 }
 
-// Reset stops a node and removes everything its join made: the kubelet,
-// pods (through the runtime, which tears down their network), containerd
-// and its shims, mounts, cgroups, the CNI bridge, iptables chains, network
-// namespaces and host directories that were not there before, kernel
-// parameters, and the data directory. It keeps going past errors and
+// Reset stops a node and removes everything its join made, and only
+// that: the node daemon, kubelet and containerd by their pid records; pods
+// through the node's containerd (CRI), which tears down their network; the
+// node's shims by the shim.pid files in its containerd state; whatever is
+// left in the node's own cgroup root; mounts under the node directory; the
+// CNI bridge, iptables chains and rules, network namespaces and host
+// directories that were not there before; kernel parameters; and the node
+// directory — only if it bears join's marker, every mount under it is gone,
+// and never crossing into another mount. It keeps going past errors and
 // returns them all.
 func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	dataDir := n.DataDir
+	if !hasMarker(dataDir) {
+		return fmt.Errorf("--node-dir %s has no %s: it was not made by `hypershift join`, so reset touches nothing in it", dataDir, markerName)
+	}
 	var errs []error
 	note := func(err error) {
 		if err != nil {
@@ -191,6 +209,9 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	}
 	before, err := loadHostState(dataDir)
 	note(err)
+	if n.CgroupRoot != "" {
+		note(validCgroupRoot(n.CgroupRoot))
+	}
 
 	// The kubelet goes first so it restarts no pod; containerd stays to
 	// remove the pods properly.
@@ -208,14 +229,13 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 		}
 		note(rt.Delete(ctx, Ref))
 	}
-	// Whatever is left: shims, and containers in the kubelet's cgroups.
-	killAll(pidsUsing(dataDir))
-	killAll(cgroupPids())
-	for _, m := range mountsUnder(dataDir) {
-		note(unmount(m))
-	}
-	note(removeCgroups(before))
-	if linkExists(Bridge) {
+	// Whatever is left: shims, and containers in the node's cgroups.
+	n.killShims()
+	note(n.killCgroupProcesses())
+	unmounted := unmountAll(dataDir)
+	note(unmounted)
+	note(n.removeCgroupRoot())
+	if linkExists(Bridge) && (before == nil || !before.Bridge) {
 		if out, err := exec.Command("ip", "link", "delete", Bridge).CombinedOutput(); err != nil {
 			note(fmt.Errorf("delete %s: %s", Bridge, bytes.TrimSpace(out)))
 		}
@@ -223,21 +243,17 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	if before != nil {
 		note(restoreHost(before, dataDir))
 	}
-	note(os.RemoveAll(dataDir))
+	if unmounted != nil {
+		note(fmt.Errorf("%s kept: a mount under it stays, and removing through it could delete host files", dataDir))
+	} else {
+		note(removeTree(dataDir))
+	}
 	return errors.Join(errs...)
 }
 
 // restoreHost undoes the host-wide changes recorded against before.
 func restoreHost(before *HostState, dataDir string) error {
-	var errs []error
-	for _, table := range iptablesTables {
-		now, rules, err := iptablesSave(table)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, removeChains(table, added(before.Chains[table], now), rules)...)
-	}
+	errs := restoreIPTables(before)
 	for _, ns := range added(before.Netns, listDir(netnsDir)) {
 		p := filepath.Join(netnsDir, ns)
 		_ = unmount(p)
@@ -245,7 +261,13 @@ func restoreHost(before *HostState, dataDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	for key, v := range before.Sysctls {
+	// Only the parameters and paths join records are acted on, whatever
+	// else host-before.json names.
+	for _, key := range trackedSysctls {
+		v, ok := before.Sysctls[key]
+		if !ok {
+			continue
+		}
 		p := filepath.Join("/proc/sys", key)
 		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) != v {
 			if err := os.WriteFile(p, []byte(v), 0o644); err != nil { //nolint:gosec // a /proc/sys file
@@ -264,11 +286,16 @@ func restoreHost(before *HostState, dataDir string) error {
 	for _, r := range results {
 		_ = os.Remove(r)
 	}
-	for p, existed := range before.Paths {
-		if !existed {
-			if err := os.RemoveAll(p); err != nil {
-				errs = append(errs, err)
+	for _, p := range trackedPaths {
+		if existed, ok := before.Paths[p]; ok && !existed {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real // /var/run is /run: mountinfo names the real path
 			}
+			if err := unmountAll(p); err != nil {
+				errs = append(errs, fmt.Errorf("%s kept: %w", p, err))
+				continue
+			}
+			errs = append(errs, removeTree(p))
 		}
 	}
 	return errors.Join(errs...)

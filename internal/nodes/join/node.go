@@ -17,8 +17,8 @@ import (
 )
 
 // DefaultDataDir holds everything a join makes on a host, but for the
-// host-wide things Reset removes by name (cgroups, the CNI bridge, iptables
-// chains, network namespaces).
+// host-wide things Reset removes by record (the node's cgroup root, the CNI
+// bridge, iptables chains and network namespaces new since the join).
 const DefaultDataDir = "/var/lib/hypershift-node"
 
 // Names of what a node runs and makes.
@@ -58,14 +58,21 @@ type Node struct {
 	// ClientCA verifies the API server's calls to the kubelet.
 	ClientCA string         `json:"clientCA"`
 	Ports    map[string]int `json:"ports"`
-	DataDir  string         `json:"-"`
+	// CgroupRoot is the kubelet's cgroup root, this node's alone
+	// (cgroups.go): every pod of the node runs below it.
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	DataDir    string `json:"-"`
 }
 
 func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
 
 // Load reads a joined node's configuration; ok is false when the data
-// directory holds no join.
+// directory holds no join. The node's DataDir is dataDir made canonical.
 func Load(dataDir string) (n *Node, ok bool, err error) {
+	dataDir, err = CanonicalDir(dataDir)
+	if err != nil {
+		return nil, false, err
+	}
 	data, err := os.ReadFile(statePath(dataDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
@@ -93,6 +100,8 @@ func (n *Node) Save() error {
 func (n *Node) path(elem ...string) string {
 	return filepath.Join(append([]string{n.DataDir}, elem...)...)
 }
+
+func (n *Node) containerdState() string { return n.path("containerd", "state") }
 
 // ContainerdSocket is the private containerd's gRPC socket.
 func (n *Node) ContainerdSocket() string { return n.path("containerd.sock") }
@@ -143,7 +152,7 @@ func (n *Node) containerdConfig(cniTemplate string) string {
 	return strings.Join([]string{
 		`version = 2`,
 		`root = ` + q(n.path("containerd", "root")),
-		`state = ` + q(n.path("containerd", "state")),
+		`state = ` + q(n.containerdState()),
 		`disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]`,
 		``,
 		`[grpc]`,
@@ -224,7 +233,8 @@ func (n *Node) kubeletSpec() components.Spec {
 }
 
 // kubeletConfig follows what a kubelet needs on these hosts
-// (docs/nodepools.md): cgroupfs, cgroup v1 allowed, the host's address so
+// (docs/nodepools.md): cgroupfs under the node's own cgroup root, cgroup v1
+// allowed, the host's address so
 // the API server reaches it, webhook authentication and authorization, and
 // a serving certificate the operator approves.
 func (n *Node) kubeletConfig(clientCA string) string {
@@ -239,6 +249,7 @@ func (n *Node) kubeletConfig(clientCA string) string {
 		fmt.Sprintf(`healthzPort: %d`, n.Ports[portKubeletHealthz]),
 		`containerRuntimeEndpoint: ` + q("unix://"+n.ContainerdSocket()),
 		`cgroupDriver: cgroupfs`,
+		`cgroupRoot: ` + q(n.CgroupRoot),
 		`failCgroupV1: false`,
 		`failSwapOn: false`,
 		`podLogsDir: ` + q(n.path("pod-logs")),

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -16,8 +15,9 @@ func testNode() *Node {
 	return &Node{
 		Cluster: "clusters/r", NodePool: "r", Name: "host-1", Server: "https://192.0.2.10:6443", NodeIP: "192.0.2.20",
 		ContainerdPath: "/usr/bin/containerd", CNIBinDir: "/usr/lib/cni", ClientCA: "CLIENT-CA",
-		Ports:   map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260},
-		DataDir: "/var/lib/hypershift-node",
+		Ports:      map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260},
+		CgroupRoot: "/hypershift-node-0123456789ab",
+		DataDir:    "/var/lib/hypershift-node",
 	}
 }
 
@@ -84,14 +84,5 @@ func TestSaveLoad(t *testing.T) {
 	info, _ := os.Stat(statePath(n.DataDir))
 	if info.Mode().Perm() != 0o600 {
 		t.Errorf("node.json mode %v, want 0600", info.Mode().Perm())
-	}
-}
-
-func TestUnescapeMount(t *testing.T) {
-	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
-		t.Errorf("unescapeMount = %q", got)
-	}
-	if got := added([]string{"a", "b"}, []string{"b", "c", "a", "d"}); strings.Join(got, ",") != "c,d" {
-		t.Errorf("added = %v", got)
 	}
 }

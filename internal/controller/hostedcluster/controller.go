@@ -63,6 +63,9 @@ type scope struct {
 	hc  *hypershiftv1alpha1.HostedCluster
 	hcp *hypershiftv1alpha1.HostedControlPlane
 	ns  string
+	// conflict says why the control-plane namespace is refused (another
+	// owner has it); empty when it is this cluster's.
+	conflict string
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -51,7 +51,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ref := runtime.ControlPlaneRef{Namespace: hcp.Namespace, Name: hcp.Name}
+	// The runtime keys data by namespace; the HostedControlPlane's UID marks
+	// it as this object's, so an HCP that maps to another's directory is
+	// refused instead of sharing it.
+	ref := runtime.ControlPlaneRef{Namespace: hcp.Namespace, Name: hcp.Name, Owner: string(hcp.UID)}
 	if !hcp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref)
 	}
@@ -151,7 +154,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	if !controllerutil.ContainsFinalizer(hcp, Finalizer) {
 		return nil
 	}
-	if err := r.Runtime.Delete(ctx, ref); err != nil {
+	err := r.Runtime.Delete(ctx, ref)
+	switch {
+	case errors.Is(err, runtime.ErrNotOwner):
+		// Another control plane's data: not ours to stop or remove.
+		ctrl.LoggerFrom(ctx).Info("leaving components alone", "reason", err.Error())
+	case err != nil:
 		return fmt.Errorf("delete components: %w", err)
 	}
 	controllerutil.RemoveFinalizer(hcp, Finalizer)

@@ -5,6 +5,7 @@ package hostedcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -63,8 +64,10 @@ type scope struct {
 	hc  *hypershiftv1alpha1.HostedCluster
 	hcp *hypershiftv1alpha1.HostedControlPlane
 	ns  string
-	// conflict says why the control-plane namespace is refused (another
-	// owner has it); empty when it is this cluster's.
+	// nsOwned: the control-plane namespace is this cluster's.
+	nsOwned bool
+	// conflict says why the cluster is refused (another owner has its
+	// control-plane namespace, or a Secret in it); empty otherwise.
 	conflict string
 }
 
@@ -122,6 +125,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileKubeconfig,
 	}
 	res, err := runPhases(ctx, s, phases)
+	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {
+		s.conflict = refused.Error()
+		res, err = ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
 	r.updateStatus(s)
 	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
 		err = countErr

@@ -47,14 +47,22 @@ func (s *scope) ownership(labels map[string]string) ownership {
 	}
 }
 
+// notOwnedError refuses an object in the control-plane namespace that is
+// not this cluster's; the cluster reports it as a conflict.
+type notOwnedError struct{ msg string }
+
+func (e *notOwnedError) Error() string { return e.msg }
+
 // verifyOwner refuses an object that is not this cluster's; pki.SecretStore
-// calls it for every Secret it reads.
+// calls it for every Secret it reads, so a key pair someone else left in
+// the namespace is never used as this cluster's.
 func (s *scope) verifyOwner(kind, name string, labels map[string]string) error {
 	if s.ownership(labels) != foreign {
 		return nil
 	}
-	return fmt.Errorf("%s %s/%s belongs to %s, not to HostedCluster %s/%s (UID %s): refusing to use it",
-		kind, s.ns, name, describeOwner(labels), s.hc.Namespace, s.hc.Name, s.hc.UID)
+	return &notOwnedError{fmt.Sprintf("%s %s/%s belongs to %s, not to HostedCluster %s/%s (UID %s): refusing to use it; "+
+		"delete that %s if it is stale (this cluster then makes its own), or delete this HostedCluster",
+		kind, s.ns, name, describeOwner(labels), s.hc.Namespace, s.hc.Name, s.hc.UID, kind)}
 }
 
 // describeOwner names who an object's labels say it belongs to.
@@ -97,6 +105,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 			}
 			return ctrl.Result{}, fmt.Errorf("create control-plane namespace %s: %w", s.ns, err)
 		}
+		s.nsOwned = true
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -122,6 +131,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 		ctrl.LoggerFrom(ctx).Info("adopted control-plane namespace made before UID labels", "namespace", s.ns)
 	case owned:
 	}
+	s.nsOwned = true
 	return ctrl.Result{}, nil
 }
 

@@ -29,8 +29,11 @@ var mirrored = []string{
 func (r *Reconciler) updateStatus(s *scope) {
 	hc := s.hc
 	if s.conflict != "" {
-		// Nothing of the namespace's owner is reported or handed out.
+		// Nothing of another owner is reported or handed out.
 		hc.Status.ControlPlaneNamespace = ""
+		if s.nsOwned {
+			hc.Status.ControlPlaneNamespace = s.ns
+		}
 		hc.Status.KubeConfig = nil
 		for _, typ := range []string{hypershiftv1alpha1.ValidConfiguration, hypershiftv1alpha1.Available} {
 			conditions.Set(&hc.Status.Conditions, hc.Generation, typ, false,

@@ -135,8 +135,10 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 	startOperator(t, env, filepath.Join(env.DataDir, "clusters"))
 	c := env.Client
 	ctx := t.Context()
-	planted := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-foreign", Name: pki.RootCAName},
-		Data: map[string][]byte{corev1.TLSCertKey: []byte("planted")}}
+	planted := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-foreign", Name: pki.RootCAName},
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte("planted")},
+	}
 	attackerCA, err := pki.NewCA("attacker")
 	if err != nil {
 		t.Fatal(err)

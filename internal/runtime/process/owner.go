@@ -10,10 +10,10 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// OwnerFile, in a control plane's directory, holds the UID of the object
-// that owns it (runtime.ControlPlaneRef.Owner). It is written when the
-// directory is first claimed and never changed: a directory is keyed by
-// namespace alone, and two owners can map to the same one.
+// OwnerFile is the file in a control plane's directory that holds the UID
+// of the object that owns it (runtime.ControlPlaneRef.Owner). It is written
+// when the directory is first claimed and never changed: a directory is
+// keyed by namespace alone, and two owners can map to the same one.
 const OwnerFile = "owner"
 
 // NotOwnerError names the directory, its owner and the refused one; it is

@@ -88,6 +88,31 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	}
 	checkOwnedBy(t, c, "a-b-c", first)
 
+	// A HostedControlPlane made by hand beside the first's maps to the same
+	// runtime directory: it is refused there, and deleting it stops nothing.
+	rogue := &hypershiftv1alpha1.HostedControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a-b-c", Name: "c"},
+		Spec:       hcp.Spec,
+	}
+	if err := c.Create(ctx, rogue); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the hand-made HostedControlPlane refused", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(rogue), rogue)
+		cond = meta.FindStatusCondition(rogue.Status.Conditions, hypershiftv1alpha1.Degraded)
+		return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, string(hcp.UID)), err
+	})
+	if len(rogue.Status.Components) != 0 {
+		t.Errorf("components run for the hand-made HostedControlPlane: %v", rogue.Status.Components)
+	}
+	if err := c.Delete(ctx, rogue); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the hand-made HostedControlPlane gone", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(rogue), rogue)
+		return apierrors.IsNotFound(err), err
+	})
+
 	// Deleting the second completes and leaves the first whole.
 	if err := c.Delete(ctx, second); err != nil {
 		t.Fatal(err)

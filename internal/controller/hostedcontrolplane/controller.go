@@ -82,6 +82,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the cluster's PKI")
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
+	if errors.Is(err, runtime.ErrNotOwner) {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

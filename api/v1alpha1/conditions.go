@@ -46,4 +46,8 @@ const (
 	WaitingForControlPlaneReason = "WaitingForControlPlane"
 	DeletingReason               = "Deleting"
 	HostedClusterNotFoundReason  = "HostedClusterNotFound"
+	// ControlPlaneNamespaceConflictReason: the control-plane namespace
+	// NS-NAME exists and belongs to another HostedCluster (or was not made
+	// by hypershift); the cluster is refused, nothing is created for it.
+	ControlPlaneNamespaceConflictReason = "ControlPlaneNamespaceConflict"
 )

@@ -25,6 +25,10 @@ type SecretStore struct {
 	// ReadOnly stores refuse to create key pairs (Put returns ErrMissing):
 	// only the owner of a PKI creates it.
 	ReadOnly bool
+	// VerifyOwner, when set, vets every Secret read: an error refuses it,
+	// so a key pair that another owner left under the same name is never
+	// handed out as this owner's.
+	VerifyOwner func(*corev1.Secret) error
 }
 
 // Get implements Store.
@@ -36,6 +40,11 @@ func (s SecretStore) Get(name string) (KeyPair, bool, error) {
 	}
 	if err != nil {
 		return KeyPair{}, false, err
+	}
+	if s.VerifyOwner != nil {
+		if err := s.VerifyOwner(secret); err != nil {
+			return KeyPair{}, false, err
+		}
 	}
 	return KeyPair{CertPEM: secret.Data[corev1.TLSCertKey], KeyPEM: secret.Data[corev1.TLSPrivateKeyKey]}, true, nil
 }

@@ -5,6 +5,7 @@ package hostedcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -63,6 +64,11 @@ type scope struct {
 	hc  *hypershiftv1alpha1.HostedCluster
 	hcp *hypershiftv1alpha1.HostedControlPlane
 	ns  string
+	// nsOwned: the control-plane namespace is this cluster's.
+	nsOwned bool
+	// conflict says why the cluster is refused (another owner has its
+	// control-plane namespace, or a Secret in it); empty otherwise.
+	conflict string
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -119,6 +125,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileKubeconfig,
 	}
 	res, err := runPhases(ctx, s, phases)
+	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {
+		s.conflict = refused.Error()
+		res, err = ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
 	r.updateStatus(s)
 	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
 		err = countErr

@@ -33,32 +33,20 @@ func AdminKubeconfigSecretName(hc *hypershiftv1alpha1.HostedCluster) string {
 }
 
 func (s *scope) labels() map[string]string {
-	return map[string]string{ClusterNameLabel: s.hc.Name, ClusterNamespaceLabel: s.hc.Namespace}
+	return map[string]string{ClusterNameLabel: s.hc.Name, ClusterNamespaceLabel: s.hc.Namespace, ClusterUIDLabel: string(s.hc.UID)}
 }
 
-func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, ns, func() error {
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
-		}
-		for k, v := range s.labels() {
-			ns.Labels[k] = v
-		}
-		return nil
-	})
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("control-plane namespace %s: %w", s.ns, err)
+// secretStore is the cluster's PKI in its control-plane namespace; it
+// refuses Secrets that are not this cluster's.
+func (s *scope) secretStore(ctx context.Context, c client.Client, readOnly bool) pki.SecretStore {
+	return pki.SecretStore{
+		Ctx: ctx, Client: c, Namespace: s.ns, Labels: s.labels(), ReadOnly: readOnly,
+		VerifyOwner: func(secret *corev1.Secret) error { return s.verifyOwner("Secret", secret.Name, secret.Labels) },
 	}
-	if !ns.DeletionTimestamp.IsZero() {
-		// A previous cluster of the same name is still being removed.
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, error) {
-	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: s.ns, Labels: s.labels()}
+	store := s.secretStore(ctx, r.Client, false)
 	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}, r.APIServerIPs...)
 	if ip, err := firstServiceIP(s.hc); err == nil {
 		ips = append(ips, ip)
@@ -79,8 +67,12 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 // unreadable.
 func (r *Reconciler) ensureEncryptionKey(ctx context.Context, s *scope) error {
 	key := client.ObjectKey{Namespace: s.ns, Name: pki.EncryptionKeyName}
-	if err := r.Client.Get(ctx, key, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		return err
+	existing := &corev1.Secret{}
+	if err := r.Client.Get(ctx, key, existing); !apierrors.IsNotFound(err) {
+		if err != nil {
+			return fmt.Errorf("encryption key: %w", err)
+		}
+		return s.verifyOwner("Secret", existing.Name, existing.Labels)
 	}
 	data, err := pki.NewEncryptionKey()
 	if err != nil {
@@ -131,7 +123,7 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) (ctrl.Re
 	if ep.Port == 0 {
 		return ctrl.Result{}, nil // the control plane has no endpoint yet
 	}
-	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: s.ns, ReadOnly: true}
+	store := s.secretStore(ctx, r.Client, true)
 	rootCA, _, err := store.Get(pki.RootCAName)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -178,9 +170,10 @@ func (r *Reconciler) writeKubeconfig(ctx context.Context, secret *corev1.Secret,
 	return nil
 }
 
-// reconcileDelete removes the control plane (its processes and data go with
-// the HostedControlPlane's finalizer), then the namespace, then the
-// finalizer.
+// reconcileDelete removes the cluster's NodePools, then — when the
+// control-plane namespace is this cluster's — the control plane (its
+// processes and data go with the HostedControlPlane's finalizer) and the
+// namespace, then the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.hc, Finalizer) {
 		return ctrl.Result{}, nil
@@ -189,6 +182,33 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if remaining, err := r.deleteNodePools(ctx, s); err != nil || remaining {
 		return ctrl.Result{RequeueAfter: time.Second}, err
 	}
+	// Only a namespace carrying this cluster's UID is torn down: another
+	// cluster's (a/b-c and a-b/c share NS-NAME) or a foreign one stays.
+	ns, err := r.ownedNamespace(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ns != nil {
+		if res, err := r.deleteControlPlane(ctx, s, ns); err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	if r.Metrics != nil {
+		r.Metrics.forget(s.hc)
+	}
+	for _, typ := range mirrored {
+		r.emitted.Delete(string(s.hc.UID) + "/" + typ)
+	}
+	controllerutil.RemoveFinalizer(s.hc, Finalizer)
+	if err := r.Client.Update(ctx, s.hc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteControlPlane deletes the HostedControlPlane, then the namespace,
+// and reports (by a requeue) until both are gone.
+func (r *Reconciler) deleteControlPlane(ctx context.Context, s *scope, ns *corev1.Namespace) (ctrl.Result, error) {
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: s.hc.Name}, hcp)
 	switch {
@@ -202,30 +222,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	ns := &corev1.Namespace{}
-	err = r.Client.Get(ctx, client.ObjectKey{Name: s.ns}, ns)
-	switch {
-	case err == nil:
-		if ns.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete namespace %s: %w", s.ns, err)
-			}
+	if ns.DeletionTimestamp.IsZero() {
+		// The preconditions make the namespace deleted the one whose labels
+		// were checked, even when the cache is behind.
+		pre := client.Preconditions{UID: &ns.UID, ResourceVersion: &ns.ResourceVersion}
+		if err := r.Client.Delete(ctx, ns, pre); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return ctrl.Result{}, fmt.Errorf("delete namespace %s: %w", s.ns, err)
 		}
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	case !apierrors.IsNotFound(err):
-		return ctrl.Result{}, err
 	}
-	if r.Metrics != nil {
-		r.Metrics.forget(s.hc)
-	}
-	for _, typ := range mirrored {
-		r.emitted.Delete(string(s.hc.UID) + "/" + typ)
-	}
-	controllerutil.RemoveFinalizer(s.hc, Finalizer)
-	if err := r.Client.Update(ctx, s.hc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: time.Second}, nil
 }
 
 // firstServiceIP is the `kubernetes` Service's ClusterIP: the first address

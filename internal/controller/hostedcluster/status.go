@@ -28,6 +28,21 @@ var mirrored = []string{
 // updateStatus derives the HostedCluster's status from its control plane.
 func (r *Reconciler) updateStatus(s *scope) {
 	hc := s.hc
+	if s.conflict != "" {
+		// Nothing of another owner is reported or handed out.
+		hc.Status.ControlPlaneNamespace = ""
+		if s.nsOwned {
+			hc.Status.ControlPlaneNamespace = s.ns
+		}
+		hc.Status.KubeConfig = nil
+		for _, typ := range []string{hypershiftv1alpha1.ValidConfiguration, hypershiftv1alpha1.Available} {
+			conditions.Set(&hc.Status.Conditions, hc.Generation, typ, false,
+				hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, s.conflict)
+		}
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Progressing, false,
+			hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, "Refused: "+s.conflict)
+		return
+	}
 	hc.Status.ControlPlaneNamespace = s.ns
 	if s.hcp == nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,

@@ -51,7 +51,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ref := runtime.ControlPlaneRef{Namespace: hcp.Namespace, Name: hcp.Name}
+	// The runtime keys data by namespace; the HostedControlPlane's UID marks
+	// it as this object's, so an HCP that maps to another's directory is
+	// refused instead of sharing it.
+	ref := runtime.ControlPlaneRef{Namespace: hcp.Namespace, Name: hcp.Name, Owner: string(hcp.UID)}
 	if !hcp.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref)
 	}
@@ -78,6 +81,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Progressing, true,
 			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the cluster's PKI")
 		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if errors.Is(err, runtime.ErrNotOwner) {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -151,7 +158,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	if !controllerutil.ContainsFinalizer(hcp, Finalizer) {
 		return nil
 	}
-	if err := r.Runtime.Delete(ctx, ref); err != nil {
+	err := r.Runtime.Delete(ctx, ref)
+	switch {
+	case errors.Is(err, runtime.ErrNotOwner):
+		// Another control plane's data: not ours to stop or remove.
+		ctrl.LoggerFrom(ctx).Info("leaving components alone", "reason", err.Error())
+	case err != nil:
 		return fmt.Errorf("delete components: %w", err)
 	}
 	controllerutil.RemoveFinalizer(hcp, Finalizer)

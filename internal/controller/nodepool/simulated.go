@@ -37,9 +37,11 @@ type simulatedPlatform struct {
 }
 
 // agentRef is the runtime's name for a pool's agent: its directory is
-// <runtime root>/<namespace>-<pool>.
+// <runtime root>/<namespace>-<pool>. Pools a/b-c and a-b/c share that
+// directory name, so it is owned by the pool's UID: the runtime refuses to
+// run or delete an agent in a directory another pool claimed.
 func agentRef(np *hypershiftv1alpha1.NodePool) runtime.ControlPlaneRef {
-	return runtime.ControlPlaneRef{Namespace: np.Namespace + "-" + np.Name, Name: np.Name}
+	return runtime.ControlPlaneRef{Namespace: np.Namespace + "-" + np.Name, Name: np.Name, Owner: string(np.UID)}
 }
 
 // poolOfAgent inverts agentRef.
@@ -435,12 +437,18 @@ func (p *simulatedPlatform) cleanup(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// delete stops the agent and removes its directory.
+// delete stops the agent and removes its directory, unless another pool
+// owns that directory.
 func (p *simulatedPlatform) delete(ctx context.Context, s *scope) error {
 	if p.runtime == nil {
 		return nil
 	}
-	if err := p.runtime.Delete(ctx, agentRef(s.np)); err != nil {
+	err := p.runtime.Delete(ctx, agentRef(s.np))
+	switch {
+	case errors.Is(err, runtime.ErrNotOwner):
+		// Another pool's agent: not ours to stop or remove.
+		s.log.Info("leaving node agent alone", "reason", err.Error())
+	case err != nil:
 		return fmt.Errorf("delete agent: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 // Package process runs control-plane components as supervised local OS
 // processes, each in its own session with its files, data and log under
-// ROOT/<control-plane namespace>/<instance>/. Processes outlive the
+// ROOT/<control-plane namespace>/<instance>/. ROOT/<namespace>/owner names
+// the object that owns the directory (see OwnerFile). Processes outlive the
 // operator: a new operator adopts those still running (same pids) and
 // restarts the ones that died meanwhile.
 package process
@@ -105,6 +106,9 @@ func (r *Runtime) Dir(ref runtime.ControlPlaneRef) string {
 func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []string) (map[string]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.claim(ref); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(r.Dir(ref), "ports.json")
 	ports := map[string]int{}
 	if data, err := os.ReadFile(path); err == nil {
@@ -169,6 +173,10 @@ func (r *Runtime) freePorts(n int) ([]int, error) {
 // Apply implements runtime.Runtime.
 func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []components.Spec) error {
 	r.mu.Lock()
+	if err := r.claim(ref); err != nil {
+		r.mu.Unlock()
+		return err
+	}
 	plane := r.planes[ref]
 	if plane == nil {
 		plane = map[string]*instance{}
@@ -253,8 +261,15 @@ func (r *Runtime) Stop(_ context.Context, ref runtime.ControlPlaneRef) {
 	StopOrphans(r.Dir(ref), r.log)
 }
 
-// Delete implements runtime.Runtime.
+// Delete implements runtime.Runtime. A directory another owner claimed is
+// left alone, its processes too (ErrNotOwner).
 func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error {
+	r.mu.Lock()
+	err := r.checkOwner(ref)
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	r.Stop(ctx, ref)
 	if err := os.RemoveAll(r.Dir(ref)); err != nil {
 		return fmt.Errorf("remove %s: %w", r.Dir(ref), err)

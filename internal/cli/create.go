@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/version"
 )
 
@@ -195,7 +195,12 @@ func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(kc)
 				return err
 			}
-			return os.WriteFile(output, kc, 0o600)
+			// A fresh file replaces whatever was there, so an existing
+			// file's looser mode never applies to the admin key.
+			if err := atomicfile.Write(output, kc, 0o600); err != nil {
+				return fmt.Errorf("write kubeconfig of %s/%s to --output: %w", namespace, name, err)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "name of the hosted cluster (required)")

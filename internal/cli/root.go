@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -83,9 +85,21 @@ func (o *globalOptions) client() (client.Client, error) {
 	return c, nil
 }
 
+// componentFlags takes pflag's global flag set away from the command line
+// once and returns it. The compiled-in components register flags there at
+// init (component-base's --version), and cobra would show and accept them
+// on every hypershift command; they belong to `hypershift component` only,
+// which puts the set back before it runs one.
+var componentFlags = sync.OnceValue(func() *pflag.FlagSet {
+	global := pflag.CommandLine
+	pflag.CommandLine = pflag.NewFlagSet(global.Name(), pflag.ExitOnError)
+	return global
+})
+
 // NewRootCommand returns the hypershift command. run executes compiled-in
 // components; it is passed in so that only the main package links them.
 func NewRootCommand(run ComponentRunner) *cobra.Command {
+	componentFlags()
 	opts := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "hypershift",

@@ -27,6 +27,14 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			"Hosted control planes run as local processes under DATA_DIR/clusters.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := managementplane.EnsureDataDir(g.dataDir); err != nil {
+				return err
+			}
+			lock, err := managementplane.LockDataDir(g.dataDir)
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
 			log := zap.New()
 			ctrl.SetLogger(log)
 			cfg, err := g.restConfig()

@@ -107,6 +107,16 @@ func NewRootCommand(run ComponentRunner) *cobra.Command {
 		Long:          "hypershift runs the control planes of many Kubernetes clusters on one management plane.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every command and every process it starts sees the same data
+		// dir, whatever their working directory.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			abs, err := filepath.Abs(opts.dataDir)
+			if err != nil {
+				return fmt.Errorf("--data-dir %s: %w", opts.dataDir, err)
+			}
+			opts.dataDir = abs
+			return nil
+		},
 	}
 	root.PersistentFlags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then DATA_DIR/management.kubeconfig)")
 	root.PersistentFlags().StringVar(&opts.dataDir, "data-dir", DefaultDataDir(), "data directory of the embedded management plane ($HYPERSHIFT_DATA_DIR)")

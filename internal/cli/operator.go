@@ -15,6 +15,7 @@ import (
 	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/operator"
 	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/scheme"
 )
 
 func newOperatorCommand(g *globalOptions) *cobra.Command {
@@ -42,7 +43,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if installAPI {
-				c, err := client.New(cfg, client.Options{})
+				c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 				if err != nil {
 					return err
 				}

@@ -67,8 +67,8 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&metricsAddress, "metrics-bind-address", ":8383", "address of Prometheus metrics (\"0\" disables)")
-	f.StringVar(&healthAddress, "health-probe-bind-address", ":8384", "address of /healthz and /readyz (\"0\" disables)")
+	f.StringVar(&metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of Prometheus metrics (\"0\" disables)")
+	f.StringVar(&healthAddress, "health-probe-bind-address", "127.0.0.1:8384", "address of /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	f.BoolVar(&installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs at start")
 	return cmd

@@ -84,9 +84,15 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	bind, err := EndpointBindAddress(opts.EndpointHost)
+	if err != nil {
+		return nil, err
+	}
 	var ips []net.IP
 	var names []string
-	for _, san := range append([]string{opts.EndpointHost, opts.AdvertiseAddress}, opts.ExtraSANs...) {
+	// The bind address too: the control plane's own components reach
+	// their API server there, also when the endpoint host is a name.
+	for _, san := range append([]string{opts.EndpointHost, bind, opts.AdvertiseAddress}, opts.ExtraSANs...) {
 		if san == "" {
 			continue
 		}
@@ -110,6 +116,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Client:           mgr.GetClient(),
 		Runtime:          opts.Runtime,
 		EndpointHost:     opts.EndpointHost,
+		BindAddress:      bind,
 		AdvertiseAddress: opts.AdvertiseAddress,
 		Events:           opts.Events,
 	}

@@ -135,6 +135,12 @@ func TestHostedClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("nothing listens on every interface", func(t *testing.T) {
+		if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
+			t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+		}
+	})
+
 	t.Run("bad input is rejected plainly", func(t *testing.T) {
 		cases := []struct {
 			args []string

@@ -231,6 +231,9 @@ func TestHighlyAvailableChaos(t *testing.T) {
 	hs, kc := upWithCluster(t, "ha", "--availability-policy", "HighlyAvailable")
 	cs := hostedClient(t, kc)
 	waitAllRunning(t, hs, "ha")
+	if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
+		t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	w := &writer{cs: cs}

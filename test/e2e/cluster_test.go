@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/version"
 )
 
@@ -330,4 +332,42 @@ func upPID(t *testing.T, dataDir string) int {
 		t.Fatalf("parse up.pid %q: %v", raw, err)
 	}
 	return pid
+}
+
+// TestEndpointHostAddress: with a routable --endpoint-host, hosted API
+// servers (and their HA proxy) listen on that address — other hosts' nodes
+// reach it — and still on no other interface; the control plane's own
+// components reach their API server there too.
+func TestEndpointHostAddress(t *testing.T) {
+	ip := hostnet.HostIPv4()
+	if ip == nil {
+		t.Skip("this host has no non-loopback IPv4 address")
+	}
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0", "--endpoint-host", ip.String())
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	for _, name := range []string{"e", "eha"} {
+		args := []string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}
+		if name == "eha" {
+			args = append(args, "--availability-policy", "HighlyAvailable")
+		}
+		hs.must(args...)
+		waitAllRunning(t, hs, name)
+		kc := filepath.Join(hs.dataDir, name+".kubeconfig")
+		hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+		server := loadKubeconfig(t, kc).server
+		if !strings.HasPrefix(server, "https://"+ip.String()+":") {
+			t.Errorf("%s: kubeconfig server %s, want the endpoint host %s", name, server, ip)
+		}
+		mustKubectl(t, kc, "get", "--raw", "/readyz")
+		// Published on the endpoint host only: not on loopback.
+		port := strings.TrimPrefix(server, "https://"+ip.String()+":")
+		if conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("%s: the API endpoint answers on 127.0.0.1:%s too, want only %s", name, port, ip)
+		}
+	}
+	if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
+		t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+	}
 }

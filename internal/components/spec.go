@@ -27,7 +27,7 @@ type Probe struct {
 	// Host is the address probed; empty means 127.0.0.1.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port"`
-	Path   string `json:"path"`
+	Path string `json:"path"`
 	// CAPEM verifies the server; empty means the server's certificate is
 	// self-signed and only the answer matters.
 	CAPEM []byte `json:"-"`

@@ -49,7 +49,7 @@ func TestHostedClusters(t *testing.T) {
 	bkc := filepath.Join(hs.dataDir, "b.kubeconfig")
 	// An existing world-readable file does not keep its mode: the admin
 	// key inside is for the owner only.
-	if err := os.WriteFile(bkc, []byte("old"), 0o644); err != nil { //nolint:gosec // the loose mode is the point
+	if err := os.WriteFile(bkc, []byte("old"), 0o644); err != nil { // the loose mode is the point
 		t.Fatal(err)
 	}
 	hs.must("create", "kubeconfig", "--name", "b", "-o", bkc)
@@ -172,7 +172,7 @@ func TestHostedClusters(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the namespace of a rejected create removed", func() error {
 			if out, err := kubectl(t, mgmt, "get", "namespace", "fresh"); err == nil || !strings.Contains(out, "NotFound") {
-				return fmt.Errorf("namespace fresh: %v %s", err, out)
+				return fmt.Errorf("namespace fresh: %w %s", err, out)
 			}
 			return nil
 		})

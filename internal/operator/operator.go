@@ -92,10 +92,12 @@ func New(opts Options) (ctrl.Manager, error) {
 	var names []string
 	// The bind address too: the control plane's own components reach
 	// their API server there, also when the endpoint host is a name.
+	seen := map[string]bool{}
 	for _, san := range append([]string{opts.EndpointHost, bind, opts.AdvertiseAddress}, opts.ExtraSANs...) {
-		if san == "" {
+		if san == "" || seen[san] {
 			continue
 		}
+		seen[san] = true
 		if ip := net.ParseIP(san); ip != nil {
 			ips = append(ips, ip)
 		} else {

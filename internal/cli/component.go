@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // ownComponents are components implemented by hypershift itself (not
@@ -31,6 +32,10 @@ func newComponentCommand(run ComponentRunner) *cobra.Command {
 			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 				return cmd.Help()
 			}
+			// The components find their global flags (--version) here.
+			cliFlags := pflag.CommandLine
+			pflag.CommandLine = componentFlags()
+			defer func() { pflag.CommandLine = cliFlags }()
 			if own, ok := ownComponents[args[0]]; ok {
 				return own(cmd.Context(), args[1:])
 			}

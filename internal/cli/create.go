@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/version"
 )
 
@@ -126,8 +126,12 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 		return err
 	}
 	ctx := cmd.Context()
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", o.namespace, err)
+	objs := []client.Object{hc}
+	if np != nil {
+		objs = append(objs, np)
+	}
+	if err := validateAll(ctx, c, ns, objs...); err != nil {
+		return err
 	}
 	if err := c.Create(ctx, hc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -157,6 +161,36 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 		return nil
 	}
 	return waitNodePoolReady(ctx, cmd, c, client.ObjectKeyFromObject(np), o.timeout)
+}
+
+// validateAll has the API server check the HostedCluster and NodePool
+// (a server-side dry run: schema, CEL rules, admission) before either is
+// created, so that a bad flag leaves no half-made cluster behind. The
+// namespace must exist for that; when this call creates it and validation
+// fails, it removes it again.
+func validateAll(ctx context.Context, c client.Client, ns *corev1.Namespace, objs ...client.Object) error {
+	createdNS := false
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); apierrors.IsNotFound(err) {
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+		}
+		createdNS = true
+	} else if err != nil {
+		return fmt.Errorf("read namespace %s: %w", ns.Name, err)
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
+			if createdNS {
+				_ = c.Delete(ctx, ns)
+			}
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("%s %s/%s already exists: choose another --name, or remove it with `hypershift destroy cluster --name %s`",
+					strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind), obj.GetNamespace(), obj.GetName(), obj.GetName())
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func printYAML(cmd *cobra.Command, objs ...any) error {
@@ -195,7 +229,12 @@ func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(kc)
 				return err
 			}
-			return os.WriteFile(output, kc, 0o600)
+			// A fresh file replaces whatever was there, so an existing
+			// file's looser mode never applies to the admin key.
+			if err := atomicfile.Write(output, kc, 0o600); err != nil {
+				return fmt.Errorf("write kubeconfig of %s/%s to --output: %w", namespace, name, err)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "name of the hosted cluster (required)")

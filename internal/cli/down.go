@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/runtime/process"
 )
 
@@ -24,12 +25,25 @@ func newDownCommand(g *globalOptions) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "nothing to stop: no data dir %s\n", g.dataDir)
 				return nil
 			}
+			// Only a data dir: its pid files name processes to stop, and
+			// --purge removes everything in it.
+			if !managementplane.IsDataDir(g.dataDir) {
+				return fmt.Errorf("--data-dir %s is not a hypershift data dir (no %s, no management plane layout): nothing stopped or removed",
+					g.dataDir, managementplane.MarkerFile)
+			}
 			if pid, start, ok := process.LivePID(o.pidPath()); ok {
 				fmt.Fprintf(cmd.OutOrStdout(), "stopping management plane (pid %d)\n", pid)
 				if err := process.Terminate(pid, start, 2*time.Minute); err != nil {
 					return err
 				}
 			}
+			// Held while stopping and purging, so that no `up` or
+			// `operator` starts meanwhile, and none still runs.
+			lock, err := managementplane.LockDataDir(g.dataDir)
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
 			// Whatever an earlier `up` left running without supervision.
 			process.StopOrphans(g.dataDir, logr.Discard())
 			_ = process.RemovePIDFile(o.pidPath())

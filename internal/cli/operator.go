@@ -15,6 +15,7 @@ import (
 	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/operator"
 	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/scheme"
 )
 
 func newOperatorCommand(g *globalOptions) *cobra.Command {
@@ -27,6 +28,14 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			"Hosted control planes run as local processes under DATA_DIR/clusters.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := managementplane.EnsureDataDir(g.dataDir); err != nil {
+				return err
+			}
+			lock, err := managementplane.LockDataDir(g.dataDir)
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
 			log := zap.New()
 			ctrl.SetLogger(log)
 			cfg, err := g.restConfig()
@@ -34,7 +43,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			if installAPI {
-				c, err := client.New(cfg, client.Options{})
+				c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 				if err != nil {
 					return err
 				}
@@ -58,8 +67,8 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&metricsAddress, "metrics-bind-address", ":8383", "address of Prometheus metrics (\"0\" disables)")
-	f.StringVar(&healthAddress, "health-probe-bind-address", ":8384", "address of /healthz and /readyz (\"0\" disables)")
+	f.StringVar(&metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of Prometheus metrics (\"0\" disables)")
+	f.StringVar(&healthAddress, "health-probe-bind-address", "127.0.0.1:8384", "address of /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	f.BoolVar(&installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs at start")
 	return cmd

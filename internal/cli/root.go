@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -83,9 +85,21 @@ func (o *globalOptions) client() (client.Client, error) {
 	return c, nil
 }
 
+// componentFlags takes pflag's global flag set away from the command line
+// once and returns it. The compiled-in components register flags there at
+// init (component-base's --version), and cobra would show and accept them
+// on every hypershift command; they belong to `hypershift component` only,
+// which puts the set back before it runs one.
+var componentFlags = sync.OnceValue(func() *pflag.FlagSet {
+	global := pflag.CommandLine
+	pflag.CommandLine = pflag.NewFlagSet(global.Name(), pflag.ExitOnError)
+	return global
+})
+
 // NewRootCommand returns the hypershift command. run executes compiled-in
 // components; it is passed in so that only the main package links them.
 func NewRootCommand(run ComponentRunner) *cobra.Command {
+	componentFlags()
 	opts := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "hypershift",
@@ -93,6 +107,16 @@ func NewRootCommand(run ComponentRunner) *cobra.Command {
 		Long:          "hypershift runs the control planes of many Kubernetes clusters on one management plane.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every command and every process it starts sees the same data
+		// dir, whatever their working directory.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			abs, err := filepath.Abs(opts.dataDir)
+			if err != nil {
+				return fmt.Errorf("--data-dir %s: %w", opts.dataDir, err)
+			}
+			opts.dataDir = abs
+			return nil
+		},
 	}
 	root.PersistentFlags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then DATA_DIR/management.kubeconfig)")
 	root.PersistentFlags().StringVar(&opts.dataDir, "data-dir", DefaultDataDir(), "data directory of the embedded management plane ($HYPERSHIFT_DATA_DIR)")

@@ -68,6 +68,14 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, managementplane.KubeconfigPath(o.dataDir))
 		return nil
 	}
+	if err := managementplane.EnsureDataDir(o.dataDir); err != nil {
+		return err
+	}
+	lock, err := managementplane.LockDataDir(o.dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
 	log := zap.New(zap.UseDevMode(false))
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -128,8 +136,8 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, managementplane.KubeconfigPath(o.dataDir))
 		return nil
 	}
-	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
-		return fmt.Errorf("create data dir: %w", err)
+	if err := managementplane.EnsureDataDir(o.dataDir); err != nil {
+		return err
 	}
 	logPath := filepath.Join(o.dataDir, upLogFile)
 	args := append([]string{"up", "--data-dir", o.dataDir}, childFlags(cmd)...)

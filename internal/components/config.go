@@ -45,6 +45,11 @@ type Config struct {
 	// AdvertiseAddress is the API server's address for the `kubernetes`
 	// Service; empty turns the endpoint reconciler off.
 	AdvertiseAddress string
+	// BindAddress is the IP address the published API endpoint listens on
+	// (the API server of a single-replica control plane, the proxy of a
+	// replicated one): the address clients are given. Empty means
+	// loopback. Nothing listens on every interface.
+	BindAddress string
 	// ServiceCIDR and ClusterCIDR are the service and pod ranges.
 	ServiceCIDR string
 	ClusterCIDR string
@@ -121,6 +126,27 @@ func instanceName(component string, i, n int) string {
 		return component
 	}
 	return fmt.Sprintf("%s-%d", component, i)
+}
+
+// endpointHost is the address the published API endpoint listens on and
+// the control plane's own components reach it at.
+func (cfg Config) endpointHost() string {
+	if cfg.BindAddress == "" {
+		return loopback
+	}
+	return cfg.BindAddress
+}
+
+// loopback is where every unpublished listener binds.
+const loopback = "127.0.0.1"
+
+// apiServerBindAddress is where API server i listens: on the endpoint when
+// it is the endpoint, on loopback behind the proxy otherwise.
+func (cfg Config) apiServerBindAddress() string {
+	if cfg.replicas().KubeAPIServer == 1 {
+		return cfg.endpointHost()
+	}
+	return loopback
 }
 
 // apiServerPort is the port of API server i.

@@ -2,6 +2,8 @@ package components
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
@@ -119,11 +121,11 @@ func renderKubeScheduler(cfg Config, i int) (Spec, error) {
 }
 
 // localKubeconfig is the kubeconfig of a component that reaches its API
-// server over loopback.
+// server at the published endpoint.
 func localKubeconfig(cfg Config, name string, client pki.KeyPair) ([]byte, error) {
 	return kubeconfig.Render(kubeconfig.Params{
 		Name:      name,
-		Server:    fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[EndpointPort]),
+		Server:    "https://" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(cfg.Ports[EndpointPort])),
 		CAPEM:     cfg.PKI.RootCA.CertPEM,
 		ClientPEM: client.CertPEM,
 		KeyPEM:    client.KeyPEM,

@@ -2,6 +2,8 @@ package components
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 )
 
 func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
@@ -18,7 +20,7 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 		"--etcd-cafile=" + dir("etcd-ca.crt"),
 		"--etcd-certfile=" + dir("etcd-client.crt"),
 		"--etcd-keyfile=" + dir("etcd-client.key"),
-		"--bind-address=0.0.0.0",
+		"--bind-address=" + cfg.apiServerBindAddress(),
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + dir("certs"),
 		"--tls-cert-file=" + dir("server.crt"),
@@ -80,7 +82,7 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 			{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
 		},
 		Ports:     map[string]int{"https": port},
-		Readiness: Probe{Scheme: "https", Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+		Readiness: Probe{Scheme: "https", Host: cfg.apiServerBindAddress(), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
 		// GOGC=50: ~38 MiB less heap when idle.
 		Env: cfg.hostedEnv(),
 	}, nil
@@ -92,7 +94,7 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 func renderKubeAPIServerProxy(cfg Config) Spec {
 	port, health := cfg.Ports[EndpointPort], cfg.Ports[proxyHealthPort]
 	args := []string{
-		fmt.Sprintf("--listen=0.0.0.0:%d", port),
+		"--listen=" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(port)),
 		fmt.Sprintf("--health-listen=127.0.0.1:%d", health),
 		"--backend-ca-file=" + path(cfg.Dir, KubeAPIServerProxy, "ca.crt"),
 	}

@@ -66,7 +66,9 @@ func TestRenderGolden(t *testing.T) {
 		cfg  Config
 	}{
 		{"hosted", testConfig()},
+		{"hosted-endpoint-host", routable(testConfig())},
 		{"highly-available", ha},
+		{"highly-available-endpoint-host", routable(ha)},
 		{"management", management},
 		{"single-process", single},
 		{"highly-available", haSingle},
@@ -238,4 +240,60 @@ func names(specs []Spec) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// routable publishes cfg's API endpoint on a routable address, as
+// `--endpoint-host 192.0.2.10` does.
+func routable(cfg Config) Config {
+	cfg.BindAddress = "192.0.2.10"
+	return cfg
+}
+
+// TestListenersArePublishedOnly: no component listens on every interface;
+// the published endpoint listens on the endpoint's address and the control
+// plane's own clients reach it there.
+func TestListenersArePublishedOnly(t *testing.T) {
+	ha := testConfig()
+	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	for name, cfg := range map[string]Config{"hosted": testConfig(), "highly-available": ha, "hosted-endpoint-host": routable(testConfig()), "highly-available-endpoint-host": routable(ha)} {
+		t.Run(name, func(t *testing.T) {
+			specs, err := Render(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			endpoint := "https://" + cfg.endpointHost() + ":20001"
+			for _, s := range specs {
+				for _, a := range s.Args {
+					if strings.Contains(a, "0.0.0.0") || strings.Contains(a, "[::]") || strings.HasSuffix(a, "=:20001") {
+						t.Errorf("%s listens on every interface: %s", s.Name, a)
+					}
+				}
+				for _, f := range s.Files {
+					if f.Path == "kubeconfig" && !strings.Contains(string(f.Content), "server: "+endpoint+"\n") {
+						t.Errorf("%s/kubeconfig does not reach the API at %s:\n%s", s.Name, endpoint, f.Content)
+					}
+				}
+			}
+			bound := map[string]string{}
+			for _, s := range specs {
+				for _, a := range s.Args {
+					if v, ok := strings.CutPrefix(a, "--bind-address="); ok && s.Component == KubeAPIServer {
+						bound[s.Name] = v
+					}
+					if v, ok := strings.CutPrefix(a, "--listen="); ok {
+						bound[s.Name] = v
+					}
+				}
+			}
+			want := map[string]string{KubeAPIServer: cfg.endpointHost()}
+			if cfg.Replicas == HighlyAvailable {
+				want = map[string]string{"kube-apiserver-0": loopback, "kube-apiserver-1": loopback, KubeAPIServerProxy: cfg.endpointHost() + ":20001"}
+			}
+			for inst, addr := range want {
+				if bound[inst] != addr {
+					t.Errorf("%s listens on %q, want %q", inst, bound[inst], addr)
+				}
+			}
+		})
+	}
 }

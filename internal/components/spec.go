@@ -24,8 +24,10 @@ type File struct {
 // Probe is an HTTP(S) health check.
 type Probe struct {
 	Scheme string `json:"scheme"`
-	Port   int    `json:"port"`
-	Path   string `json:"path"`
+	// Host is the address probed; empty means 127.0.0.1.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port"`
+	Path string `json:"path"`
 	// CAPEM verifies the server; empty means the server's certificate is
 	// self-signed and only the answer matters.
 	CAPEM []byte `json:"-"`

@@ -84,12 +84,20 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	bind, err := EndpointBindAddress(opts.EndpointHost)
+	if err != nil {
+		return nil, err
+	}
 	var ips []net.IP
 	var names []string
-	for _, san := range append([]string{opts.EndpointHost, opts.AdvertiseAddress}, opts.ExtraSANs...) {
-		if san == "" {
+	// The bind address too: the control plane's own components reach
+	// their API server there, also when the endpoint host is a name.
+	seen := map[string]bool{}
+	for _, san := range append([]string{opts.EndpointHost, bind, opts.AdvertiseAddress}, opts.ExtraSANs...) {
+		if san == "" || seen[san] {
 			continue
 		}
+		seen[san] = true
 		if ip := net.ParseIP(san); ip != nil {
 			ips = append(ips, ip)
 		} else {
@@ -110,6 +118,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Client:           mgr.GetClient(),
 		Runtime:          opts.Runtime,
 		EndpointHost:     opts.EndpointHost,
+		BindAddress:      bind,
 		AdvertiseAddress: opts.AdvertiseAddress,
 		Events:           opts.Events,
 	}

@@ -7,8 +7,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/version"
 )
 
@@ -44,7 +47,15 @@ func TestHostedClusters(t *testing.T) {
 	akc := filepath.Join(hs.dataDir, "a.kubeconfig")
 	writeFile(t, akc, hs.must("create", "kubeconfig", "--name", "a"))
 	bkc := filepath.Join(hs.dataDir, "b.kubeconfig")
+	// An existing world-readable file does not keep its mode: the admin
+	// key inside is for the owner only.
+	if err := os.WriteFile(bkc, []byte("old"), 0o644); err != nil { // the loose mode is the point
+		t.Fatal(err)
+	}
 	hs.must("create", "kubeconfig", "--name", "b", "-o", bkc)
+	if info, err := os.Stat(bkc); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("create kubeconfig -o over a 0644 file: %v (mode %v), want mode 0600", err, info.Mode().Perm())
+	}
 
 	t.Run("kubectl uses a hosted cluster", func(t *testing.T) {
 		mustKubectl(t, akc, "create", "namespace", "x")
@@ -126,6 +137,12 @@ func TestHostedClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("nothing listens on every interface", func(t *testing.T) {
+		if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
+			t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+		}
+	})
+
 	t.Run("bad input is rejected plainly", func(t *testing.T) {
 		cases := []struct {
 			args []string
@@ -137,6 +154,9 @@ func TestHostedClusters(t *testing.T) {
 			{[]string{"create", "cluster", "none", "--name", "a"}, "already exists"},
 			{[]string{"create", "cluster", "gcp", "--name", "c"}, `unknown platform "gcp": use none or simulated`},
 			{[]string{"create", "kubeconfig", "--name", "nope"}, "hosted cluster clusters/nope not found"},
+			// Validated as a whole before anything is created.
+			{[]string{"create", "cluster", "none", "--name", "y", "--node-pool-replicas", "-3"}, "spec.replicas"},
+			{[]string{"create", "cluster", "simulated", "--name", "y", "-n", "fresh", "--node-pool-replicas", "-3"}, "spec.replicas"},
 		}
 		for _, c := range cases {
 			if stderr := hs.fails(c.args...); !strings.Contains(stderr, c.want) {
@@ -147,9 +167,44 @@ func TestHostedClusters(t *testing.T) {
 		if err == nil || !strings.Contains(out, "spec.platform.type is immutable") {
 			t.Errorf("changing the platform: %v\n%s", err, out)
 		}
+		if list := hs.must("get", "clusters"); regexpMatch(list, `(?m)^\S+\s+y\s`) {
+			t.Errorf("a rejected create left hosted cluster y behind:\n%s", list)
+		}
+		eventually(t, 30*time.Second, "the namespace of a rejected create removed", func() error {
+			if out, err := kubectl(t, mgmt, "get", "namespace", "fresh"); err == nil || !strings.Contains(out, "NotFound") {
+				return fmt.Errorf("namespace fresh: %w %s", err, out)
+			}
+			return nil
+		})
 		other := &cli{t: t, bin: hs.bin, dataDir: t.TempDir()}
 		if stderr := other.fails("get", "clusters"); !strings.Contains(stderr, "no management plane found: run `hypershift up` or pass --kubeconfig") {
 			t.Errorf("without a management plane: %q", stderr)
+		}
+	})
+
+	t.Run("the command line has only its own flags", func(t *testing.T) {
+		if help := hs.must("--help"); strings.Contains(help, "--version") {
+			t.Errorf("hypershift --help lists a component's --version flag:\n%s", help)
+		}
+		out, err := exec.Command(hs.bin, "component", "kube-apiserver", "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Kubernetes "+version.KubernetesVersion) {
+			t.Errorf("component kube-apiserver --version: %v, printed %q", err, out)
+		}
+	})
+
+	t.Run("a data dir belongs to one process and only data dirs are purged", func(t *testing.T) {
+		stderr := hs.fails("operator", "--kubeconfig", mgmt, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		if want := fmt.Sprintf("is in use by pid %d", upPID(t, hs.dataDir)); !strings.Contains(stderr, want) {
+			t.Errorf("a second process on the data dir: %q, want it refused naming the holder (%q)", stderr, want)
+		}
+		foreign := t.TempDir()
+		writeFile(t, filepath.Join(foreign, "keep"), "x")
+		other := &cli{t: t, bin: hs.bin, dataDir: foreign}
+		if stderr := other.fails("down", "--purge"); !strings.Contains(stderr, "is not a hypershift data dir") {
+			t.Errorf("down --purge of a foreign directory: %q", stderr)
+		}
+		if _, err := os.Stat(filepath.Join(foreign, "keep")); err != nil {
+			t.Errorf("down --purge removed a directory hypershift did not make: %v", err)
 		}
 	})
 
@@ -277,4 +332,42 @@ func upPID(t *testing.T, dataDir string) int {
 		t.Fatalf("parse up.pid %q: %v", raw, err)
 	}
 	return pid
+}
+
+// TestEndpointHostAddress: with a routable --endpoint-host, hosted API
+// servers (and their HA proxy) listen on that address — other hosts' nodes
+// reach it — and still on no other interface; the control plane's own
+// components reach their API server there too.
+func TestEndpointHostAddress(t *testing.T) {
+	ip := hostnet.HostIPv4()
+	if ip == nil {
+		t.Skip("this host has no non-loopback IPv4 address")
+	}
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0", "--endpoint-host", ip.String())
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	for _, name := range []string{"e", "eha"} {
+		args := []string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}
+		if name == "eha" {
+			args = append(args, "--availability-policy", "HighlyAvailable")
+		}
+		hs.must(args...)
+		waitAllRunning(t, hs, name)
+		kc := filepath.Join(hs.dataDir, name+".kubeconfig")
+		hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+		server := loadKubeconfig(t, kc).server
+		if !strings.HasPrefix(server, "https://"+ip.String()+":") {
+			t.Errorf("%s: kubeconfig server %s, want the endpoint host %s", name, server, ip)
+		}
+		mustKubectl(t, kc, "get", "--raw", "/readyz")
+		// Published on the endpoint host only: not on loopback.
+		port := strings.TrimPrefix(server, "https://"+ip.String()+":")
+		if conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("%s: the API endpoint answers on 127.0.0.1:%s too, want only %s", name, port, ip)
+		}
+	}
+	if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
+		t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+	}
 }

@@ -185,3 +185,50 @@ func dirContains(t *testing.T, dir, s string) bool {
 }
 
 func regexpMatch(s, pattern string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// wildcardListeners lists the TCP sockets that processes under dir listen
+// on every interface with (0.0.0.0 or ::), from /proc/net/tcp{,6} and
+// the processes' file descriptors.
+func wildcardListeners(t *testing.T, dir string) []string {
+	t.Helper()
+	wildcard := map[string]string{} // socket inode -> local address
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			addr, _, _ := strings.Cut(f[1], ":")
+			if strings.Trim(addr, "0") == "" || addr == "0000000000000000FFFF000000000000" {
+				wildcard[f[9]] = table + " " + f[1]
+			}
+		}
+	}
+	var found []string
+	pids := pidsUnder(t, dir)
+	if len(pids) == 0 {
+		t.Fatalf("no process found under %s", dir)
+	}
+	for name, pid := range pids {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if err != nil {
+				continue
+			}
+			if inode, ok := strings.CutPrefix(target, "socket:["); ok {
+				if addr, bad := wildcard[strings.TrimSuffix(inode, "]")]; bad {
+					found = append(found, name+" listens on "+addr)
+				}
+			}
+		}
+	}
+	return found
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -123,6 +124,17 @@ func TestManagementPlaneLoss(t *testing.T) {
 	for _, instance := range []string{"etcd-0", "kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
 		pids[instance] = instancePID(t, hs.dataDir, "m", instance)
 	}
+	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
+	var truthBefore planeTruth
+	eventually(t, time.Minute, "every component started", func() error {
+		truthBefore = controlPlaneTruth(t, mgmt, "m")
+		for instance := range pids {
+			if truthBefore.started[instance] == "" {
+				return fmt.Errorf("%s has no startedAt yet", instance)
+			}
+		}
+		return nil
+	})
 	if err := syscall.Kill(upPID(t, hs.dataDir), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +165,63 @@ func TestManagementPlaneLoss(t *testing.T) {
 			t.Errorf("%s: pid %d after up, want the adopted %d", instance, got, pids[instance])
 		}
 	}
+	// Adoption tells the truth: the API never stopped, so Available never
+	// went False (no event, no new transition), and the adopted
+	// components keep their start times.
+	eventually(t, time.Minute, "the scheduler Running again", func() error {
+		if got := controlPlaneTruth(t, mgmt, "m").started["kube-scheduler"]; got == "" || got == truthBefore.started["kube-scheduler"] {
+			return fmt.Errorf("scheduler startedAt %q", got)
+		}
+		return nil
+	})
+	truthAfter := controlPlaneTruth(t, mgmt, "m")
+	for _, instance := range []string{"etcd-0", "kube-apiserver", "kube-controller-manager"} {
+		if truthAfter.started[instance] == "" || truthAfter.started[instance] != truthBefore.started[instance] {
+			t.Errorf("%s: startedAt %q after up, want the original %q", instance, truthAfter.started[instance], truthBefore.started[instance])
+		}
+	}
+	for obj, before := range truthBefore.available {
+		if after := truthAfter.available[obj]; after != before {
+			t.Errorf("%s Available went from %q to %q across the management plane's restart", obj, before, after)
+		}
+	}
+	if truthAfter.unavailableEvents != truthBefore.unavailableEvents {
+		t.Errorf("Available=False events for cluster m: %d before the restart, %d after:\n%s",
+			truthBefore.unavailableEvents, truthAfter.unavailableEvents, mustKubectl(t, mgmt, "-n", "clusters", "get", "events"))
+	}
+	if out := hs.must("describe", "cluster", "m"); regexpMatch(out, `(?m)^\s+(etcd-0|kube-apiserver)\s.*\s-\s*$`) {
+		t.Errorf("describe cluster shows no start time for an adopted component:\n%s", out)
+	}
+}
+
+// planeTruth is what a hosted control plane reports about itself.
+type planeTruth struct {
+	// started is each component's startedAt.
+	started map[string]string
+	// available is "status lastTransitionTime" of the Available condition
+	// of the HostedCluster and HostedControlPlane.
+	available map[string]string
+	// unavailableEvents counts Available=False events of the cluster.
+	unavailableEvents int
+}
+
+func controlPlaneTruth(t *testing.T, mgmt, name string) planeTruth {
+	t.Helper()
+	truth := planeTruth{started: map[string]string{}, available: map[string]string{}}
+	out := mustKubectl(t, mgmt, "-n", "clusters-"+name, "get", "hostedcontrolplane", name, "-o",
+		`jsonpath={range .status.components[*]}{.name}={.startedAt}{"\n"}{end}`)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			truth.started[k] = v
+		}
+	}
+	condition := `jsonpath={.status.conditions[?(@.type=="Available")].status} {.status.conditions[?(@.type=="Available")].lastTransitionTime}`
+	truth.available["hostedcontrolplane"] = mustKubectl(t, mgmt, "-n", "clusters-"+name, "get", "hostedcontrolplane", name, "-o", condition)
+	truth.available["hostedcluster"] = mustKubectl(t, mgmt, "-n", "clusters", "get", "hostedcluster", name, "-o", condition)
+	events := mustKubectl(t, mgmt, "-n", "clusters", "get", "events", "--field-selector", "involvedObject.name="+name,
+		"-o", `jsonpath={range .items[*]}{.message}{"\n"}{end}`)
+	truth.unavailableEvents = strings.Count(events, "Available=False")
+	return truth
 }
 
 // TestHighlyAvailableChaos writes and reads back objects as fast as it can
@@ -162,6 +231,9 @@ func TestHighlyAvailableChaos(t *testing.T) {
 	hs, kc := upWithCluster(t, "ha", "--availability-policy", "HighlyAvailable")
 	cs := hostedClient(t, kc)
 	waitAllRunning(t, hs, "ha")
+	if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
+		t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	w := &writer{cs: cs}

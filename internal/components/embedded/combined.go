@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -107,19 +108,23 @@ func wrap(name string, err error) error {
 	return fmt.Errorf("%s: %s", name, strings.TrimSpace(err.Error()))
 }
 
-// waitReady polls the API server's /readyz on its --secure-port.
+// waitReady polls the API server's /readyz on its --bind-address and
+// --secure-port.
 func waitReady(ctx context.Context, apiserverArgs []string) {
-	port := "6443"
+	host, port := "127.0.0.1", "6443"
 	for _, a := range apiserverArgs {
 		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
 			port = v
+		}
+		if v, ok := strings.CutPrefix(a, "--bind-address="); ok {
+			host = v
 		}
 	}
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback readiness only
 	}}
 	for ctx.Err() == nil {
-		if resp, err := hc.Get("https://127.0.0.1:" + port + "/readyz"); err == nil {
+		if resp, err := hc.Get("https://" + net.JoinHostPort(host, port) + "/readyz"); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return

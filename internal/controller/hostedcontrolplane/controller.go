@@ -37,6 +37,9 @@ type Reconciler struct {
 	Runtime runtime.Runtime
 	// EndpointHost is the address clients use to reach hosted API servers.
 	EndpointHost string
+	// BindAddress is the IP address of EndpointHost, where the published
+	// API endpoints listen; empty means loopback.
+	BindAddress string
 	// AdvertiseAddress is the hosted API servers' address for their
 	// `kubernetes` Service; empty disables its endpoint reconciler.
 	AdvertiseAddress string
@@ -133,6 +136,7 @@ func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedC
 		Ports:            ports,
 		EncryptionKey:    encryptionKey.Data["key"],
 		AdvertiseAddress: r.AdvertiseAddress,
+		BindAddress:      r.BindAddress,
 		ServiceCIDR:      net.ServiceNetwork[0].CIDR,
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
 		NodeCIDRMaskSize: int(net.ClusterNetwork[0].HostPrefix),

@@ -76,7 +76,7 @@ type instance struct {
 }
 
 func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onChange func(), ready func(string) bool) *instance {
-	return &instance{
+	in := &instance{
 		ready:    ready,
 		name:     spec.Name,
 		dir:      dir,
@@ -90,6 +90,34 @@ func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onCh
 		release:  make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	// A process an earlier operator left running with this spec is
+	// reported as it is — Running since it started — from the first
+	// status on, not Stopped until the supervisor has adopted and probed
+	// it: the control plane never stopped serving.
+	if rec, ok := in.adoptable(spec.Hash()); ok {
+		in.status = adoptedStatus(in.status, rec)
+	}
+	return in
+}
+
+// adoptable returns the pid record of a live process that runs hash.
+func (in *instance) adoptable(hash string) (pidRecord, bool) {
+	rec, ok := readPidRecord(in.pidPath())
+	if !ok || rec.Hash != hash || !alive(rec.PID, rec.StartTime) {
+		return pidRecord{}, false
+	}
+	return rec, true
+}
+
+// adoptedStatus is the status of an adopted process: Running, with its
+// pid and start time.
+func adoptedStatus(s hypershiftv1alpha1.ComponentStatus, rec pidRecord) hypershiftv1alpha1.ComponentStatus {
+	started := metav1.NewTime(rec.startedAt())
+	s.Phase = hypershiftv1alpha1.ComponentRunning
+	s.PID = int32(rec.PID) //nolint:gosec // pids fit in int32
+	s.StartedAt = &started
+	s.Message = ""
+	return s
 }
 
 func (in *instance) pidPath() string { return filepath.Join(in.dir, "pid.json") }
@@ -229,11 +257,8 @@ func (in *instance) adoptOrStart() (*proc, error) {
 	if rec, ok := readPidRecord(in.pidPath()); ok && alive(rec.PID, rec.StartTime) {
 		if rec.Hash == hash {
 			in.log.Info("adopted running process", "pid", rec.PID)
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-				s.Phase = hypershiftv1alpha1.ComponentStarting
-				s.PID = int32(rec.PID) //nolint:gosec // pids fit in int32
-			})
-			return &proc{pid: rec.PID, startTime: rec.StartTime, started: time.Now()}, nil
+			in.update(func(s *hypershiftv1alpha1.ComponentStatus) { *s = adoptedStatus(*s, rec) })
+			return &proc{pid: rec.PID, startTime: rec.StartTime, started: rec.startedAt()}, nil
 		}
 		in.log.Info("running process has an old spec, replacing it", "pid", rec.PID)
 		if err := terminate(rec.PID, rec.StartTime, stopGrace); err != nil {
@@ -326,11 +351,11 @@ func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	if err := writePidRecord(in.pidPath(), pidRecord{PID: pid, StartTime: startTime, Hash: hash}); err != nil {
+	now := metav1.Now()
+	if err := writePidRecord(in.pidPath(), pidRecord{PID: pid, StartTime: startTime, Hash: hash, StartedAt: &now.Time}); err != nil {
 		_ = cmd.Process.Kill()
 		return nil, err
 	}
-	now := metav1.Now()
 	in.log.Info("started", "pid", pid)
 	in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
 		s.Phase = hypershiftv1alpha1.ComponentStarting
@@ -347,7 +372,9 @@ func (in *instance) watch(p *proc) (action, error) {
 	probe := newProber(in.currentSpec().Readiness)
 	var failingSince time.Time
 	failures := 0
-	wasReady := false
+	// An adopted process (no exit channel) already served: it is Running
+	// until its probe fails failureThreshold times, like any ready one.
+	wasReady := p.exited == nil
 	interval := time.Duration(0)
 	for {
 		timer := time.NewTimer(interval)

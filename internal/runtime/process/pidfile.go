@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"time"
 
 	"hypershift.dev/internal/atomicfile"
 )
@@ -15,6 +16,22 @@ type pidRecord struct {
 	StartTime uint64 `json:"startTime"`
 	// Hash is the spec hash the process was started with.
 	Hash string `json:"hash"`
+	// StartedAt is when the process was started, reported again by an
+	// operator that adopts it. Records written before it existed fall
+	// back to the start time the kernel keeps.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+}
+
+// startedAt returns when the recorded process started.
+func (rec pidRecord) startedAt() time.Time {
+	if rec.StartedAt != nil {
+		return *rec.StartedAt
+	}
+	t, err := bootRelativeTime(rec.StartTime)
+	if err != nil {
+		return time.Now()
+	}
+	return t
 }
 
 func readPidRecord(path string) (pidRecord, bool) {

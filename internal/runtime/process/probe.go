@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +32,11 @@ func newProber(p components.Probe) func(ctx context.Context) error {
 		Timeout:   2 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true},
 	}
-	url := fmt.Sprintf("%s://127.0.0.1:%d%s", p.Scheme, p.Port, p.Path)
+	host := p.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	url := fmt.Sprintf("%s://%s%s", p.Scheme, net.JoinHostPort(host, strconv.Itoa(p.Port)), p.Path)
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

@@ -36,6 +36,29 @@ func procStartTime(pid int) (uint64, error) {
 	return strconv.ParseUint(fields[19], 10, 64)
 }
 
+// clockTicks is USER_HZ, the unit of the times in /proc/PID/stat: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// bootRelativeTime turns a start time in clock ticks since boot into wall
+// time, with the boot time of /proc/stat (whole seconds).
+func bootRelativeTime(ticks uint64) (time.Time, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			btime, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("boot time in /proc/stat: %w", err)
+			}
+			return time.Unix(btime, 0).Add(time.Duration(ticks) * time.Second / clockTicks), nil //nolint:gosec // ticks since boot fit
+		}
+	}
+	return time.Time{}, errors.New("no btime in /proc/stat")
+}
+
 // alive reports whether pid still is the process that started at startTime.
 func alive(pid int, startTime uint64) bool {
 	if pid <= 0 {

@@ -88,3 +88,20 @@ func Logger() logr.Logger {
 	}
 	return zap.New(zap.WriteTo(os.Stderr))
 }
+
+// Eventually polls cond every 100ms until it holds, and fails the test with
+// the last error when it does not within timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}

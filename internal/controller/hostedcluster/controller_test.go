@@ -53,21 +53,6 @@ func startOperator(t *testing.T, env *testenv.Env, root string) {
 	})
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-}
-
 func TestHostedClusterLifecycle(t *testing.T) {
 	env := testenv.Start(t)
 	root := filepath.Join(env.DataDir, "clusters")
@@ -83,7 +68,7 @@ func TestHostedClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(hc)
-	eventually(t, 3*time.Minute, "Available", func() (bool, error) {
+	testenv.Eventually(t, 3*time.Minute, "Available", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
 		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available), err
 	})
@@ -136,7 +121,7 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	if err := c.Patch(ctx, hc, patch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "ReconciliationActive=False", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "ReconciliationActive=False", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ReconciliationActive)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ReconciliationPausedReason, err
@@ -151,7 +136,7 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	if err := c.Delete(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "HostedCluster gone", func() (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, "HostedCluster gone", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
 		return apierrors.IsNotFound(err), err
 	})
@@ -181,7 +166,7 @@ func TestUnsupportedSpecIsReported(t *testing.T) {
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
 		return cond != nil && cond.Status == metav1.ConditionFalse, err

@@ -42,7 +42,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, "a/b-c Available", func() (bool, error) {
+	testenv.Eventually(t, 3*time.Minute, "a/b-c Available", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(first), first)
 		return meta.IsStatusConditionTrue(first.Status.Conditions, hypershiftv1alpha1.Available), err
 	})
@@ -61,7 +61,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cond *metav1.Condition
-	eventually(t, time.Minute, "a-b/c refused with ControlPlaneNamespaceConflict", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "a-b/c refused with ControlPlaneNamespaceConflict", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(second), second)
 		cond = meta.FindStatusCondition(second.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, err
@@ -97,7 +97,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Create(ctx, rogue); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the hand-made HostedControlPlane refused", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the hand-made HostedControlPlane refused", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(rogue), rogue)
 		cond = meta.FindStatusCondition(rogue.Status.Conditions, hypershiftv1alpha1.Degraded)
 		return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, string(hcp.UID)), err
@@ -108,7 +108,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Delete(ctx, rogue); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the hand-made HostedControlPlane gone", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the hand-made HostedControlPlane gone", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(rogue), rogue)
 		return apierrors.IsNotFound(err), err
 	})
@@ -117,7 +117,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Delete(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "a-b/c gone", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "a-b/c gone", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(second), second)
 		return apierrors.IsNotFound(err), err
 	})
@@ -139,7 +139,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Delete(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "a/b-c gone", func() (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, "a/b-c gone", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(first), first)
 		return apierrors.IsNotFound(err), err
 	})
@@ -195,7 +195,7 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 	}
 
 	var cond *metav1.Condition
-	eventually(t, time.Minute, "clusters/foreign refused", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "clusters/foreign refused", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(foreign), foreign)
 		cond = meta.FindStatusCondition(foreign.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, err
@@ -204,11 +204,11 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 		t.Errorf("conflict message %q", cond.Message)
 	}
 	ns := &corev1.Namespace{}
-	eventually(t, time.Minute, "clusters-legacy adopted", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "clusters-legacy adopted", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Name: "clusters-legacy"}, ns)
 		return ns.Labels[hostedcluster.ClusterUIDLabel] == string(legacy.UID), err
 	})
-	eventually(t, time.Minute, "clusters/legacy refuses the planted client CA", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "clusters/legacy refuses the planted client CA", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(legacy), legacy)
 		cond = meta.FindStatusCondition(legacy.Status.Conditions, hypershiftv1alpha1.Available)
 		return cond != nil && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, err
@@ -231,7 +231,7 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 		}
 	}
 	for _, hc := range []*hypershiftv1alpha1.HostedCluster{foreign, legacy} {
-		eventually(t, 2*time.Minute, hc.Name+" gone", func() (bool, error) {
+		testenv.Eventually(t, 2*time.Minute, hc.Name+" gone", func() (bool, error) {
 			err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
 			return apierrors.IsNotFound(err), err
 		})

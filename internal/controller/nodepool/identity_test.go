@@ -60,21 +60,6 @@ func startOperator(t *testing.T, env *testenv.Env) {
 	})
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
-}
-
 // TestNodeIdentity: a Node is in the NodePool whose bootstrap token got its
 // client certificate, whatever labels it gives itself. A Node an admin
 // creates with a pool's label, and a node of another pool that labels
@@ -110,7 +95,7 @@ func TestNodeIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 3*time.Minute, "HostedCluster Available", func() (bool, error) {
+	testenv.Eventually(t, 3*time.Minute, "HostedCluster Available", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
 		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available), err
 	})
@@ -131,7 +116,7 @@ func TestNodeIdentity(t *testing.T) {
 		return np.Status
 	}
 	// Both pools reconciled against the hosted cluster (they report nodes).
-	eventually(t, time.Minute, "both pools to report their nodes", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "both pools to report their nodes", func() (bool, error) {
 		for _, name := range []string{"victim", "other"} {
 			if meta.FindStatusCondition(status(name).Conditions, hypershiftv1alpha1.NodePoolAllNodesHealthy) == nil {
 				return false, nil
@@ -185,7 +170,7 @@ func TestNodeIdentity(t *testing.T) {
 			csrs = append(csrs, created)
 		}
 		var certPEM []byte
-		eventually(t, time.Minute, "one CSR approved and issued, the other denied", func() (bool, error) {
+		testenv.Eventually(t, time.Minute, "one CSR approved and issued, the other denied", func() (bool, error) {
 			approved, denied := 0, 0
 			for _, csr := range csrs {
 				got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
@@ -215,7 +200,7 @@ func TestNodeIdentity(t *testing.T) {
 			t.Errorf("single-use token still there after its first approved CSR: %v", err)
 		}
 		// The API server's token cache follows the deletion within moments.
-		eventually(t, 30*time.Second, "a later join with the used token refused", func() (bool, error) {
+		testenv.Eventually(t, 30*time.Second, "a later join with the used token refused", func() (bool, error) {
 			_, err := tokenClient.CertificatesV1().CertificateSigningRequests().Create(ctx, clientCSR(t, "third"), metav1.CreateOptions{})
 			return apierrors.IsUnauthorized(err), err
 		})
@@ -235,7 +220,7 @@ func TestNodeIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 		setReady(t, nodeClient, joined)
-		eventually(t, 30*time.Second, "the joined node counted in pool other, with its labels and taints", func() (bool, error) {
+		testenv.Eventually(t, 30*time.Second, "the joined node counted in pool other, with its labels and taints", func() (bool, error) {
 			n, err := admin.CoreV1().Nodes().Get(ctx, joined, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -260,7 +245,7 @@ func TestNodeIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the CSR for an existing node of another pool denied", func() (bool, error) {
+		testenv.Eventually(t, 30*time.Second, "the CSR for an existing node of another pool denied", func() (bool, error) {
 			got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, created.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err

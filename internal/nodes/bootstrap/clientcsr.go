@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,8 +9,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Node identity. A Node belongs to the NodePool whose bootstrap token got
@@ -144,20 +141,4 @@ func ApprovedBinding(csr *certificatesv1.CertificateSigningRequest) (req NodeCli
 	}
 	req, err := CheckNodeClientCSR(csr)
 	return req, approved, err == nil
-}
-
-// Deny denies a CSR.
-func Deny(ctx context.Context, c kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, reason, message string) error {
-	csr = csr.DeepCopy()
-	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type:           certificatesv1.CertificateDenied,
-		Status:         corev1.ConditionTrue,
-		Reason:         reason,
-		Message:        message,
-		LastUpdateTime: metav1.Now(),
-	})
-	if _, err := c.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("deny CSR %s: %w", csr.Name, err)
-	}
-	return nil
 }

@@ -126,16 +126,30 @@ func nodeAddresses(node *corev1.Node) (dnsNames []string, ips []net.IP) {
 
 // Approve approves a CSR.
 func Approve(ctx context.Context, c kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, reason, message string) error {
+	return decide(ctx, c, csr, certificatesv1.CertificateApproved, reason, message)
+}
+
+// Deny denies a CSR.
+func Deny(ctx context.Context, c kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, reason, message string) error {
+	return decide(ctx, c, csr, certificatesv1.CertificateDenied, reason, message)
+}
+
+// decide records an approval or denial on a CSR.
+func decide(ctx context.Context, c kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, decision certificatesv1.RequestConditionType, reason, message string) error {
 	csr = csr.DeepCopy()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type:           certificatesv1.CertificateApproved,
+		Type:           decision,
 		Status:         corev1.ConditionTrue,
 		Reason:         reason,
 		Message:        message,
 		LastUpdateTime: metav1.Now(),
 	})
 	if _, err := c.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("approve CSR %s: %w", csr.Name, err)
+		verb := "approve"
+		if decision == certificatesv1.CertificateDenied {
+			verb = "deny"
+		}
+		return fmt.Errorf("%s CSR %s: %w", verb, csr.Name, err)
 	}
 	return nil
 }

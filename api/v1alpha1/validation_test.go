@@ -92,13 +92,13 @@ func TestAdmission(t *testing.T) {
 		}, wantErr: "spec.networking.serviceNetwork must have exactly one entry: dual-stack (a second range) is not supported yet"},
 		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
 		{name: "API server on a load balancer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
-			hc.Spec.Services[0].ServicePublishingStrategy.Type = "LoadBalancer"
+			hc.Spec.Services[0].Type = "LoadBalancer"
 		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
 		{name: "API server on a node port", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
-			hc.Spec.Services[0].ServicePublishingStrategy.Type = "NodePort"
+			hc.Spec.Services[0].Type = "NodePort"
 		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
 		{name: "API server on a route", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
-			hc.Spec.Services[0].ServicePublishingStrategy.Type = "Route"
+			hc.Spec.Services[0].Type = "Route"
 		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
 	}
 	for i, tt := range tests {

@@ -28,7 +28,7 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster) error {
 		return fmt.Errorf("spec.networking.serviceNetwork has %d entries: dual-stack is not supported yet, keep one", n)
 	}
 	for i, s := range hc.Spec.Services {
-		if t := s.ServicePublishingStrategy.Type; t != hypershiftv1alpha1.HostPort {
+		if t := s.Type; t != hypershiftv1alpha1.HostPort {
 			return fmt.Errorf("spec.services[%d].servicePublishingStrategy.type %s is not supported: the process runtime publishes %s on a port of the management host; use HostPort", i, t, s.Service)
 		}
 	}

@@ -26,7 +26,7 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 			hc.Spec.Networking.ServiceNetwork = append(hc.Spec.Networking.ServiceNetwork, hypershiftv1alpha1.ServiceNetworkEntry{CIDR: "fd02::/112"})
 		}, wantErr: "spec.networking.serviceNetwork has 2 entries: dual-stack is not supported yet"},
 		{name: "load balancer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
-			hc.Spec.Services[0].ServicePublishingStrategy.Type = "LoadBalancer"
+			hc.Spec.Services[0].Type = "LoadBalancer"
 		}, wantErr: "spec.services[0].servicePublishingStrategy.type LoadBalancer is not supported"},
 	}
 	for _, tt := range tests {

@@ -16,8 +16,6 @@ const (
 	ValidConfiguration = "ValidConfiguration"
 	// ReconciliationActive is False while spec.pausedUntil holds reconciliation.
 	ReconciliationActive = "ReconciliationActive"
-	// InfrastructureReady means the per-cluster namespace and PKI exist.
-	InfrastructureReady = "InfrastructureReady"
 
 	// NodePool condition types.
 
@@ -29,8 +27,6 @@ const (
 	NodePoolAllNodesHealthy = "AllNodesHealthy"
 	// NodePoolValidPlatformConfig means the pool's platform is usable.
 	NodePoolValidPlatformConfig = "ValidPlatformConfig"
-	// NodePoolUpdatingVersion means the pool is moving to a new version.
-	NodePoolUpdatingVersion = "UpdatingVersion"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).

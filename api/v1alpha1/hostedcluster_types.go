@@ -96,17 +96,22 @@ type ServiceNetworkEntry struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.clusterNetwork.all(c, self.serviceNetwork.all(s, !isCIDR(c.cidr) || !isCIDR(s.cidr) || (!cidr(c.cidr).containsCIDR(cidr(s.cidr)) && !cidr(s.cidr).containsCIDR(cidr(c.cidr)))))",message="spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"
 type ClusterNetworking struct {
-	// clusterNetwork lists the pod network ranges.
+	// clusterNetwork lists the pod network ranges. One range only: the
+	// control plane is rendered from the first, so a second one would be
+	// ignored. MaxItems bounds the rule's cost; the rule gives the reason.
 	//
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:XValidation:rule="size(self) == 1",message="spec.networking.clusterNetwork must have exactly one entry: dual-stack (a second range) is not supported yet"
 	// +kubebuilder:default={{cidr: "10.132.0.0/14", hostPrefix: 23}}
 	ClusterNetwork []ClusterNetworkEntry `json:"clusterNetwork"`
 
-	// serviceNetwork lists the service network ranges.
+	// serviceNetwork lists the service network ranges. One range only, as
+	// for clusterNetwork.
 	//
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:XValidation:rule="size(self) == 1",message="spec.networking.serviceNetwork must have exactly one entry: dual-stack (a second range) is not supported yet"
 	// +kubebuilder:default={{cidr: "172.31.0.0/16"}}
 	// +optional
 	ServiceNetwork []ServiceNetworkEntry `json:"serviceNetwork,omitempty"`
@@ -121,6 +126,9 @@ const (
 )
 
 // PublishingStrategyType says how a control-plane service is reached.
+// LoadBalancer, NodePort and Route are HyperShift's other strategies; they
+// are declared so that such specs are refused with a reason rather than as
+// unknown values.
 //
 // +kubebuilder:validation:Enum=HostPort;LoadBalancer;NodePort;Route
 type PublishingStrategyType string
@@ -133,7 +141,11 @@ const (
 
 // ServicePublishingStrategy says how one service is published.
 type ServicePublishingStrategy struct {
-	// type is the publishing strategy.
+	// type is the publishing strategy. Only HostPort: the process runtime
+	// runs the API server on the management host, on a port it picks, at
+	// the address of `up --endpoint-host`; nothing else can publish it.
+	//
+	// +kubebuilder:validation:XValidation:rule="self == 'HostPort'",message="spec.services[].servicePublishingStrategy.type must be HostPort: the process runtime publishes the API server on a port of the management host; LoadBalancer, NodePort and Route are not supported"
 	Type PublishingStrategyType `json:"type"`
 }
 
@@ -169,12 +181,17 @@ type HostedClusterSpec struct {
 	// +optional
 	Etcd EtcdSpec `json:"etcd,omitzero"`
 
-	// networking holds the cluster's network ranges.
+	// networking holds the cluster's network ranges. Immutable: the API
+	// server's serving certificate (the `kubernetes` Service address), the
+	// controller manager's node ranges and the nodes' pod ranges are made
+	// from it when the cluster is created.
 	//
 	// +kubebuilder:default={clusterNetwork: {{cidr: "10.132.0.0/14", hostPrefix: 23}}, serviceNetwork: {{cidr: "172.31.0.0/16"}}}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.networking is immutable: certificates and node pod ranges are made from it at creation; create a new cluster for other networks"
 	Networking ClusterNetworking `json:"networking"`
 
-	// services says how control-plane services are published.
+	// services says how control-plane services are published: only the
+	// API server, only by HostPort (the default when the list is empty).
 	//
 	// +optional
 	// +listType=map

@@ -18,7 +18,9 @@ const (
 	NodePoolAutorepairEnabled = "AutorepairEnabled"
 )
 
-// UpgradeType says how a NodePool's nodes are updated.
+// UpgradeType says how a NodePool's nodes are updated. InPlace is
+// HyperShift's other value; it is declared so that it is refused with a
+// reason rather than as an unknown value.
 //
 // +kubebuilder:validation:Enum=Replace;InPlace
 type UpgradeType string
@@ -26,19 +28,23 @@ type UpgradeType string
 const (
 	// UpgradeTypeReplace replaces nodes with new ones.
 	UpgradeTypeReplace UpgradeType = "Replace"
-	// UpgradeTypeInPlace updates nodes where they are.
+	// UpgradeTypeInPlace updates nodes where they are. Not supported.
 	UpgradeTypeInPlace UpgradeType = "InPlace"
 )
 
 // NodePoolManagement configures node lifecycle.
 type NodePoolManagement struct {
-	// upgradeType says how nodes are updated. Immutable.
+	// upgradeType says how nodes are updated. Only Replace is accepted:
+	// this build runs one Kubernetes version, so nodes are never upgraded
+	// and there is nothing for InPlace to do. Immutable.
 	//
 	// +kubebuilder:default=Replace
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.management.upgradeType is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == 'Replace'",message="spec.management.upgradeType must be Replace: InPlace upgrades are not supported (this build runs one Kubernetes version, nodes are never upgraded)"
 	UpgradeType UpgradeType `json:"upgradeType,omitempty"`
 
-	// autoRepair replaces nodes that stay unhealthy.
+	// autoRepair replaces nodes that stay unhealthy. Not on platform None:
+	// the pool cannot replace nodes that were joined by hand.
 	// +optional
 	AutoRepair bool `json:"autoRepair,omitempty"`
 }
@@ -81,6 +87,8 @@ type Taint struct {
 // NodePoolSpec is the desired state of a pool of nodes.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.autoScaling))",message="spec.replicas and spec.autoScaling are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.autoScaling)",message="spec.autoScaling is not supported on platform None: its nodes are joined by hand (hypershift join) and the pool cannot add or remove them; remove spec.autoScaling"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.autoRepair) || !self.management.autoRepair",message="spec.management.autoRepair is not supported on platform None: the pool cannot replace nodes joined by hand; set it to false"
 type NodePoolSpec struct {
 	// clusterName is the HostedCluster, in the same namespace, that the
 	// nodes join. Immutable.
@@ -95,7 +103,8 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// autoScaling lets the pool grow and shrink within bounds.
+	// autoScaling lets the pool grow and shrink within bounds. Not on
+	// platform None: the pool cannot add or remove nodes joined by hand.
 	// +optional
 	AutoScaling *NodePoolAutoScaling `json:"autoScaling,omitempty"`
 
@@ -123,7 +132,9 @@ type NodePoolSpec struct {
 
 	// pausedUntil stops reconciliation until the given RFC 3339 date, or
 	// indefinitely when "true".
+	//
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == 'true' || self == 'false' || self.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$')",message="spec.pausedUntil must be an RFC 3339 date or \"true\""
 	PausedUntil *string `json:"pausedUntil,omitempty"`
 }
 

@@ -82,6 +82,24 @@ func TestAdmission(t *testing.T) {
 			name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "Azure" },
 			wantErr: "spec.platform.type: Unsupported value",
 		},
+		{name: "second cluster network (dual-stack)", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ClusterNetwork = append(hc.Spec.Networking.ClusterNetwork,
+				hypershiftv1alpha1.ClusterNetworkEntry{CIDR: "10.200.0.0/16", HostPrefix: 24})
+		}, wantErr: "spec.networking.clusterNetwork must have exactly one entry: dual-stack (a second range) is not supported yet"},
+		{name: "second service network (dual-stack)", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ServiceNetwork = append(hc.Spec.Networking.ServiceNetwork,
+				hypershiftv1alpha1.ServiceNetworkEntry{CIDR: "172.30.0.0/16"})
+		}, wantErr: "spec.networking.serviceNetwork must have exactly one entry: dual-stack (a second range) is not supported yet"},
+		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
+		{name: "API server on a load balancer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "LoadBalancer"
+		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
+		{name: "API server on a node port", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
+		{name: "API server on a route", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "Route"
+		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +134,14 @@ func TestAdmission(t *testing.T) {
 				hc.Spec.Platform.Type = hypershiftv1alpha1.SimulatedPlatform
 			}, "spec.platform.type is immutable"},
 			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Etcd.ManagementType = hypershiftv1alpha1.Unmanaged }, "spec.etcd.managementType is immutable"},
+			// The serving certificate holds the first service address: a
+			// new service network would leave it naming the old one.
+			{func(hc *hypershiftv1alpha1.HostedCluster) {
+				hc.Spec.Networking.ServiceNetwork[0].CIDR = "172.30.0.0/16"
+			}, "spec.networking is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Networking.ClusterNetwork[0].HostPrefix = 24 }, "spec.networking is immutable"},
+			// Other updates stay possible.
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("true") }, ""},
 		}
 		for _, u := range updates {
 			current := &hypershiftv1alpha1.HostedCluster{}
@@ -124,7 +150,10 @@ func TestAdmission(t *testing.T) {
 			}
 			u.mutate(current)
 			err := c.Update(t.Context(), current)
-			if err == nil || !strings.Contains(err.Error(), u.wantErr) {
+			switch {
+			case u.wantErr == "" && err != nil:
+				t.Errorf("update refused: %v", err)
+			case u.wantErr != "" && (err == nil || !strings.Contains(err.Error(), u.wantErr)):
 				t.Errorf("update error %v, want %q", err, u.wantErr)
 			}
 		}
@@ -149,6 +178,74 @@ func TestAdmission(t *testing.T) {
 		err = c.Create(t.Context(), np)
 		if err == nil || !strings.Contains(err.Error(), "spec.autoScaling.max must be greater than or equal to spec.autoScaling.min") {
 			t.Errorf("error %v, want the min/max message", err)
+		}
+	})
+
+	t.Run("nodepool fields that would do nothing", func(t *testing.T) {
+		pool := func(platform hypershiftv1alpha1.PlatformType) *hypershiftv1alpha1.NodePool {
+			return &hypershiftv1alpha1.NodePool{Spec: hypershiftv1alpha1.NodePoolSpec{
+				ClusterName: "c",
+				Replicas:    ptr.To[int32](1),
+				Platform:    hypershiftv1alpha1.NodePoolPlatform{Type: platform},
+				Management:  hypershiftv1alpha1.NodePoolManagement{UpgradeType: hypershiftv1alpha1.UpgradeTypeReplace},
+			}}
+		}
+		autoscaled := func(np *hypershiftv1alpha1.NodePool) {
+			np.Spec.Replicas = nil
+			np.Spec.AutoScaling = &hypershiftv1alpha1.NodePoolAutoScaling{Min: 1, Max: 3}
+		}
+		pools := []struct {
+			name     string
+			platform hypershiftv1alpha1.PlatformType
+			mutate   func(np *hypershiftv1alpha1.NodePool)
+			wantErr  string // empty: accepted
+		}{
+			{name: "none pool", platform: hypershiftv1alpha1.NonePlatform, mutate: func(*hypershiftv1alpha1.NodePool) {}},
+			{name: "none pool sized by joins", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Replicas = nil
+			}},
+			{
+				name: "none pool autoscaled", platform: hypershiftv1alpha1.NonePlatform, mutate: autoscaled,
+				wantErr: "spec.autoScaling is not supported on platform None",
+			},
+			{name: "none pool autorepaired", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Management.AutoRepair = true
+			}, wantErr: "spec.management.autoRepair is not supported on platform None"},
+			{name: "simulated pool autoscaled and autorepaired", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				autoscaled(np)
+				np.Spec.Management.AutoRepair = true
+			}},
+			{name: "in-place upgrades", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Management.UpgradeType = hypershiftv1alpha1.UpgradeTypeInPlace
+			}, wantErr: "spec.management.upgradeType must be Replace"},
+			{name: "upgrade type defaulted", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Management = hypershiftv1alpha1.NodePoolManagement{}
+			}},
+			{name: "bad pausedUntil", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.PausedUntil = ptr.To("tomorrow")
+			}, wantErr: "spec.pausedUntil must be an RFC 3339 date"},
+			{name: "pausedUntil date", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.PausedUntil = ptr.To("2030-01-02T03:04:05+01:00")
+			}},
+			{name: "paused indefinitely", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.PausedUntil = ptr.To("true")
+			}},
+		}
+		for i, tt := range pools {
+			t.Run(tt.name, func(t *testing.T) {
+				np := pool(tt.platform)
+				np.Namespace, np.Name = ns, "pool"+strings.Repeat("x", i)
+				tt.mutate(np)
+				err := c.Create(t.Context(), np)
+				switch {
+				case tt.wantErr == "" && err != nil:
+					t.Fatalf("rejected a valid pool: %v", err)
+				case tt.wantErr != "" && err == nil:
+					t.Fatalf("accepted, want error containing %q", tt.wantErr)
+				case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+					t.Fatalf("error %q does not contain %q", err, tt.wantErr)
+				}
+			})
 		}
 	})
 }

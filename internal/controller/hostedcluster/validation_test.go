@@ -1,0 +1,47 @@
+package hostedcluster
+
+import (
+	"strings"
+	"testing"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/version"
+)
+
+// TestValidateSpecRefusesWhatIsNotRun covers specs stored before admission
+// refused them: each reports ValidConfiguration=False naming the field
+// instead of being run with part of it ignored.
+func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(hc *hypershiftv1alpha1.HostedCluster)
+		wantErr string // empty: valid
+	}{
+		{name: "default cluster", mutate: func(*hypershiftv1alpha1.HostedCluster) {}},
+		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
+		{name: "second cluster network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ClusterNetwork = append(hc.Spec.Networking.ClusterNetwork, hypershiftv1alpha1.ClusterNetworkEntry{CIDR: "fd01::/48"})
+		}, wantErr: "spec.networking.clusterNetwork has 2 entries: dual-stack is not supported yet"},
+		{name: "second service network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.ServiceNetwork = append(hc.Spec.Networking.ServiceNetwork, hypershiftv1alpha1.ServiceNetworkEntry{CIDR: "fd02::/112"})
+		}, wantErr: "spec.networking.serviceNetwork has 2 entries: dual-stack is not supported yet"},
+		{name: "load balancer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "LoadBalancer"
+		}, wantErr: "spec.services[0].servicePublishingStrategy.type LoadBalancer is not supported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hc := hypershiftv1alpha1.NewHostedCluster("clusters", "a", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
+			tt.mutate(hc)
+			err := validateSpec(hc)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("refused a valid spec: %v", err)
+			case tt.wantErr != "" && err == nil:
+				t.Fatalf("accepted, want error containing %q", tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr):
+				t.Fatalf("error %q does not contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -6,8 +6,12 @@ import (
 
 	"hypershift.dev/internal/cli"
 	"hypershift.dev/internal/components/embedded"
+	"hypershift.dev/internal/components/own"
 )
 
 func main() {
-	os.Exit(cli.Execute(embedded.Run))
+	// The one table of what `hypershift component NAME` runs: the upstream
+	// components, compiled in here only (embedded is the one package that
+	// links k8s.io/kubernetes), and hypershift's own.
+	os.Exit(cli.Execute(append(embedded.Components(), own.Components()...)))
 }

@@ -2,7 +2,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,12 +15,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/scheme"
 )
-
-// ComponentRunner runs a compiled-in control-plane component.
-type ComponentRunner func(ctx context.Context, name string, args []string) error
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
@@ -96,9 +93,10 @@ var componentFlags = sync.OnceValue(func() *pflag.FlagSet {
 	return global
 })
 
-// NewRootCommand returns the hypershift command. run executes compiled-in
-// components; it is passed in so that only the main package links them.
-func NewRootCommand(run ComponentRunner) *cobra.Command {
+// NewRootCommand returns the hypershift command. registry is the table of
+// components `hypershift component` runs; it is passed in so that only the
+// main package links the compiled-in ones.
+func NewRootCommand(registry components.Registry) *cobra.Command {
 	componentFlags()
 	opts := &globalOptions{}
 	root := &cobra.Command{
@@ -122,7 +120,7 @@ func NewRootCommand(run ComponentRunner) *cobra.Command {
 	root.PersistentFlags().StringVar(&opts.dataDir, "data-dir", DefaultDataDir(), "data directory of the embedded management plane ($HYPERSHIFT_DATA_DIR)")
 	root.AddCommand(
 		newVersionCommand(),
-		newComponentCommand(run),
+		newComponentCommand(registry),
 		newUpCommand(opts),
 		newDownCommand(opts),
 		newOperatorCommand(opts),
@@ -138,8 +136,8 @@ func NewRootCommand(run ComponentRunner) *cobra.Command {
 }
 
 // Execute runs the command line and prints errors plainly.
-func Execute(run ComponentRunner) int {
-	if err := NewRootCommand(run).Execute(); err != nil {
+func Execute(registry components.Registry) int {
+	if err := NewRootCommand(registry).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error: "+describeError(err))
 		return 1
 	}

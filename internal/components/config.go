@@ -3,6 +3,7 @@ package components
 import (
 	"fmt"
 
+	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"
 )
 
@@ -14,8 +15,8 @@ const (
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
 	// KubeAPIServerProxy is the stable endpoint in front of replicated API
-	// servers.
-	KubeAPIServerProxy = "kube-apiserver-proxy"
+	// servers (internal/endpointproxy).
+	KubeAPIServerProxy = endpointproxy.Name
 )
 
 // Replicas is how many instances of each component a control plane runs.

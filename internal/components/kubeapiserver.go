@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"hypershift.dev/internal/endpointproxy"
 )
 
 func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
@@ -93,18 +95,18 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 // the endpoint does not depend on the operator.
 func renderKubeAPIServerProxy(cfg Config) Spec {
 	port, health := cfg.Ports[EndpointPort], cfg.Ports[proxyHealthPort]
-	args := []string{
-		"--listen=" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(port)),
-		fmt.Sprintf("--health-listen=127.0.0.1:%d", health),
-		"--backend-ca-file=" + path(cfg.Dir, KubeAPIServerProxy, "ca.crt"),
+	flags := endpointproxy.Config{
+		Listen:        net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(port)),
+		HealthListen:  net.JoinHostPort(loopback, strconv.Itoa(health)),
+		BackendCAFile: path(cfg.Dir, KubeAPIServerProxy, "ca.crt"),
 	}
 	for i := range cfg.replicas().KubeAPIServer {
-		args = append(args, fmt.Sprintf("--backend=127.0.0.1:%d", cfg.apiServerPort(i)))
+		flags.Backends = append(flags.Backends, net.JoinHostPort(loopback, strconv.Itoa(cfg.apiServerPort(i))))
 	}
 	return Spec{
 		Name:      KubeAPIServerProxy,
 		Component: KubeAPIServerProxy,
-		Args:      args,
+		Args:      flags.Args(),
 		Files:     []File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
 		Ports:     map[string]int{"https": port, "health": health},
 		// Ready while it routes to at least one ready API server.

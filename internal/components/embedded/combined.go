@@ -18,6 +18,8 @@ import (
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+
+	"hypershift.dev/internal/components"
 )
 
 // KubeControlPlane runs kube-apiserver, kube-controller-manager and
@@ -26,7 +28,7 @@ import (
 // kube-control-plane kube-apiserver ARGS -- kube-controller-manager ARGS --
 // kube-scheduler ARGS`. The controllers start once the API server is ready;
 // the process ends when any of the three does.
-const KubeControlPlane = "kube-control-plane"
+const KubeControlPlane = components.KubeControlPlane
 
 func runCombined(ctx context.Context, args []string) error {
 	groups := map[string][]string{}

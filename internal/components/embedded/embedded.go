@@ -6,7 +6,6 @@ package embedded
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -15,44 +14,48 @@ import (
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
+
+	"hypershift.dev/internal/components"
 )
 
 // Names of the components compiled into the binary.
 const (
-	Etcd                  = "etcd"
-	KubeAPIServer         = "kube-apiserver"
-	KubeControllerManager = "kube-controller-manager"
-	KubeScheduler         = "kube-scheduler"
+	Etcd                  = components.Etcd
+	KubeAPIServer         = components.KubeAPIServer
+	KubeControllerManager = components.KubeControllerManager
+	KubeScheduler         = components.KubeScheduler
 	// Kubelet is a node's agent, run by `hypershift join`.
 	Kubelet = "kubelet"
 )
 
-// Names lists the components that Run accepts, in start order.
-func Names() []string {
-	return []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet}
+// Components returns the registrations of the upstream components compiled
+// into the binary, in start order; main puts them into the binary's one
+// component registry. Each runs with its upstream flags (without the
+// program name) and returns when the component exits.
+func Components() components.Registry {
+	return components.Registry{
+		{Name: Etcd, Main: runEtcd},
+		{Name: KubeAPIServer, Main: func(ctx context.Context, args []string) error {
+			return runCobra(ctx, apiserverapp.NewAPIServerCommand(), args)
+		}},
+		{Name: KubeControllerManager, Main: func(ctx context.Context, args []string) error {
+			return runCobra(ctx, kcmapp.NewControllerManagerCommand(), args)
+		}},
+		{Name: KubeScheduler, Main: func(ctx context.Context, args []string) error {
+			return runCobra(ctx, schedulerapp.NewSchedulerCommand(), args)
+		}},
+		{Name: KubeControlPlane, Main: runCombined},
+		{Name: Kubelet, Main: func(ctx context.Context, args []string) error {
+			return runCobra(ctx, kubeletapp.NewKubeletCommand(ctx), args)
+		}},
+	}
 }
 
-// Run executes the named upstream component with args (flags only, without
-// the program name). It returns when the component exits.
-func Run(ctx context.Context, name string, args []string) error {
-	switch name {
-	case Etcd:
-		// etcdmain parses os.Args itself and exits the process on fatal errors.
-		etcdmain.Main(append([]string{"etcd"}, args...))
-		return nil
-	case KubeAPIServer:
-		return runCobra(ctx, apiserverapp.NewAPIServerCommand(), args)
-	case KubeControllerManager:
-		return runCobra(ctx, kcmapp.NewControllerManagerCommand(), args)
-	case KubeScheduler:
-		return runCobra(ctx, schedulerapp.NewSchedulerCommand(), args)
-	case KubeControlPlane:
-		return runCombined(ctx, args)
-	case Kubelet:
-		return runCobra(ctx, kubeletapp.NewKubeletCommand(ctx), args)
-	default:
-		return fmt.Errorf("unknown component %q (known: %v)", name, Names())
-	}
+// runEtcd runs etcd; etcdmain parses its arguments itself and exits the
+// process on fatal errors.
+func runEtcd(_ context.Context, args []string) error {
+	etcdmain.Main(append([]string{"etcd"}, args...))
+	return nil
 }
 
 func runCobra(ctx context.Context, cmd *cobra.Command, args []string) error {

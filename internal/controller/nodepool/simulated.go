@@ -341,15 +341,15 @@ const agentHealthPort = "health"
 // renderAgent is the agent's component spec; dir is its instance
 // directory.
 func renderAgent(dir, pool string, bootstrapKubeconfig []byte, healthPort int) components.Spec {
+	flags := simulated.DefaultAgentConfig()
+	flags.BootstrapKubeconfig = filepath.Join(dir, "bootstrap.kubeconfig")
+	flags.NodePool = pool
+	flags.CertDir = filepath.Join(dir, "pki")
+	flags.HealthAddress = fmt.Sprintf("127.0.0.1:%d", healthPort)
 	return components.Spec{
 		Name:      simulated.Component,
 		Component: simulated.Component,
-		Args: []string{
-			"--bootstrap-kubeconfig=" + filepath.Join(dir, "bootstrap.kubeconfig"),
-			"--nodepool=" + pool,
-			"--cert-dir=" + filepath.Join(dir, "pki"),
-			fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort),
-		},
+		Args:      flags.Args(),
 		Files:     []components.File{{Path: "bootstrap.kubeconfig", Content: bootstrapKubeconfig, Secret: true}},
 		Ports:     map[string]int{agentHealthPort: healthPort},
 		Readiness: components.Probe{Scheme: "http", Port: healthPort, Path: "/healthz"},

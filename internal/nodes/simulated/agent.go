@@ -56,18 +56,20 @@ type Options struct {
 	Log                 logr.Logger
 }
 
+// defaults fills what a caller of Run left zero from DefaultAgentConfig.
 func (o *Options) defaults() {
+	d := DefaultAgentConfig()
 	if o.QPS == 0 {
-		o.QPS = 200
+		o.QPS = float32(d.QPS)
 	}
 	if o.Burst == 0 {
-		o.Burst = 400
+		o.Burst = d.Burst
 	}
 	if o.Joins == 0 {
-		o.Joins = 32
+		o.Joins = d.ConcurrentJoins
 	}
 	if o.PodWorkers == 0 {
-		o.PodWorkers = 8
+		o.PodWorkers = d.PodWorkers
 	}
 }
 

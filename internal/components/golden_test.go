@@ -1,0 +1,283 @@
+package components
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"sigs.k8s.io/yaml"
+
+	"hypershift.dev/internal/pki"
+)
+
+// goldenSpec is a Spec as its golden file shows it: the same fields in the
+// same order, plus what each file holds and the probe's CA, so that a
+// change to an encryption config, audit policy or kubeconfig shows in
+// review. Key material never appears: keys, certificates and other opaque
+// files are shown by digest, and the key fields of structured secret files
+// (encryption config, kubeconfigs) are replaced.
+type goldenSpec struct {
+	Name      string         `json:"name"`
+	Component string         `json:"component"`
+	Command   string         `json:"command,omitempty"`
+	Args      []string       `json:"args"`
+	Files     []goldenFile   `json:"files"`
+	Ports     map[string]int `json:"ports"`
+	Readiness goldenProbe    `json:"readiness"`
+	After     []string       `json:"after,omitempty"`
+	Env       []string       `json:"env,omitempty"`
+}
+
+type goldenFile struct {
+	Path   string `json:"path"`
+	Secret bool   `json:"secret,omitempty"`
+	// Content is a text file's lines, key material replaced.
+	Content []string `json:"content,omitempty"`
+	// SHA256 identifies a file shown by digest only.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+type goldenProbe struct {
+	Scheme   string `json:"scheme"`
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port"`
+	Path     string `json:"path"`
+	CASHA256 string `json:"caSHA256,omitempty"`
+}
+
+// redactedValue replaces secret values in structured files.
+const redactedValue = "REDACTED"
+
+// secretFields are the keys whose values structured files keep secret:
+// encryption keys, client keys, tokens.
+var secretFields = map[string]bool{"secret": true, "client-key-data": true, "token": true, "password": true}
+
+// digestFields hold certificates: shown by digest, so a changed CA shows.
+var digestFields = map[string]bool{"certificate-authority-data": true, "client-certificate-data": true}
+
+func digest(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])[:16]
+}
+
+// goldenView converts specs for their golden file.
+func goldenView(t *testing.T, specs []Spec) []goldenSpec {
+	t.Helper()
+	out := make([]goldenSpec, 0, len(specs))
+	for _, s := range specs {
+		g := goldenSpec{
+			Name: s.Name, Component: s.Component, Command: s.Command, Args: s.Args,
+			Files: []goldenFile{}, Ports: s.Ports, After: s.After, Env: s.Env,
+			Readiness: goldenProbe{
+				Scheme: s.Readiness.Scheme, Host: s.Readiness.Host, Port: s.Readiness.Port,
+				Path: s.Readiness.Path, CASHA256: digest(s.Readiness.CAPEM),
+			},
+		}
+		if s.Files == nil {
+			g.Files = nil
+		}
+		for _, f := range s.Files {
+			g.Files = append(g.Files, goldenContent(t, f))
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// goldenContent shows a file: text as lines, structured secret files with
+// their key fields replaced, everything else (keys, certificates) by digest.
+func goldenContent(t *testing.T, f File) goldenFile {
+	t.Helper()
+	g := goldenFile{Path: f.Path, Secret: f.Secret}
+	base := filepath.Base(f.Path)
+	structured := strings.HasSuffix(base, ".yaml") || base == "kubeconfig"
+	switch {
+	case f.Secret && structured:
+		var doc any
+		if err := yaml.Unmarshal(f.Content, &doc); err != nil {
+			t.Fatalf("%s: a secret file the golden shows must be YAML: %v", f.Path, err)
+		}
+		redacted, err := yaml.Marshal(redact(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Content = lines(redacted)
+	case f.Secret, bytes.Contains(f.Content, []byte("-----BEGIN")), !utf8.Valid(f.Content),
+		strings.HasSuffix(base, ".crt"), strings.HasSuffix(base, ".pub"), strings.HasSuffix(base, ".key"):
+		g.SHA256 = digest(f.Content)
+	default:
+		g.Content = lines(f.Content)
+	}
+	return g
+}
+
+func redact(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, val := range v {
+			switch {
+			case secretFields[k]:
+				v[k] = redactedValue
+			case digestFields[k]:
+				s, _ := val.(string)
+				raw, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					raw = []byte(s)
+				}
+				v[k] = digest(raw)
+			default:
+				v[k] = redact(val)
+			}
+		}
+	case []any:
+		for i := range v {
+			v[i] = redact(v[i])
+		}
+	}
+	return v
+}
+
+func lines(b []byte) []string {
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// TestGoldenViewHasEverySpecField: a field added to Spec (or Probe) must be
+// added to the golden view too, or golden files would stop showing it.
+func TestGoldenViewHasEverySpecField(t *testing.T) {
+	for _, pair := range [][2]reflect.Type{
+		{reflect.TypeFor[Spec](), reflect.TypeFor[goldenSpec]()},
+		{reflect.TypeFor[Probe](), reflect.TypeFor[goldenProbe]()},
+		{reflect.TypeFor[File](), reflect.TypeFor[goldenFile]()},
+	} {
+		for i := range pair[0].NumField() {
+			f := pair[0].Field(i)
+			if _, ok := pair[1].FieldByName(f.Name); !ok && f.Tag.Get("json") != "-" {
+				t.Errorf("%s.%s is not shown in golden files: add it to %s", pair[0].Name(), f.Name, pair[1].Name())
+			}
+		}
+	}
+}
+
+// goldenScenarios are the configurations the golden files pin.
+func goldenScenarios() []struct {
+	name string
+	cfg  Config
+} {
+	management := testConfig()
+	management.Name, management.Dir, management.Management, management.AdvertiseAddress = "management", "/var/lib/hypershift/management", true, ""
+	ha := testConfig()
+	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	single := testConfig()
+	single.SingleProcess = true
+	haSingle := ha
+	haSingle.SingleProcess = true // ignored: replicas need their own processes
+	return []struct {
+		name string
+		cfg  Config
+	}{
+		{"hosted", testConfig()},
+		{"hosted-endpoint-host", routable(testConfig())},
+		{"highly-available", ha},
+		{"highly-available-endpoint-host", routable(ha)},
+		{"management", management},
+		{"single-process", single},
+		{"highly-available", haSingle},
+	}
+}
+
+// secretValues are what must never appear in a golden file of cfg: every
+// private key (as PEM and as a kubeconfig carries it, base64) and the
+// encryption key (raw and base64).
+func secretValues(cfg Config) []string {
+	p := cfg.PKI
+	values := []string{string(cfg.EncryptionKey), base64.StdEncoding.EncodeToString(cfg.EncryptionKey)}
+	for _, kp := range []pki.KeyPair{
+		p.EtcdCA, p.RootCA, p.ClientCA, p.KubeletCA, p.FrontProxyCA, p.EtcdServer, p.EtcdPeer, p.EtcdClient,
+		p.KubeAPIServer, p.KubeAPIServerKubeletClient, p.FrontProxyClient, p.Admin, p.KubeControllerManager,
+		p.KubeScheduler, p.ServiceAccountKey,
+	} {
+		values = append(values, string(kp.KeyPEM), base64.StdEncoding.EncodeToString(kp.KeyPEM))
+	}
+	return values
+}
+
+// TestGoldenFilesHoldNoSecrets scans every golden file for private keys and
+// the test key values, and renders every scenario with a real PKI and a
+// real encryption key to check that the golden view shows none of them.
+func TestGoldenFilesHoldNoSecrets(t *testing.T) {
+	goldens, err := filepath.Glob(filepath.Join("testdata", "*.golden.json"))
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no golden files (%v)", err)
+	}
+	for _, golden := range goldens {
+		data, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte("PRIVATE KEY")) {
+			t.Errorf("%s holds a private key", golden)
+		}
+		for _, secret := range secretValues(testConfig())[:2] { // the encryption key
+			if bytes.Contains(data, []byte(secret)) {
+				t.Errorf("%s holds the encryption key %q", golden, secret)
+			}
+		}
+		var specs []goldenSpec
+		if err := json.Unmarshal(data, &specs); err != nil {
+			t.Fatalf("%s: %v", golden, err)
+		}
+		// The fake keys ("client-ca.key") are also file names, which args
+		// name; they must not be any file's content.
+		for _, s := range specs {
+			for _, f := range s.Files {
+				content := strings.Join(f.Content, "\n")
+				for _, secret := range secretValues(testConfig()) {
+					if strings.Contains(content, secret) {
+						t.Errorf("%s: %s/%s shows secret %q", golden, s.Name, f.Path, secret)
+					}
+				}
+			}
+		}
+	}
+
+	store := pki.FileStore{Dir: t.TempDir()}
+	realPKI, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := pki.NewEncryptionKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range goldenScenarios() {
+		cfg := sc.cfg
+		cfg.PKI, cfg.EncryptionKey = realPKI, key
+		specs, err := Render(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, err := json.MarshalIndent(goldenView(t, specs), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(view, []byte("PRIVATE KEY")) {
+			t.Errorf("%s: the golden view of a real PKI shows a private key", sc.name)
+		}
+		for _, secret := range secretValues(cfg) {
+			if bytes.Contains(view, []byte(secret)) {
+				t.Errorf("%s: the golden view shows secret material %.40q", sc.name, secret)
+			}
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package endpointproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Name is the component: `hypershift component kube-apiserver-proxy`.
+const Name = "kube-apiserver-proxy"
+
+// healthInterval is how often each API server's /readyz is checked.
+const healthInterval = 500 * time.Millisecond
+
+// Config is the proxy's command line. The control-plane renderer sets it
+// and puts Args into the spec; Parse reads the same flags back when the
+// runtime starts the proxy. Every field's default is its zero value.
+type Config struct {
+	// Listen is the published endpoint, HOST:PORT.
+	Listen string
+	// HealthListen serves the proxy's own /readyz; empty: none.
+	HealthListen string
+	// BackendCAFile is the CA that signs the API servers' serving
+	// certificates; empty: backends are not health-checked.
+	BackendCAFile string
+	// Backends are the API servers, HOST:PORT each.
+	Backends []string
+}
+
+// Args renders the configuration as the proxy's flags, leaving out those
+// at their defaults.
+func (c Config) Args() []string {
+	var args []string
+	add := func(name, value string) {
+		if value != "" {
+			args = append(args, "--"+name+"="+value)
+		}
+	}
+	add("listen", c.Listen)
+	add("health-listen", c.HealthListen)
+	add("backend-ca-file", c.BackendCAFile)
+	for _, b := range c.Backends {
+		add("backend", b)
+	}
+	return args
+}
+
+// Parse reads the proxy's flags.
+func Parse(args []string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
+	fs.StringVar(&c.Listen, "listen", c.Listen, "address to listen on")
+	fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, "address of the proxy's own /readyz (optional)")
+	fs.StringVar(&c.BackendCAFile, "backend-ca-file", c.BackendCAFile, "CA that signs the API servers' serving certificates")
+	fs.Var((*backendList)(&c.Backends), "backend", "API server address (repeat)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Run is the proxy process: the stable endpoint of replicated API servers,
+// routing to those whose /readyz passes, until SIGTERM or SIGINT.
+func Run(ctx context.Context, c Config) error {
+	check, err := readyzCheck(c.BackendCAFile)
+	if err != nil {
+		return err
+	}
+	p, err := New(c.Backends, check)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	l, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go p.HealthChecks(ctx, healthInterval)
+	if c.HealthListen != "" {
+		go serveHealth(ctx, c.HealthListen, p)
+	}
+	return p.Serve(ctx, l)
+}
+
+// readyzCheck probes an API server's /readyz, verifying it with caFile.
+func readyzCheck(caFile string) (func(context.Context, string) error, error) {
+	if caFile == "" {
+		return nil, nil
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read backend CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("backend CA file holds no certificate")
+	}
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}}
+	return func(ctx context.Context, backend string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+backend+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %d", resp.StatusCode)
+		}
+		return nil
+	}, nil
+}
+
+func serveHealth(ctx context.Context, addr string, p *Proxy) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !p.Ready() {
+			http.Error(w, "no ready API server", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	_ = srv.ListenAndServe()
+}
+
+type backendList []string
+
+func (b *backendList) String() string { return strings.Join(*b, ",") }
+
+func (b *backendList) Set(v string) error {
+	*b = append(*b, v)
+	return nil
+}

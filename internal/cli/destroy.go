@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -61,20 +62,12 @@ func newDestroyCommand(g *globalOptions) *cobra.Command {
 
 func waitGone(cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-	defer cancel()
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	for {
-		err := c.Get(ctx, key, &hypershiftv1alpha1.HostedCluster{})
-		if apierrors.IsNotFound(err) {
-			fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s destroyed after %.1fs\n", key, time.Since(start).Seconds())
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("hosted cluster %s still present after %s: see `hypershift describe cluster %s`", key, timeout, key.Name)
-		case <-ticker.C:
-		}
+	err := wait.PollUntilContextTimeout(cmd.Context(), pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(c.Get(ctx, key, &hypershiftv1alpha1.HostedCluster{})), nil
+	})
+	if err != nil {
+		return fmt.Errorf("hosted cluster %s still present after %s: see `hypershift describe cluster %s`", key, timeout, key.Name)
 	}
+	fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s destroyed after %.1fs\n", key, time.Since(start).Seconds())
+	return nil
 }

@@ -13,19 +13,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/nodes/join"
-	"hypershift.dev/internal/runtime/process"
 )
 
 type joinOptions struct {
@@ -96,7 +90,7 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	n, err := o.node(cluster, prereq)
+	n, err := join.NewNode(cluster, prereq, join.NodeOptions{Name: o.nodeName, IP: o.nodeIP, DataDir: o.nodeDir})
 	if err != nil {
 		return err
 	}
@@ -106,11 +100,11 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	// `node run` outlives this command, in its own session.
-	_, daemon, err := startDetached(join.DaemonLogPath(o.nodeDir), nil, "node", "run", "--node-dir", o.nodeDir)
+	daemon, err := join.StartDaemon(o.nodeDir)
 	if err != nil {
 		return fmt.Errorf("start the node daemon: %w", err)
 	}
-	if err := waitNodeReady(ctx, n, daemon, o.timeout); err != nil {
+	if err := join.WaitReady(ctx, n, daemon, o.timeout); err != nil {
 		return fmt.Errorf("%w\nundo with `hypershift join --reset --node-dir %s`", err, o.nodeDir)
 	}
 	fmt.Fprintf(out, "node %s is Ready (%.1fs)\n  logs: %s, %s\n  load images: hypershift node load-image FILE.tar --node-dir %s\n  undo: hypershift join --reset --node-dir %s\n",
@@ -142,74 +136,6 @@ func (o *joinOptions) readToken(stdin io.Reader) error {
 		return fmt.Errorf("--token-file %s is empty: it must hold the token ID.SECRET printed by `hypershift create join-command`", o.tokenFile)
 	}
 	return nil
-}
-
-func (o *joinOptions) node(c *join.Cluster, prereq join.Prerequisites) (*join.Node, error) {
-	name := o.nodeName
-	if name == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("host name: %w (set --node-name)", err)
-		}
-		name = strings.ToLower(host)
-	}
-	ip := o.nodeIP
-	if ip == "" {
-		addr := hostnet.HostIPv4()
-		if addr == nil {
-			return nil, errors.New("this host has no global IPv4 address for the kubelet: set --node-ip")
-		}
-		ip = addr.String()
-	}
-	return &join.Node{
-		Cluster: c.Name, NodePool: c.NodePool, Name: name, Server: c.Server, NodeIP: ip,
-		ContainerdPath: prereq.Containerd, CNIBinDir: prereq.CNIBinDir, ClientCA: string(c.ClientCAPEM),
-		DataDir: o.nodeDir,
-	}, nil
-}
-
-// waitNodeReady waits until the kubelet has its client certificate and its
-// Node reports Ready.
-func waitNodeReady(ctx context.Context, n *join.Node, daemon <-chan error, timeout time.Duration) error {
-	deadline := time.After(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var kube kubernetes.Interface
-	last := "waiting for the kubelet's client certificate"
-	for {
-		select {
-		case err := <-daemon:
-			return fmt.Errorf("the node daemon exited (%w); last lines of %s:\n%s", err, join.DaemonLogPath(n.DataDir), process.LogTail(join.DaemonLogPath(n.DataDir), 15))
-		case <-deadline:
-			return fmt.Errorf("node %s not Ready after %s (%s); last lines of %s:\n%s", n.Name, timeout, last, n.LogPath(join.Kubelet), process.LogTail(n.LogPath(join.Kubelet), 15))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		if kube == nil {
-			cfg, err := clientcmd.BuildConfigFromFlags("", n.KubeletKubeconfig())
-			if err != nil {
-				continue
-			}
-			if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-				return err
-			}
-			last = "waiting for the Node to register"
-		}
-		node, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-		if err != nil {
-			continue
-		}
-		last = "waiting for the Node to be Ready"
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
-			if c.Type == corev1.NodeReady && c.Message != "" {
-				last = "Node not Ready: " + c.Message
-			}
-		}
-	}
 }
 
 func (o *joinOptions) runReset(cmd *cobra.Command) error {
@@ -354,14 +280,6 @@ func (o tokenOptions) check() error {
 	return nil
 }
 
-// secret renders the token's Secret.
-func (o tokenOptions) secret(tok bootstrap.Token, pool string) *corev1.Secret {
-	if o.singleUse {
-		return tok.AsSingleUseSecret(pool)
-	}
-	return tok.AsSecret(pool)
-}
-
 // joinCommand makes a token for a None pool of the cluster and returns the
 // `hypershift join` line that uses it.
 func joinCommand(ctx context.Context, c client.Client, key client.ObjectKey, pool string, ttl time.Duration) (string, error) {
@@ -380,37 +298,7 @@ func joinCommandWith(ctx context.Context, c client.Client, key client.ObjectKey,
 	if err != nil {
 		return "", err
 	}
-	server, caPEM, err := bootstrap.Endpoint(kc)
-	if err != nil {
-		return "", err
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	if err != nil {
-		return "", err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	if err := bootstrap.EnsureJoinInfo(ctx, kube, key.String(), caPEM); err != nil {
-		return "", err
-	}
-	now := time.Now()
-	tok, err := bootstrap.NewToken(now, opts.ttl)
-	if err != nil {
-		return "", err
-	}
-	if _, err := kube.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, opts.secret(tok, np.Name), metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create bootstrap token: %w", err)
-	}
-	if err := bootstrap.RecordToken(ctx, kube, tok, np.Name, now); err != nil {
-		return "", err
-	}
-	hash, err := bootstrap.CAHash(caPEM)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", server, tok, hash), nil
+	return bootstrap.JoinCommand(ctx, kc, key.String(), bootstrap.TokenRequest{Pool: np.Name, Now: time.Now(), TTL: opts.ttl, SingleUse: opts.singleUse})
 }
 
 // nonePool finds the NodePool a join command is for.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,14 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
-
-// nodesDir is where the node runtime keeps node agents: one directory per
-// NodePool, NS-NAME.
-func nodesDir(dataDir string) string { return filepath.Join(dataDir, "nodes") }
 
 // addNodePoolCommands adds `create nodepool` and `get nodepools`.
 func addNodePoolCommands(root *cobra.Command, g *globalOptions) {
@@ -184,36 +180,31 @@ func parseTaints(in []string) ([]hypershiftv1alpha1.Taint, error) {
 // it is True.
 func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
 	last := ""
 	np := &hypershiftv1alpha1.NodePool{}
-	for {
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, key, np)
-		switch {
-		case err == nil:
-			cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady)
-			if cond != nil {
-				line := fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
-				if line != last {
-					fmt.Fprintf(cmd.OutOrStdout(), "[%6.1fs] nodepool %s %s\n", time.Since(start).Seconds(), key.Name, line)
-					last = line
-				}
-				if cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == np.Generation {
-					return nil
-				}
-			}
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("nodepool %s was deleted while waiting", key)
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("nodepool %s was deleted while waiting", key)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("nodepool %s not ready after %s: %s\nsee `kubectl -n %s get nodepool %s -o yaml`", key, timeout, last, key.Namespace, key.Name)
-		case <-ticker.C:
+		if err != nil {
+			return false, nil
 		}
+		cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady)
+		if cond == nil {
+			return false, nil
+		}
+		line := fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
+		if line != last {
+			fmt.Fprintf(cmd.OutOrStdout(), "[%6.1fs] nodepool %s %s\n", time.Since(start).Seconds(), key.Name, line)
+			last = line
+		}
+		return cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == np.Generation, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("nodepool %s not ready after %s: %s\nsee `kubectl -n %s get nodepool %s -o yaml`", key, timeout, last, key.Namespace, key.Name)
 	}
+	return err
 }
 
 func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {

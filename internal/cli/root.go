@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hypershift.dev/internal/components"
-	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/scheme"
 )
 
@@ -50,12 +50,15 @@ func (o *globalOptions) kubeconfigPath() (string, error) {
 	if env := os.Getenv("KUBECONFIG"); env != "" {
 		return env, nil
 	}
-	path := managementplane.KubeconfigPath(o.dataDir)
+	path := o.layout().ManagementKubeconfig()
 	if _, err := os.Stat(path); err != nil {
 		return "", errNoManagementPlane
 	}
 	return path, nil
 }
+
+// layout is the data dir of --data-dir.
+func (o *globalOptions) layout() datadir.Layout { return datadir.Layout{Root: o.dataDir} }
 
 func (o *globalOptions) restConfig() (*rest.Config, error) {
 	path, err := o.kubeconfigPath()

@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -15,17 +11,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/daemon"
 	"hypershift.dev/internal/operator"
-	"hypershift.dev/internal/runtime/process"
 )
 
-const (
-	upPIDFile = "up.pid"
-	upLogFile = "up.log"
-	// upChildEnv marks the background process of `up --detach`.
-	upChildEnv = "HYPERSHIFT_UP_DETACHED"
-)
+// upChildEnv marks the background process of `up --detach`.
+const upChildEnv = "HYPERSHIFT_UP_DETACHED"
 
 type upOptions struct {
 	*globalOptions
@@ -61,107 +52,51 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func (o *upOptions) pidPath() string { return filepath.Join(o.dataDir, upPIDFile) }
-
 func (o *upOptions) run(cmd *cobra.Command) error {
-	if pid, _, ok := process.LivePID(o.pidPath()); ok {
-		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, managementplane.KubeconfigPath(o.dataDir))
+	layout := o.layout()
+	if pid, ok := daemon.PIDFile(layout.UpPIDFile()).Live(); ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())
 		return nil
 	}
-	if err := managementplane.EnsureDataDir(o.dataDir); err != nil {
-		return err
-	}
-	lock, err := managementplane.LockDataDir(o.dataDir)
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock()
 	log := zap.New(zap.UseDevMode(false))
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
 	start := time.Now()
-	plane, err := managementplane.Start(ctx, managementplane.Options{DataDir: o.dataDir, Log: log})
-	if err != nil {
-		return fmt.Errorf("start management plane: %w", err)
-	}
-	mgr, hosted, nodes, err := newLocalOperator(o.dataDir, log, operator.Options{
-		RESTConfig:             plane.RESTConfig,
+	return operator.Up(ctx, layout, operator.Options{
 		MetricsBindAddress:     o.metricsAddress,
 		HealthProbeBindAddress: o.healthAddress,
 		EndpointHost:           o.endpointHost,
+	}, log, operator.UpHooks{
+		Ready: func(kubeconfig string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n", time.Since(start).Seconds(), kubeconfig)
+		},
+		Stopping: func() {
+			fmt.Fprintln(cmd.OutOrStdout(), "stopping hosted control planes and the management plane (data is kept)")
+		},
 	})
-	if err != nil {
-		return err
-	}
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	defer stopMgr()
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return errors.New("operator cache did not sync")
-	}
-	if err := process.RecordSelf(o.pidPath()); err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n",
-		time.Since(start).Seconds(), plane.Kubeconfig)
-
-	var mgrErr error
-	select {
-	case <-ctx.Done():
-		stopMgr()
-		mgrErr = <-mgrDone
-	case mgrErr = <-mgrDone:
-	}
-	if mgrErr != nil {
-		log.Error(mgrErr, "operator stopped")
-	}
-	fmt.Fprintln(cmd.OutOrStdout(), "stopping hosted control planes and the management plane (data is kept)")
-	stopCtx := context.Background()
-	// Node agents first: they would only log errors once their API is gone.
-	nodes.StopAll(stopCtx)
-	process.StopOrphans(nodesDir(o.dataDir), log)
-	hosted.StopAll(stopCtx)
-	process.StopOrphans(managementplane.ClustersDir(o.dataDir), log)
-	plane.Stop(stopCtx)
-	return process.RemovePIDFile(o.pidPath())
 }
 
 // runDetached starts `up` in its own session with output to DATA_DIR/up.log
 // and returns once it reports ready.
 func (o *upOptions) runDetached(cmd *cobra.Command) error {
-	if pid, _, ok := process.LivePID(o.pidPath()); ok {
-		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, managementplane.KubeconfigPath(o.dataDir))
+	layout := o.layout()
+	pidFile := daemon.PIDFile(layout.UpPIDFile())
+	if pid, ok := pidFile.Live(); ok {
+		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())
 		return nil
 	}
-	if err := managementplane.EnsureDataDir(o.dataDir); err != nil {
+	if err := layout.Ensure(); err != nil {
 		return err
 	}
-	logPath := filepath.Join(o.dataDir, upLogFile)
-	args := append([]string{"up", "--data-dir", o.dataDir}, childFlags(cmd)...)
-	child, exited, err := startDetached(logPath, []string{upChildEnv + "=1"}, args...)
+	args := append([]string{"up", "--data-dir", layout.Root}, childFlags(cmd)...)
+	child, err := daemon.StartReady(cmd.Context(), "management plane", pidFile, o.timeout, layout.UpLog(), []string{upChildEnv + "=1"}, args...)
 	if err != nil {
-		return fmt.Errorf("start background management plane: %w", err)
+		return err
 	}
-	deadline := time.After(o.timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("management plane exited (%w); last lines of %s:\n%s", err, logPath, process.LogTail(logPath, 15))
-		case <-deadline:
-			return fmt.Errorf("management plane not ready after %s; see %s", o.timeout, logPath)
-		case <-tick.C:
-			if pid, _, ok := process.LivePID(o.pidPath()); ok && pid == child.Process.Pid {
-				fmt.Fprintf(cmd.OutOrStdout(), "management plane running (pid %d), logs in %s\nexport KUBECONFIG=%s\n",
-					pid, logPath, managementplane.KubeconfigPath(o.dataDir))
-				return nil
-			}
-		}
-	}
+	fmt.Fprintf(cmd.OutOrStdout(), "management plane running (pid %d), logs in %s\nexport KUBECONFIG=%s\n",
+		child.PID, child.LogPath, layout.ManagementKubeconfig())
+	return nil
 }
 
 // childFlags passes the flags the user set on to the background process.
@@ -173,29 +108,4 @@ func childFlags(cmd *cobra.Command) []string {
 		}
 	}
 	return out
-}
-
-// startDetached starts this binary with args in its own session (it outlives
-// the command and the terminal), appending its output to logPath; exited
-// reports its end.
-func startDetached(logPath string, env []string, args ...string) (child *exec.Cmd, exited <-chan error, err error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer logFile.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
-	child = exec.Command(exe, args...) //nolint:gosec // our own binary
-	child.Stdout, child.Stderr = logFile, logFile
-	child.Env = append(os.Environ(), env...)
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
-		return nil, nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- child.Wait() }()
-	return child, done, nil
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -23,33 +24,31 @@ const pollInterval = 200 * time.Millisecond
 // that is not met and why.
 func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	seen := map[string]string{}
 	hc := &hypershiftv1alpha1.HostedCluster{}
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	for {
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, key, hc)
 		switch {
 		case err == nil:
 			printConditionChanges(cmd, start, hc.Status.Conditions, seen)
-			if cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available); cond != nil && cond.Status == metav1.ConditionTrue {
-				fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
-				fmt.Fprintf(cmd.OutOrStdout(), "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
-				return nil
-			}
+			cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available)
+			return cond != nil && cond.Status == metav1.ConditionTrue, nil
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("hosted cluster %s was deleted while waiting", key)
+			return false, fmt.Errorf("hosted cluster %s was deleted while waiting", key)
 		case ctx.Err() == nil:
 			fmt.Fprintf(cmd.ErrOrStderr(), "[%6.1fs] cannot read hosted cluster: %v (retrying)\n", time.Since(start).Seconds(), err)
 		}
-		select {
-		case <-ctx.Done():
-			return timeoutError(key, timeout, hc.Status.Conditions)
-		case <-ticker.C:
-		}
+		return false, nil
+	})
+	switch {
+	case wait.Interrupted(err):
+		return timeoutError(key, timeout, hc.Status.Conditions)
+	case err != nil:
+		return err
 	}
+	fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
+	fmt.Fprintf(cmd.OutOrStdout(), "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
+	return nil
 }
 
 func printConditionChanges(cmd *cobra.Command, start time.Time, conds []metav1.Condition, seen map[string]string) {

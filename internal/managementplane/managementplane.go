@@ -20,6 +20,7 @@ import (
 
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
@@ -28,20 +29,11 @@ import (
 	"hypershift.dev/internal/scheme"
 )
 
-// Layout of a data directory.
-const (
-	KubeconfigFile = "management.kubeconfig"
-	dirName        = "management"
-	serviceCIDR    = "10.0.0.0/24"
-)
+const serviceCIDR = "10.0.0.0/24"
 
-// KubeconfigPath returns where a data dir keeps the management kubeconfig.
-func KubeconfigPath(dataDir string) string { return filepath.Join(dataDir, KubeconfigFile) }
-
-// ClustersDir returns where a data dir keeps hosted control planes.
-func ClustersDir(dataDir string) string { return filepath.Join(dataDir, "clusters") }
-
-var ref = runtime.ControlPlaneRef{Namespace: dirName, Name: dirName}
+// The process runtime keeps a control plane under ROOT/NAMESPACE: rooted at
+// the data dir, this one lives in DATA_DIR/management.
+var ref = runtime.ControlPlaneRef{Namespace: datadir.ManagementDir, Name: datadir.ManagementDir}
 
 // Options configure the management plane.
 type Options struct {
@@ -85,7 +77,7 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 		return nil, fmt.Errorf("management PKI: %w", err)
 	}
 	specs, err := components.Render(components.Config{
-		Name:          dirName,
+		Name:          ref.Name,
 		Dir:           rt.Dir(ref),
 		PKI:           certs,
 		Ports:         ports,
@@ -107,7 +99,7 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plane{runtime: rt, RESTConfig: kubeconfig.RESTConfig(params), Kubeconfig: KubeconfigPath(opts.DataDir)}
+	p := &Plane{runtime: rt, RESTConfig: kubeconfig.RESTConfig(params), Kubeconfig: datadir.Layout{Root: opts.DataDir}.ManagementKubeconfig()}
 	if err := rt.Apply(ctx, ref, specs); err != nil {
 		return nil, err
 	}

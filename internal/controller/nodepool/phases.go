@@ -167,13 +167,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope) error {
 		tok, rotateAt, ok = bootstrap.CurrentToken(secrets, pool, ttl, now)
 	}
 	if !ok {
-		if tok, err = bootstrap.NewToken(now, ttl); err != nil {
-			return err
-		}
-		if _, err := s.hosted.kube.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, tok.AsSecret(pool), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create bootstrap token: %w", err)
-		}
-		if err := bootstrap.RecordToken(ctx, s.hosted.kube, tok, pool, now); err != nil {
+		if tok, err = bootstrap.IssueToken(ctx, s.hosted.kube, bootstrap.TokenRequest{Pool: pool, Now: now, TTL: ttl}); err != nil {
 			return err
 		}
 		rotateAt = tok.Expiration.Add(-ttl / 3)

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/daemon"
 	"hypershift.dev/internal/runtime/process"
 )
 
@@ -142,20 +144,18 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 }
 
 func waitRunning(ctx context.Context, rt *process.Runtime, name string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for _, s := range rt.Status(Ref) {
 			if s.Name == name && s.Phase == hypershiftv1alpha1.ComponentRunning {
-				return nil
+				return true, nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not running after %s", name, timeout)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not running after %s", name, timeout)
 	}
+	return nil
 }
 
 func importPauseImage(ctx context.Context, n *Node, ctrPath string) error {
@@ -215,8 +215,8 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 
 	// The kubelet goes first so it restarts no pod; containerd stays to
 	// remove the pods properly.
-	if pid, st, ok := process.LivePID(daemonPIDPath(dataDir)); ok {
-		note(process.Terminate(pid, st, 10*time.Second))
+	if _, _, err := daemonPIDFile(dataDir).Stop(10 * time.Second); err != nil {
+		note(err)
 	}
 	rt, err := newRuntime(n, log)
 	note(err)
@@ -304,13 +304,18 @@ func restoreHost(before *HostState, dataDir string) error {
 // DaemonLogPath is the log of the node daemon (`hypershift node run`).
 func DaemonLogPath(dataDir string) string { return filepath.Join(dataDir, "node.log") }
 
-func daemonPIDPath(dataDir string) string { return filepath.Join(dataDir, "node.pid") }
+func daemonPIDFile(dataDir string) daemon.PIDFile {
+	return daemon.PIDFile(filepath.Join(dataDir, "node.pid"))
+}
 
 // RecordDaemon marks the calling process as the node daemon.
-func RecordDaemon(dataDir string) error { return process.RecordSelf(daemonPIDPath(dataDir)) }
+func RecordDaemon(dataDir string) error { return daemonPIDFile(dataDir).RecordSelf() }
 
 // DaemonPID returns the running node daemon's pid.
-func DaemonPID(dataDir string) (int, bool) {
-	pid, _, ok := process.LivePID(daemonPIDPath(dataDir))
-	return pid, ok
+func DaemonPID(dataDir string) (int, bool) { return daemonPIDFile(dataDir).Live() }
+
+// StartDaemon starts `hypershift node run` for the node under dataDir in
+// its own session, so that it outlives `hypershift join`.
+func StartDaemon(dataDir string) (*daemon.Child, error) {
+	return daemon.Start(DaemonLogPath(dataDir), nil, "node", "run", "--node-dir", dataDir)
 }

@@ -1,0 +1,75 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TokenRequest says which token to issue.
+type TokenRequest struct {
+	// Pool is the NodePool whose nodes the token lets in.
+	Pool string
+	// Now and TTL set the token's expiration.
+	Now time.Time
+	TTL time.Duration
+	// SingleUse labels the token to be deleted once one node used it.
+	SingleUse bool
+}
+
+// IssueToken makes a new bootstrap token in the hosted cluster of c: its
+// Secret in kube-system, and its record in the join information, which
+// tells `hypershift join` the pool it belongs to. `create join-command` and
+// the NodePool controller both issue tokens through it.
+func IssueToken(ctx context.Context, c kubernetes.Interface, req TokenRequest) (Token, error) {
+	tok, err := NewToken(req.Now, req.TTL)
+	if err != nil {
+		return Token{}, err
+	}
+	secret := tok.AsSecret(req.Pool)
+	if req.SingleUse {
+		secret = tok.AsSingleUseSecret(req.Pool)
+	}
+	if _, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return Token{}, fmt.Errorf("create bootstrap token: %w", err)
+	}
+	if err := RecordToken(ctx, c, tok, req.Pool, req.Now); err != nil {
+		return Token{}, err
+	}
+	return tok, nil
+}
+
+// JoinCommand issues a token for req.Pool in the hosted cluster of
+// adminKubeconfig and returns the `hypershift join` line that uses it. It
+// first publishes the join information of cluster (NS/NAME), which `join`
+// reads before it trusts the API server.
+func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, req TokenRequest) (string, error) {
+	server, caPEM, err := Endpoint(adminKubeconfig)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(adminKubeconfig)
+	if err != nil {
+		return "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := EnsureJoinInfo(ctx, kube, cluster, caPEM); err != nil {
+		return "", err
+	}
+	tok, err := IssueToken(ctx, kube, req)
+	if err != nil {
+		return "", err
+	}
+	hash, err := CAHash(caPEM)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", server, tok, hash), nil
+}

@@ -1,0 +1,86 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/controller/nodepool"
+	"hypershift.dev/internal/datadir"
+	"hypershift.dev/internal/hostnet"
+	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/scheme"
+)
+
+// Local is the operator of `hypershift up` and `hypershift operator`: its
+// hosted control planes and node agents run as local processes under a
+// data dir, in DATA_DIR/clusters and DATA_DIR/nodes.
+type Local struct {
+	Manager ctrl.Manager
+	// Hosted runs hosted control planes, Nodes the node agents.
+	Hosted, Nodes *process.Runtime
+
+	layout datadir.Layout
+	log    logr.Logger
+}
+
+// NewLocal builds the local operator. opts supplies the management
+// cluster and the listen addresses; the runtimes, their events and the
+// advertise address are filled in here.
+func NewLocal(layout datadir.Layout, log logr.Logger, opts Options) (*Local, error) {
+	events, notify := NewEvents()
+	hosted, err := process.New(process.Options{Root: layout.Clusters(), Log: log.WithName("hosted"), OnChange: notify})
+	if err != nil {
+		return nil, err
+	}
+	nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
+	nodes, err := process.New(process.Options{Root: layout.Nodes(), Log: log.WithName("nodes"), OnChange: notifyNodes})
+	if err != nil {
+		return nil, err
+	}
+	opts.Runtime, opts.Events = hosted, events
+	opts.NodeRuntime, opts.NodeEvents = nodes, nodeEvents
+	if ip := hostnet.HostIPv4(); ip != nil {
+		opts.AdvertiseAddress = ip.String()
+	}
+	mgr, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Local{Manager: mgr, Hosted: hosted, Nodes: nodes, layout: layout, log: log}, nil
+}
+
+// StopAll stops every node agent, then every hosted control plane, and
+// whatever an earlier run left unsupervised under their directories.
+// Node agents go first: they would only log errors once their API is gone.
+func (l *Local) StopAll(ctx context.Context) {
+	l.Nodes.StopAll(ctx)
+	process.StopOrphans(l.layout.Nodes(), l.log)
+	l.Hosted.StopAll(ctx)
+	process.StopOrphans(l.layout.Clusters(), l.log)
+}
+
+// Release leaves hosted control planes and node agents running when the
+// operator exits; the next operator adopts them.
+func (l *Local) Release() {
+	l.Nodes.Release()
+	l.Hosted.Release()
+}
+
+// InstallAPI installs or upgrades the hypershift.dev CRDs in the
+// management cluster of cfg.
+func InstallAPI(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := install.Install(ctx, c); err != nil {
+		return fmt.Errorf("install hypershift.dev API: %w", err)
+	}
+	return nil
+}

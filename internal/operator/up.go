@@ -1,0 +1,112 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"hypershift.dev/internal/daemon"
+	"hypershift.dev/internal/datadir"
+	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/runtime/process"
+)
+
+// UpHooks tell the caller of Up how far it got.
+type UpHooks struct {
+	// Ready is called once the operator serves and up.pid names this
+	// process, with the management kubeconfig.
+	Ready func(kubeconfig string)
+	// Stopping is called when Up starts to stop everything.
+	Stopping func()
+}
+
+// Up runs `hypershift up` on the data dir until ctx ends: the embedded
+// management plane and the local operator, with hosted control planes and
+// node agents as local processes. It holds the data dir's lock, records
+// itself in up.pid once ready, and on the way out stops node agents, hosted
+// control planes and the management plane (their data stays).
+func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logger, hooks UpHooks) error {
+	if err := layout.Ensure(); err != nil {
+		return err
+	}
+	lock, err := layout.Lock()
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	plane, err := managementplane.Start(ctx, managementplane.Options{DataDir: layout.Root, Log: log})
+	if err != nil {
+		return fmt.Errorf("start management plane: %w", err)
+	}
+	opts.RESTConfig = plane.RESTConfig
+	op, err := NewLocal(layout, log, opts)
+	if err != nil {
+		return err
+	}
+	// The manager outlives ctx just long enough to be stopped in order.
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	defer stopMgr()
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- op.Manager.Start(mgrCtx) }()
+	if !op.Manager.GetCache().WaitForCacheSync(ctx) {
+		return errors.New("operator cache did not sync")
+	}
+	pidFile := daemon.PIDFile(layout.UpPIDFile())
+	if err := pidFile.RecordSelf(); err != nil {
+		return err
+	}
+	hooks.Ready(plane.Kubeconfig)
+
+	var mgrErr error
+	select {
+	case <-ctx.Done():
+		stopMgr()
+		mgrErr = <-mgrDone
+	case mgrErr = <-mgrDone:
+	}
+	if mgrErr != nil {
+		log.Error(mgrErr, "operator stopped")
+	}
+	hooks.Stopping()
+	stopCtx := context.Background()
+	op.StopAll(stopCtx)
+	plane.Stop(stopCtx)
+	return pidFile.Remove()
+}
+
+// Down stops the `hypershift up` of the data dir (stopping names it first)
+// and whatever an earlier `up` left running without supervision; with
+// purge it then removes the data dir. It refuses a directory that is not a
+// data dir: its pid files name processes to stop, and purge removes all.
+func Down(layout datadir.Layout, purge bool, stopping func(pid int)) error {
+	if !layout.IsDataDir() {
+		return fmt.Errorf("--data-dir %s is not a hypershift data dir (no %s, no management plane layout): nothing stopped or removed",
+			layout.Root, datadir.MarkerFile)
+	}
+	pidFile := daemon.PIDFile(layout.UpPIDFile())
+	if pid, ok := pidFile.Live(); ok {
+		stopping(pid)
+		if _, _, err := pidFile.Stop(2 * time.Minute); err != nil {
+			return err
+		}
+	}
+	// Held while stopping and purging, so that no `up` or `operator`
+	// starts meanwhile, and none still runs.
+	lock, err := layout.Lock()
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	process.StopOrphans(layout.Root, logr.Discard())
+	_ = pidFile.Remove()
+	if purge {
+		if err := os.RemoveAll(layout.Root); err != nil {
+			return fmt.Errorf("purge %s: %w", layout.Root, err)
+		}
+	}
+	return nil
+}

@@ -49,12 +49,18 @@ func (p platform) reconcile(ctx context.Context, s *scope, want int32) (machineR
 	}, err
 }
 
-func (p platform) cleanup(ctx context.Context, s *scope) error { return p.impl.Cleanup(ctx, s.pool()) }
-func (p platform) delete(ctx context.Context, s *scope) error  { return p.impl.Delete(ctx, s.pool()) }
-func (p platform) needsToken() bool                            { return p.impl.NeedsToken() }
-func (p platform) supportsAutoscaling() bool                   { return p.impl.SupportsAutoscaling() }
-func (p platform) supportsAutorepair() bool                    { return p.impl.SupportsAutorepair() }
-func (p platform) unsetReplicas(s *scope) int32                { return p.impl.UnsetReplicas(s.pool()) }
+func (p platform) cleanup(ctx context.Context, s *scope) error {
+	return p.impl.Cleanup(ctx, s.pool())
+}
+
+func (p platform) delete(ctx context.Context, s *scope) error {
+	return p.impl.Delete(ctx, s.pool())
+}
+
+func (p platform) needsToken() bool             { return p.impl.NeedsToken() }
+func (p platform) supportsAutoscaling() bool    { return p.impl.SupportsAutoscaling() }
+func (p platform) supportsAutorepair() bool     { return p.impl.SupportsAutorepair() }
+func (p platform) unsetReplicas(s *scope) int32 { return p.impl.UnsetReplicas(s.pool()) }
 
 func (p platform) nodeTemplate(np *hypershiftv1alpha1.NodePool) nodeplatform.NodeTemplate {
 	return p.impl.NodeTemplate(np)

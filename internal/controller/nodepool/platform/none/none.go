@@ -30,7 +30,8 @@ func (Platform) SupportsAutoscaling() bool { return false }
 // SupportsAutorepair is false: the pool cannot replace machines.
 func (Platform) SupportsAutorepair() bool { return false }
 
-// UnsetReplicas: a pool without a count takes as many nodes as join it.
+// UnsetReplicas is the number of nodes that joined: a pool without a
+// count takes as many nodes as join it.
 func (Platform) UnsetReplicas(p *platform.Pool) int32 {
 	return int32(len(p.Nodes)) //nolint:gosec // node counts fit in int32
 }

@@ -76,7 +76,7 @@ func (*Platform) Machines(p *platform.Pool) ([]string, error) {
 	return out, nil
 }
 
-// NodeTemplate: the labels every node of the pool has, its taints, and
+// NodeTemplate is the labels every node of the pool has, its taints, and
 // the capacity the agent reports.
 func (*Platform) NodeTemplate(np *hypershiftv1alpha1.NodePool) platform.NodeTemplate {
 	labels := map[string]string{

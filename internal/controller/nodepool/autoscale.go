@@ -11,9 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/nodes/bootstrap"
-	"hypershift.dev/internal/nodes/simulated"
+	"hypershift.dev/internal/nodes/drain"
 )
 
 // Autoscaling thresholds, after cluster-autoscaler's defaults.
@@ -50,8 +48,8 @@ func (a *autoscalerState) init() {
 func (r *Reconciler) autoscale(ctx context.Context, s *scope) (int32, error) {
 	as := s.np.Spec.AutoScaling
 	current := min(max(s.np.Status.Replicas, as.Min), as.Max)
-	if _, simulatedPool := s.platform.(*simulatedPlatform); !simulatedPool {
-		return current, nil // only the Simulated platform can add machines
+	if !s.platform.supportsAutoscaling() {
+		return current, nil // the platform cannot add machines
 	}
 	s.hosted.autoscaled.Store(s.np.Name, true)
 	pods, err := s.hosted.podCache(ctx)
@@ -64,16 +62,17 @@ func (r *Reconciler) autoscale(ctx context.Context, s *scope) (int32, error) {
 	defer r.scaling.mu.Unlock()
 	r.scaling.init()
 
-	pending := fittingPending(podsOn(pods, ""), poolNodeLabels(s.np), taints(s.np.Spec.Taints), simulated.DefaultCapacity(), s.log)
+	template := s.platform.nodeTemplate(s.np)
+	pending := fittingPending(podsOn(pods, ""), template.Labels, template.Taints, template.Capacity, s.log)
 	settled := int32(len(s.nodes)) == current //nolint:gosec // node counts fit in int32
 	for _, n := range s.nodes {
-		settled = settled && nodeReady(n) && !draining(n)
+		settled = settled && drain.NodeReady(n) && !drain.Draining(n)
 	}
 	if len(pending) > 0 {
 		if !settled || current >= as.Max {
 			return current, nil
 		}
-		want := min(as.Max, current+nodesNeeded(pending, simulated.DefaultCapacity()))
+		want := min(as.Max, current+nodesNeeded(pending, template.Capacity))
 		r.scaling.lastScaleUp[key] = now
 		s.log.Info("autoscaling up: pods cannot be scheduled", "pending", len(pending), "from", current, "to", want)
 		return want, nil
@@ -88,7 +87,7 @@ func (r *Reconciler) autoscale(ctx context.Context, s *scope) (int32, error) {
 	}
 	remove := min(int32(len(unneeded)), current-as.Min) //nolint:gosec // node counts fit in int32
 	for _, n := range unneeded[:remove] {
-		if _, err := cordon(ctx, s.hosted.kube, n, now); err != nil {
+		if _, err := drain.Cordon(ctx, s.hosted.kube, n, now); err != nil {
 			return current, err
 		}
 		delete(r.scaling.emptySince, n.UID)
@@ -105,7 +104,7 @@ func (r *Reconciler) autoscale(ctx context.Context, s *scope) (int32, error) {
 // when the next one becomes unneeded.
 func unneededNodes(nodes map[string]*corev1.Node, busy func(*corev1.Node) bool, emptySince map[types.UID]time.Time, now time.Time) (unneeded []*corev1.Node, next time.Time) {
 	for _, n := range sortedNodes(nodes) {
-		if draining(n) || !nodeReady(n) || busy(n) {
+		if drain.Draining(n) || !drain.NodeReady(n) || busy(n) {
 			delete(emptySince, n.UID)
 			continue
 		}
@@ -136,7 +135,7 @@ func sortedNodes(nodes map[string]*corev1.Node) []*corev1.Node {
 // busy says whether a node runs a pod that a drain would wait for.
 func busy(pods cache.Indexer, node *corev1.Node) bool {
 	for _, p := range podsOn(pods, node.Name) {
-		if mustDrain(p, true) {
+		if drain.MustDrain(p, true) {
 			return true
 		}
 	}
@@ -154,22 +153,6 @@ func unschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// poolNodeLabels are the labels every node of the pool has.
-func poolNodeLabels(np *hypershiftv1alpha1.NodePool) map[string]string {
-	out := map[string]string{
-		hypershiftv1alpha1.NodePoolLabel: np.Name,
-		bootstrap.BindingLabel:           np.Name,
-		corev1.LabelOSStable:             "linux",
-		corev1.LabelArchStable:           "amd64",
-		corev1.LabelInstanceTypeStable:   simulated.InstanceType,
-		simulated.SimulatedLabel:         "true",
-	}
-	for k, v := range np.Spec.NodeLabels {
-		out[k] = v
-	}
-	return out
 }
 
 // fittingPending are the unschedulable pods a new node of the pool could

@@ -218,12 +218,5 @@ func (r *Reconciler) poolsOfCluster(ctx context.Context, obj client.Object) []re
 
 // platformFor picks the platform implementation of a pool.
 func (r *Reconciler) platformFor(np *hypershiftv1alpha1.NodePool) platform {
-	switch np.Spec.Platform.Type {
-	case hypershiftv1alpha1.SimulatedPlatform:
-		return &simulatedPlatform{runtime: r.Runtime, now: r.now}
-	case hypershiftv1alpha1.NonePlatform:
-		return nonePlatform{}
-	default:
-		return unsupportedPlatform{typ: np.Spec.Platform.Type}
-	}
+	return newPlatform(r, np.Spec.Platform.Type)
 }

@@ -31,6 +31,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	err := r.Client.Get(ctx, key, hc)
 	switch {
 	case apierrors.IsNotFound(err):
+		r.hosted.forget(key)
 	case err != nil:
 		return ctrl.Result{}, err
 	case hc.DeletionTimestamp.IsZero():
@@ -38,6 +39,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if res, err := r.drainAll(ctx, s); err != nil || !res.IsZero() {
 			return res, err
 		}
+	default: // being deleted: its control plane goes, and the connection with it
+		r.hosted.forget(key)
 	}
 	if err := s.platform.delete(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -59,7 +62,7 @@ func (r *Reconciler) drainAll(ctx context.Context, s *scope) (ctrl.Result, error
 		return ctrl.Result{}, err
 	}
 	if s.platform.validate(s) == nil {
-		idle, err := idleSimulated(s, 0)
+		idle, err := s.platform.idle(s, 0)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -78,7 +81,7 @@ func (r *Reconciler) drainAll(ctx context.Context, s *scope) (ctrl.Result, error
 // drainMachines scales a deleted pool's machines to zero; the agent drains
 // with the credentials it runs with, so it keeps a token meanwhile.
 func (r *Reconciler) drainMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.np.Spec.Platform.Type == hypershiftv1alpha1.SimulatedPlatform {
+	if s.platform.needsToken() {
 		if err := r.ensureToken(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}

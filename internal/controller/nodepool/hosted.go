@@ -2,7 +2,6 @@ package nodepool
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"sync"
 	"time"
@@ -18,11 +17,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	certificatesv1listers "k8s.io/client-go/listers/certificates/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/nodes/podindex"
 )
@@ -43,11 +44,12 @@ type hostedCluster struct {
 	clientCSRs  cache.Indexer
 	secrets     corev1listers.SecretNamespaceLister
 	configMaps  corev1listers.ConfigMapNamespaceLister
-	fingerprint [32]byte
-	stop        context.CancelFunc
 	informerCtx context.Context //nolint:containedctx // the lifetime of this connection's caches
 	namespace   string
 	events      chan<- event.GenericEvent
+	// users are the pools that used this connection, enqueued when it is
+	// disconnected.
+	users sync.Map
 
 	// Pods are cached only once an autoscaled pool needs them.
 	podsMu     sync.Mutex
@@ -65,38 +67,51 @@ type hostedCluster struct {
 	granted map[string]claim
 }
 
-// hostedClusters keeps one connection per HostedCluster.
+// hostedClusters keeps one connection per HostedCluster (see
+// internal/clustercache: health check, disconnect on rejected
+// credentials). A disconnected cluster's pools are enqueued; their next
+// reconcile connects again with the kubeconfig the Secret holds then.
 type hostedClusters struct {
-	mu     sync.Mutex
-	byKey  map[types.NamespacedName]*hostedCluster
+	cache  *clustercache.Cache[*hostedCluster]
 	events chan event.GenericEvent
 }
 
+// hostedProbePath is what the health check reads: the admin may always
+// read it, so a 403 means the credentials lost their rights.
+const hostedProbePath = "/api/v1/namespaces/kube-system"
+
 func newHostedClusters() *hostedClusters {
-	return &hostedClusters{byKey: map[types.NamespacedName]*hostedCluster{}, events: make(chan event.GenericEvent, 4096)}
+	h := &hostedClusters{events: make(chan event.GenericEvent, 4096)}
+	h.cache = clustercache.New(clustercache.Options[*hostedCluster]{
+		Connect: h.connect,
+		Configure: func(cfg *rest.Config) {
+			cfg.QPS, cfg.Burst = 50, 100
+			cfg.UserAgent = "hypershift-nodepool-controller"
+		},
+		OnDisconnect: func(_ types.NamespacedName, hc *hostedCluster, _ string) { hc.enqueueUsers() },
+		ProbePath:    hostedProbePath,
+		Log:          ctrl.Log.WithName("nodepool").WithName("clustercache"),
+	})
+	return h
 }
 
 // get returns the connection to a hosted cluster, making it (and waiting
-// for its caches) when there is none or the kubeconfig changed.
+// for its caches) when there is none, it was disconnected, or the
+// kubeconfig changed.
 func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kubeconfig []byte) (*hostedCluster, error) {
-	fp := sha256.Sum256(kubeconfig)
-	h.mu.Lock()
-	if hc := h.byKey[key]; hc != nil {
-		if hc.fingerprint == fp {
-			h.mu.Unlock()
-			return hc, nil
-		}
-		hc.stop()
-		delete(h.byKey, key)
-	}
-	h.mu.Unlock()
+	return h.cache.Get(ctx, key, kubeconfig)
+}
 
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("admin kubeconfig of %s: %w", key, err)
+// forget closes the connection to a hosted cluster.
+func (h *hostedClusters) forget(key types.NamespacedName) {
+	if h != nil {
+		h.cache.Forget(key)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.UserAgent = "hypershift-nodepool-controller"
+}
+
+// connect builds the caches of one hosted cluster; they run until run is
+// done.
+func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, cfg *rest.Config, run context.Context) (*hostedCluster, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -140,8 +155,10 @@ func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kube
 		clientCSRs:  clients.Informer().GetIndexer(),
 		secrets:     secrets.Lister().Secrets(metav1.NamespaceSystem),
 		configMaps:  configMaps.Lister().ConfigMaps(metav1.NamespaceSystem),
-		fingerprint: fp,
 		granted:     map[string]claim{},
+		informerCtx: run,
+		namespace:   key.Namespace,
+		events:      h.events,
 	}
 	enqueueByLabel := h.handler(key.Namespace, func(obj any) []string {
 		if o, ok := obj.(metav1.Object); ok {
@@ -191,36 +208,30 @@ func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kube
 			return nil, err
 		}
 	}
-	informerCtx, stop := context.WithCancel(context.Background())
-	hc.stop, hc.informerCtx, hc.namespace, hc.events = stop, informerCtx, key.Namespace, h.events
 	for _, f := range []informers.SharedInformerFactory{allNodes, inKubeSystem, servingCSRs, clientCSRs} {
-		f.Start(informerCtx.Done())
+		f.Start(run.Done())
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, hostedSyncTimeout)
 	defer cancel()
+	defer context.AfterFunc(run, cancel)() // disconnected meanwhile (credentials rejected): stop waiting
 	if !cache.WaitForCacheSync(syncCtx.Done(), nodes.Informer().HasSynced, csrs.Informer().HasSynced,
 		clients.Informer().HasSynced, secrets.Informer().HasSynced, configMaps.Informer().HasSynced) {
-		stop()
 		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if other := h.byKey[key]; other != nil { // a concurrent reconcile won
-		stop()
-		return other, nil
-	}
-	h.byKey[key] = hc
 	return hc, nil
 }
 
-// forget closes the connection to a hosted cluster.
-func (h *hostedClusters) forget(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if hc := h.byKey[key]; hc != nil {
-		hc.stop()
-		delete(h.byKey, key)
-	}
+// enqueueUsers enqueues the pools that used this connection.
+func (hc *hostedCluster) enqueueUsers() {
+	hc.users.Range(func(pool, _ any) bool {
+		name, _ := pool.(string)
+		np := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: hc.namespace, Name: name}}
+		select {
+		case hc.events <- event.GenericEvent{Object: np}:
+		default: // full: the periodic requeue covers it
+		}
+		return true
+	})
 }
 
 // handler enqueues the NodePools, in namespace, that pools() names.
@@ -249,6 +260,7 @@ func (h *hostedClusters) handler(namespace string, pools func(obj any) []string)
 
 // poolNodes lists the Nodes bound to a pool from the cache, by name.
 func (hc *hostedCluster) poolNodes(pool string) (map[string]*corev1.Node, error) {
+	hc.users.Store(pool, true)
 	list, err := hc.nodeIndex.ByIndex(boundPoolIndex, pool)
 	if err != nil {
 		return nil, err

@@ -271,17 +271,12 @@ func (s *scope) nameFree(node string, csr *certificatesv1.CertificateSigningRequ
 			}
 		}
 	}
-	if _, simulatedPool := s.platform.(*simulatedPlatform); simulatedPool {
-		cfg, _, err := config(s)
-		if err != nil {
-			return "", err
-		}
-		for _, m := range cfg.Machines {
-			if m.Name == node {
-				return "", nil
-			}
-		}
-		return reasonInvalidRequest, fmt.Errorf("node %s is not a machine of Simulated NodePool %s", node, pool)
+	admitted, err := s.platform.admitsNodeName(s, node)
+	if err != nil {
+		return "", err
+	}
+	if !admitted {
+		return reasonInvalidRequest, fmt.Errorf("node %s is not a machine of %s NodePool %s", node, s.np.Spec.Platform.Type, pool)
 	}
 	return "", nil
 }

@@ -206,17 +206,17 @@ func (r *Reconciler) approveServingCSRs(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileMachines sizes the pool. A Simulated pool's agent, and the
-// bootstrap token it runs with, exist only while the pool has or wants
-// machines; None pools get no token from the controller (`hypershift
-// create join-command` makes them).
+// reconcileMachines sizes the pool. A pool whose platform joins its
+// machines with a token (Simulated: its agent) has one only while it has
+// or wants machines; others (None) get no token from the controller
+// (`hypershift create join-command` makes them).
 func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Result, error) {
 	want, err := r.desiredReplicas(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.want = want
-	idle, err := idleSimulated(s, want)
+	idle, err := s.platform.idle(s, want)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -224,7 +224,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 		s.machines = machineReport{}
 		return ctrl.Result{}, r.retireAgent(ctx, s)
 	}
-	if s.np.Spec.Platform.Type == hypershiftv1alpha1.SimulatedPlatform {
+	if s.platform.needsToken() {
 		if err := r.ensureToken(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -249,11 +249,8 @@ func (r *Reconciler) desiredReplicas(ctx context.Context, s *scope) (int32, erro
 		return r.autoscale(ctx, s)
 	case s.np.Spec.Replicas != nil:
 		return *s.np.Spec.Replicas, nil
-	case s.np.Spec.Platform.Type == hypershiftv1alpha1.NonePlatform:
-		// A None pool without a count takes as many nodes as join it.
-		return int32(len(s.nodes)), nil //nolint:gosec // node counts fit in int32
 	default:
-		return 0, nil
+		return s.platform.unsetReplicas(s), nil
 	}
 }
 

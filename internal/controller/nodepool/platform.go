@@ -2,67 +2,134 @@ package nodepool
 
 import (
 	"context"
-	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	nodeplatform "hypershift.dev/internal/controller/nodepool/platform"
+	"hypershift.dev/internal/controller/nodepool/platform/none"
+	"hypershift.dev/internal/controller/nodepool/platform/simulated"
+	"hypershift.dev/internal/controller/nodepool/platform/unsupported"
+	"hypershift.dev/internal/nodes/drain"
+	"hypershift.dev/internal/runtime"
 )
 
-// platform provides a pool's machines.
-type platform interface {
-	// validate says why the platform cannot run the pool, or nil.
-	validate(s *scope) error
-	// reconcile makes the pool have want machines: it adds machines, and
-	// drains then removes surplus ones.
-	reconcile(ctx context.Context, s *scope, want int32) (machineReport, error)
-	// cleanup removes what the platform keeps in the hosted cluster for the
-	// pool, once it has no machines left.
-	cleanup(ctx context.Context, s *scope) error
-	// delete removes what the platform runs for the pool outside the
-	// hosted cluster (agents); it works without a hosted cluster.
-	delete(ctx context.Context, s *scope) error
+// platforms makes each platform type's implementation. A new platform is a
+// package beside platform/none and platform/simulated, and one line here.
+var platforms = map[hypershiftv1alpha1.PlatformType]func(r *Reconciler) nodeplatform.Platform{
+	hypershiftv1alpha1.SimulatedPlatform: func(r *Reconciler) nodeplatform.Platform {
+		return &simulated.Platform{Runtime: r.Runtime, Now: r.now}
+	},
+	hypershiftv1alpha1.NonePlatform: func(*Reconciler) nodeplatform.Platform { return none.Platform{} },
 }
 
-// machineReport is a platform's account of a pool's machines.
+// newPlatform picks the implementation of a platform type.
+func newPlatform(r *Reconciler, typ hypershiftv1alpha1.PlatformType) platform {
+	if mk, ok := platforms[typ]; ok {
+		return platform{impl: mk(r)}
+	}
+	return platform{impl: unsupported.Platform{Type: typ}}
+}
+
+// platform is the phases' handle on a pool's platform: it hands the
+// implementation what this reconcile knows (scope.pool) and turns its
+// report into the controller's.
+type platform struct {
+	impl nodeplatform.Platform
+}
+
+func (p platform) validate(s *scope) error { return p.impl.Validate(s.pool()) }
+
+func (p platform) reconcile(ctx context.Context, s *scope, want int32) (machineReport, error) {
+	r, err := p.impl.Reconcile(ctx, s.pool(), want)
+	return machineReport{
+		machines: r.Machines, unregistered: r.Unregistered, draining: r.Draining,
+		blocked: r.Blocked, problem: r.Problem, busy: r.Busy,
+	}, err
+}
+
+func (p platform) cleanup(ctx context.Context, s *scope) error {
+	return p.impl.Cleanup(ctx, s.pool())
+}
+
+func (p platform) delete(ctx context.Context, s *scope) error {
+	return p.impl.Delete(ctx, s.pool())
+}
+
+func (p platform) needsToken() bool             { return p.impl.NeedsToken() }
+func (p platform) supportsAutoscaling() bool    { return p.impl.SupportsAutoscaling() }
+func (p platform) supportsAutorepair() bool     { return p.impl.SupportsAutorepair() }
+func (p platform) unsetReplicas(s *scope) int32 { return p.impl.UnsetReplicas(s.pool()) }
+
+func (p platform) nodeTemplate(np *hypershiftv1alpha1.NodePool) nodeplatform.NodeTemplate {
+	return p.impl.NodeTemplate(np)
+}
+
+// admitsNodeName says whether a node of that name may join the pool: any
+// name, unless the platform names the pool's machines.
+func (p platform) admitsNodeName(s *scope, node string) (bool, error) {
+	if !p.impl.NamesMachines() {
+		return true, nil
+	}
+	machines, err := p.impl.Machines(s.pool())
+	if err != nil {
+		return false, err
+	}
+	for _, m := range machines {
+		if m == node {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// idle says whether the pool's platform needs a token for its machines but
+// the pool has and wants none: then it needs neither agent nor token.
+func (p platform) idle(s *scope, want int32) (bool, error) {
+	if !p.impl.NeedsToken() || want > 0 {
+		return false, nil
+	}
+	machines, err := p.impl.Machines(s.pool())
+	return len(machines) == 0, err
+}
+
+// pool is what the platform is told about this reconcile.
+func (s *scope) pool() *nodeplatform.Pool {
+	p := &nodeplatform.Pool{
+		NodePool: s.np, HostedCluster: s.hc, Log: s.log, Nodes: s.nodes, Deleting: s.deleting,
+		Server: s.server, CAPEM: s.caPEM, Token: s.token, RequeueBy: s.requeueBy,
+	}
+	if s.hosted != nil {
+		p.Cluster = &nodeplatform.Cluster{Kube: s.hosted.kube, Nodes: s.hosted.nodes, ConfigMaps: s.hosted.configMaps, Ensured: &s.hosted.rbacDone}
+	}
+	return p
+}
+
+// machineReport is a platform's account of a pool's machines (see
+// nodeplatform.Report).
 type machineReport struct {
-	// machines is how many machines exist.
-	machines int32
-	// unregistered names machines whose node has not registered yet.
+	machines     int32
 	unregistered []string
-	// draining names nodes being drained for removal; blocked counts the
-	// evictions a PodDisruptionBudget refused.
-	draining []string
-	blocked  int
-	// problem says why machines cannot run (an agent that does not run);
-	// empty when none.
-	problem string
-	// busy: machines are being added, drained or removed.
-	busy bool
+	draining     []string
+	blocked      int
+	problem      string
+	busy         bool
 }
 
-// nonePlatform is bring-your-own nodes: they join with the pool's bootstrap
-// token and are counted; the pool cannot add or remove machines.
-type nonePlatform struct{}
+// Autorepair thresholds, for the AutorepairEnabled message.
+const (
+	unhealthyNodeTimeout = simulated.UnhealthyNodeTimeout
+	nodeStartupTimeout   = simulated.NodeStartupTimeout
+)
 
-func (nonePlatform) validate(*scope) error { return nil }
+func nodeReady(node *corev1.Node) bool { return drain.NodeReady(node) }
 
-func (nonePlatform) reconcile(_ context.Context, s *scope, _ int32) (machineReport, error) {
-	return machineReport{machines: int32(len(s.nodes))}, nil //nolint:gosec // node counts fit in int32
+func kubeletVersion(hc *hypershiftv1alpha1.HostedCluster) string {
+	return nodeplatform.KubeletVersion(hc)
 }
 
-func (nonePlatform) cleanup(context.Context, *scope) error { return nil }
-func (nonePlatform) delete(context.Context, *scope) error  { return nil }
-
-// unsupportedPlatform is a platform this build cannot provide.
-type unsupportedPlatform struct {
-	typ hypershiftv1alpha1.PlatformType
+// poolOfAgent maps a node runtime's ref to the pool whose agent it is.
+func poolOfAgent(ref runtime.ControlPlaneRef) (types.NamespacedName, bool) {
+	return simulated.PoolOfAgent(ref)
 }
-
-func (p unsupportedPlatform) validate(*scope) error {
-	return fmt.Errorf("platform %q is not supported for NodePools: use Simulated or None", p.typ)
-}
-
-func (unsupportedPlatform) reconcile(context.Context, *scope, int32) (machineReport, error) {
-	return machineReport{}, nil
-}
-func (unsupportedPlatform) cleanup(context.Context, *scope) error { return nil }
-func (unsupportedPlatform) delete(context.Context, *scope) error  { return nil }

@@ -17,19 +17,6 @@ import (
 // pool has machines or wants some. None pools get theirs from `hypershift
 // create join-command` only.
 
-// idleSimulated says whether a pool is Simulated and has and wants no
-// machines: then it needs neither agent nor token.
-func idleSimulated(s *scope, want int32) (bool, error) {
-	if s.np.Spec.Platform.Type != hypershiftv1alpha1.SimulatedPlatform || want > 0 {
-		return false, nil
-	}
-	cfg, _, err := config(s)
-	if err != nil {
-		return false, err
-	}
-	return len(cfg.Machines) == 0, nil
-}
-
 // retireAgent stops an idle Simulated pool's agent and deletes its tokens.
 // A later scale-up makes a new token and starts the agent again.
 func (r *Reconciler) retireAgent(ctx context.Context, s *scope) error {

@@ -1,4 +1,4 @@
-package nodepool
+package simulated
 
 import (
 	"sort"
@@ -6,7 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"hypershift.dev/internal/nodes/simulated"
+	"hypershift.dev/internal/nodes/drain"
+	simagent "hypershift.dev/internal/nodes/simulated"
 )
 
 // scaleDownOrder sorts machines by how readily they go when the pool
@@ -14,21 +15,21 @@ import (
 // changed midway), then machines whose node never registered, then those
 // whose node is not Ready, then the rest — newest first within each group,
 // as Cluster API's "Newest" delete policy does.
-func scaleDownOrder(machines []simulated.Machine, nodes map[string]*corev1.Node) []simulated.Machine {
-	rank := func(m simulated.Machine) int {
+func scaleDownOrder(machines []simagent.Machine, nodes map[string]*corev1.Node) []simagent.Machine {
+	rank := func(m simagent.Machine) int {
 		node := nodes[m.Name]
 		switch {
-		case node != nil && draining(node):
+		case node != nil && drain.Draining(node):
 			return 0
 		case node == nil:
 			return 1
-		case !nodeReady(node):
+		case !drain.NodeReady(node):
 			return 2
 		default:
 			return 3
 		}
 	}
-	out := append([]simulated.Machine(nil), machines...)
+	out := append([]simagent.Machine(nil), machines...)
 	sort.SliceStable(out, func(i, j int) bool {
 		ri, rj := rank(out[i]), rank(out[j])
 		if ri != rj {
@@ -42,28 +43,18 @@ func scaleDownOrder(machines []simulated.Machine, nodes map[string]*corev1.Node)
 	return out
 }
 
-// nodeReady reports whether a Node's Ready condition is True.
-func nodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // Autorepair thresholds: a node NotReady (or Unknown) this long, or a
 // machine whose node has not registered this long after it was created, is
 // replaced — Cluster API MachineHealthCheck's defaults as HyperShift sets
 // them.
 const (
-	unhealthyNodeTimeout = 5 * time.Minute
-	nodeStartupTimeout   = 10 * time.Minute
+	UnhealthyNodeTimeout = 5 * time.Minute
+	NodeStartupTimeout   = 10 * time.Minute
 )
 
 // unhealthy returns the machines autorepair replaces, and when the next one
 // would become due (zero when none is pending).
-func unhealthy(machines []simulated.Machine, nodes map[string]*corev1.Node, now time.Time) (bad []string, next time.Time) {
+func unhealthy(machines []simagent.Machine, nodes map[string]*corev1.Node, now time.Time) (bad []string, next time.Time) {
 	due := func(at time.Time) bool {
 		if !now.Before(at) {
 			return true
@@ -77,18 +68,18 @@ func unhealthy(machines []simulated.Machine, nodes map[string]*corev1.Node, now 
 		node := nodes[m.Name]
 		switch {
 		case node == nil:
-			if due(m.Created.Add(nodeStartupTimeout)) {
+			if due(m.Created.Add(NodeStartupTimeout)) {
 				bad = append(bad, m.Name)
 			}
-		case draining(node):
-		case !nodeReady(node):
+		case drain.Draining(node):
+		case !drain.NodeReady(node):
 			since := m.Created.Time
 			for _, c := range node.Status.Conditions {
 				if c.Type == corev1.NodeReady {
 					since = c.LastTransitionTime.Time
 				}
 			}
-			if due(since.Add(unhealthyNodeTimeout)) {
+			if due(since.Add(UnhealthyNodeTimeout)) {
 				bad = append(bad, m.Name)
 			}
 		}

@@ -1,4 +1,7 @@
-package nodepool
+// Package drain cordons a node and evicts its pods through the Eviction
+// API, the way `kubectl drain --ignore-daemonsets` does, one step per call
+// so a controller can drive it across reconciles.
+package drain
 
 import (
 	"context"
@@ -16,48 +19,48 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// drainStartedAnnotation marks a Node being drained for removal, with the
+// StartedAnnotation marks a Node being drained for removal, with the
 // time the drain started (RFC 3339).
-const drainStartedAnnotation = "hypershift.dev/drain-started"
+const StartedAnnotation = "hypershift.dev/drain-started"
 
-// mirrorPodAnnotation marks a static pod's mirror, which eviction cannot
+// MirrorPodAnnotation marks a static pod's mirror, which eviction cannot
 // remove.
-const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+const MirrorPodAnnotation = "kubernetes.io/config.mirror"
 
-// drainResult is where a node's drain stands.
-type drainResult struct {
+// Result is where a node's drain stands.
+type Result struct {
 	// done: nothing is left to evict, or the drain timed out.
-	done bool
+	Done bool
 	// remaining pods to drain; blocked of them by a PodDisruptionBudget.
-	remaining, blocked int
-	timedOut           bool
+	Remaining, Blocked int
+	TimedOut           bool
 }
 
-// drainNode cordons node and evicts its pods through the Eviction API, so
+// Node cordons node and evicts its pods through the Eviction API, so
 // PodDisruptionBudgets are honoured — lowest priority first, the next
 // priority only once the lower ones are gone (system-critical pods leave
 // last). It does not wait: call it again until done. timeout bounds the
 // whole drain, counted from the cordon; zero waits as long as it takes
 // (HyperShift's nodeDrainTimeout semantics).
-func drainNode(ctx context.Context, kube kubernetes.Interface, node *corev1.Node, timeout time.Duration, now time.Time) (drainResult, error) {
-	started, err := cordon(ctx, kube, node, now)
+func Node(ctx context.Context, kube kubernetes.Interface, node *corev1.Node, timeout time.Duration, now time.Time) (Result, error) {
+	started, err := Cordon(ctx, kube, node, now)
 	if err != nil {
-		return drainResult{}, err
+		return Result{}, err
 	}
 	list, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String(),
 	})
 	if err != nil {
-		return drainResult{}, fmt.Errorf("list pods of node %s: %w", node.Name, err)
+		return Result{}, fmt.Errorf("list pods of node %s: %w", node.Name, err)
 	}
-	pods := podsToDrain(list.Items, nodeReady(node))
-	res := drainResult{remaining: len(pods)}
+	pods := PodsToDrain(list.Items, NodeReady(node))
+	res := Result{Remaining: len(pods)}
 	if len(pods) == 0 {
-		res.done = true
+		res.Done = true
 		return res, nil
 	}
 	if timeout > 0 && now.Sub(started) > timeout {
-		res.done, res.timedOut = true, true
+		res.Done, res.TimedOut = true, true
 		return res, nil
 	}
 	for _, p := range evictionWave(pods) {
@@ -67,7 +70,7 @@ func drainNode(ctx context.Context, kube kubernetes.Interface, node *corev1.Node
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
-			res.blocked++ // a PodDisruptionBudget says not now
+			res.Blocked++ // a PodDisruptionBudget says not now
 		default:
 			return res, fmt.Errorf("evict pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
@@ -75,16 +78,16 @@ func drainNode(ctx context.Context, kube kubernetes.Interface, node *corev1.Node
 	return res, nil
 }
 
-// cordon marks node unschedulable and records when its drain started; it
+// Cordon marks node unschedulable and records when its drain started; it
 // returns that time.
-func cordon(ctx context.Context, kube kubernetes.Interface, node *corev1.Node, now time.Time) (time.Time, error) {
-	if ts, ok := node.Annotations[drainStartedAnnotation]; ok && node.Spec.Unschedulable {
+func Cordon(ctx context.Context, kube kubernetes.Interface, node *corev1.Node, now time.Time) (time.Time, error) {
+	if ts, ok := node.Annotations[StartedAnnotation]; ok && node.Spec.Unschedulable {
 		if started, err := time.Parse(time.RFC3339, ts); err == nil {
 			return started, nil
 		}
 	}
 	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{drainStartedAnnotation: now.UTC().Format(time.RFC3339)}},
+		"metadata": map[string]any{"annotations": map[string]string{StartedAnnotation: now.UTC().Format(time.RFC3339)}},
 		"spec":     map[string]any{"unschedulable": true},
 	}
 	if err := patchNode(ctx, kube, node.Name, patch); err != nil {
@@ -93,10 +96,10 @@ func cordon(ctx context.Context, kube kubernetes.Interface, node *corev1.Node, n
 	return now, nil
 }
 
-// uncordon undoes cordon, for a node that no longer has to go.
-func uncordon(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
+// Uncordon undoes Cordon, for a node that no longer has to go.
+func Uncordon(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
 	patch := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{drainStartedAnnotation: nil}},
+		"metadata": map[string]any{"annotations": map[string]any{StartedAnnotation: nil}},
 		"spec":     map[string]any{"unschedulable": false},
 	}
 	if err := patchNode(ctx, kube, node.Name, patch); err != nil {
@@ -117,37 +120,37 @@ func patchNode(ctx context.Context, kube kubernetes.Interface, name string, patc
 	return err
 }
 
-// draining reports whether a node is being drained for removal.
-func draining(node *corev1.Node) bool {
-	_, ok := node.Annotations[drainStartedAnnotation]
+// Draining reports whether a node is being drained for removal.
+func Draining(node *corev1.Node) bool {
+	_, ok := node.Annotations[StartedAnnotation]
 	return ok
 }
 
-// podsToDrain are the pods a drain has to see gone, as `kubectl drain
+// PodsToDrain are the pods a drain has to see gone, as `kubectl drain
 // --ignore-daemonsets` counts them: not DaemonSet pods (their controller
 // would put them back; they go with the Node), not mirror pods, not
 // finished ones — and, on a node that is not Ready, not those already
 // terminating: no kubelet is there to finish them (Cluster API skips them
 // on unreachable nodes too); the pod garbage collector removes them once
 // the Node is gone.
-func podsToDrain(pods []corev1.Pod, nodeIsReady bool) []*corev1.Pod {
+func PodsToDrain(pods []corev1.Pod, nodeIsReady bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
-		if mustDrain(&pods[i], nodeIsReady) {
+		if MustDrain(&pods[i], nodeIsReady) {
 			out = append(out, &pods[i])
 		}
 	}
 	return out
 }
 
-// mustDrain says whether a drain waits for p to be gone (see podsToDrain).
-func mustDrain(p *corev1.Pod, nodeIsReady bool) bool {
+// MustDrain says whether a drain waits for p to be gone (see PodsToDrain).
+func MustDrain(p *corev1.Pod, nodeIsReady bool) bool {
 	switch {
 	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		return false
 	case !nodeIsReady && p.DeletionTimestamp != nil:
 		return false
-	case p.Annotations[mirrorPodAnnotation] != "":
+	case p.Annotations[MirrorPodAnnotation] != "":
 		return false
 	default:
 		return !ownedByDaemonSet(p)
@@ -194,4 +197,14 @@ func priority(p *corev1.Pod) int32 {
 		return *p.Spec.Priority
 	}
 	return 0
+}
+
+// NodeReady reports whether a Node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

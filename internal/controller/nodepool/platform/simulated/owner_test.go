@@ -1,4 +1,4 @@
-package nodepool
+package simulated
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/process"
@@ -30,13 +32,13 @@ func TestAgentDirOfAnotherPoolIsNeitherUsedNorDeleted(t *testing.T) {
 	}
 	first := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b-c", UID: types.UID("uid-of-a-b-c")}}
 	second := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: "a-b", Name: "c", UID: types.UID("uid-of-a-b-slash-c")}}
-	if agentRef(first).Namespace != agentRef(second).Namespace {
-		t.Fatalf("test premise: %+v and %+v should share a directory", agentRef(first), agentRef(second))
+	if AgentRef(first).Namespace != AgentRef(second).Namespace {
+		t.Fatalf("test premise: %+v and %+v should share a directory", AgentRef(first), AgentRef(second))
 	}
-	if _, err := rt.Ports(ctx, agentRef(first), []string{agentHealthPort}); err != nil {
+	if _, err := rt.Ports(ctx, AgentRef(first), []string{AgentHealthPort}); err != nil {
 		t.Fatal(err)
 	}
-	dir := rt.Dir(agentRef(first))
+	dir := rt.Dir(AgentRef(first))
 	data := filepath.Join(dir, "simulated-agent", "pki", "kubelet.key")
 	if err := os.MkdirAll(filepath.Dir(data), 0o700); err != nil {
 		t.Fatal(err)
@@ -45,20 +47,20 @@ func TestAgentDirOfAnotherPoolIsNeitherUsedNorDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := &simulatedPlatform{runtime: rt}
-	s := &scope{
-		np: second, log: testenv.Logger(), hosted: &hostedCluster{},
-		server: "https://127.0.0.1:1", caPEM: []byte("ca"), token: bootstrap.Token{ID: "abcdef", Secret: "0123456789abcdef"},
+	p := &Platform{Runtime: rt}
+	s := &platform.Pool{
+		NodePool: second, Log: testenv.Logger(), Cluster: &platform.Cluster{Ensured: &sync.Map{}},
+		Server: "https://127.0.0.1:1", CAPEM: []byte("ca"), Token: bootstrap.Token{ID: "abcdef", Secret: "0123456789abcdef"},
 	}
-	s.hosted.rbacDone.Store(second.Name, true)
+	s.Cluster.Ensured.Store(second.Name, true)
 	_, err = p.ensureAgent(ctx, s)
 	if !errors.Is(err, runtime.ErrNotOwner) || !strings.Contains(err.Error(), string(first.UID)) {
 		t.Errorf("ensureAgent for the second pool: %v, want ErrNotOwner naming %s", err, first.UID)
 	}
-	if st := rt.Status(agentRef(second)); len(st) != 0 {
+	if st := rt.Status(AgentRef(second)); len(st) != 0 {
 		t.Errorf("an agent runs for the second pool: %v", st)
 	}
-	if err := p.delete(ctx, s); err != nil {
+	if err := p.Delete(ctx, s); err != nil {
 		t.Errorf("deleting the second pool: %v (its finalizer must complete)", err)
 	}
 	if got, err := os.ReadFile(data); err != nil || string(got) != "first pool's key" {
@@ -69,7 +71,7 @@ func TestAgentDirOfAnotherPoolIsNeitherUsedNorDeleted(t *testing.T) {
 	}
 
 	// The owning pool's deletion removes it.
-	if err := p.delete(ctx, &scope{np: first, log: testenv.Logger()}); err != nil {
+	if err := p.Delete(ctx, &platform.Pool{NodePool: first, Log: testenv.Logger()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

@@ -1,4 +1,4 @@
-package nodepool
+package simulated
 
 import (
 	"strings"
@@ -12,15 +12,15 @@ import (
 
 func TestAgentRef(t *testing.T) {
 	np := &hypershiftv1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "workers"}}
-	ref := agentRef(np)
+	ref := AgentRef(np)
 	if ref != (runtime.ControlPlaneRef{Namespace: "team-a-workers", Name: "workers"}) {
 		t.Fatalf("agentRef = %+v", ref)
 	}
-	key, ok := poolOfAgent(ref)
+	key, ok := PoolOfAgent(ref)
 	if !ok || key.Namespace != "team-a" || key.Name != "workers" {
-		t.Errorf("poolOfAgent(%+v) = %v %v", ref, key, ok)
+		t.Errorf("PoolOfAgent(%+v) = %v %v", ref, key, ok)
 	}
-	if _, ok := poolOfAgent(runtime.ControlPlaneRef{Namespace: "x", Name: "y"}); ok {
+	if _, ok := PoolOfAgent(runtime.ControlPlaneRef{Namespace: "x", Name: "y"}); ok {
 		t.Error("a ref not shaped NS-NAME mapped to a pool")
 	}
 }

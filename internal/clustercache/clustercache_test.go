@@ -1,0 +1,319 @@
+package clustercache_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"hypershift.dev/internal/clustercache"
+)
+
+// apiServer answers like a kube-apiserver for the paths these tests use:
+// requests with the accepted bearer token get 200 (an empty NodeList for
+// /api/v1/nodes), others 401; the probe path answers probeStatus.
+type apiServer struct {
+	*httptest.Server
+	mu          sync.Mutex
+	token       string
+	probeStatus int
+	probes      atomic.Int32
+}
+
+func newAPIServer(t *testing.T, token string) *apiServer {
+	t.Helper()
+	s := &apiServer{token: token, probeStatus: http.StatusOK}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		token, probeStatus := s.token, s.probeStatus
+		if r.URL.Path == "/readyz" {
+			s.probes.Add(1) // with the answer it gets, so waitProbes counts only new answers
+		}
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
+			return
+		}
+		switch r.URL.Path {
+		case "/readyz":
+			w.WriteHeader(probeStatus)
+			if probeStatus == http.StatusForbidden {
+				_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{}`))
+		case "/api/v1/nodes":
+			_, _ = w.Write([]byte(`{"kind":"NodeList","apiVersion":"v1","items":[]}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *apiServer) set(token string, probeStatus int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token, s.probeStatus = token, probeStatus
+}
+
+// kubeconfig for the test server (client-go sends credentials over TLS
+// only).
+func (s *apiServer) kubeconfig(token string) []byte {
+	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}))
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: %q
+    certificate-authority-data: %s
+users:
+- name: u
+  user:
+    token: %q
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+current-context: c
+`, s.URL, ca, token)
+}
+
+// conn is what the tests' Connect builds: a client, the token it was made
+// with, and the lifetime its informers would have.
+type conn struct {
+	kube  kubernetes.Interface
+	token string
+	run   context.Context //nolint:containedctx // observed by the test
+}
+
+type recorder struct {
+	connects     atomic.Int32
+	disconnected chan string
+	// listOnConnect: Connect lists Nodes, as an informer's first sync does.
+	listOnConnect bool
+}
+
+func newCache(t *testing.T, rec *recorder, interval time.Duration, threshold int) *clustercache.Cache[*conn] {
+	t.Helper()
+	rec.disconnected = make(chan string, 10)
+	return clustercache.New(clustercache.Options[*conn]{
+		Connect: func(ctx context.Context, _ types.NamespacedName, cfg *rest.Config, run context.Context) (*conn, error) {
+			rec.connects.Add(1)
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			if rec.listOnConnect {
+				if _, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
+					return nil, err
+				}
+			}
+			return &conn{kube: kube, token: cfg.BearerToken, run: run}, nil
+		},
+		OnDisconnect:  func(_ types.NamespacedName, _ *conn, reason string) { rec.disconnected <- reason },
+		ProbeInterval: interval, ProbeTimeout: time.Second, FailureThreshold: threshold,
+	})
+}
+
+func waitDisconnect(t *testing.T, rec *recorder) string {
+	t.Helper()
+	select {
+	case reason := <-rec.disconnected:
+		return reason
+	case <-time.After(10 * time.Second):
+		t.Fatal("the entry was not disconnected")
+		return ""
+	}
+}
+
+func stopped(c *conn) bool { return c.run.Err() != nil }
+
+var key = types.NamespacedName{Namespace: "clusters", Name: "a"}
+
+// A kubeconfig rotated on the cluster side: the old token now gets 401.
+// The health check drops the entry (stopping its informers) and the next
+// Get connects with the new kubeconfig.
+func TestUnauthorizedProbeDisconnectsAndNextGetUsesNewKubeconfig(t *testing.T) {
+	api := newAPIServer(t, "old")
+	rec := &recorder{}
+	cache := newCache(t, rec, 20*time.Millisecond, 100)
+	first, err := cache.Get(t.Context(), key, api.kubeconfig("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := cache.Get(t.Context(), key, api.kubeconfig("old")); again != first || rec.connects.Load() != 1 {
+		t.Fatalf("the same kubeconfig connected again (%d connects)", rec.connects.Load())
+	}
+
+	api.set("new", http.StatusOK)
+	if reason := waitDisconnect(t, rec); !strings.Contains(reason, "401") && !strings.Contains(strings.ToLower(reason), "unauthorized") {
+		t.Errorf("disconnect reason %q does not name the 401", reason)
+	}
+	if !stopped(first) || cache.Len() != 0 {
+		t.Fatalf("after a 401: informers stopped %v, entries %d; want stopped and none", stopped(first), cache.Len())
+	}
+	second, err := cache.Get(t.Context(), key, api.kubeconfig("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.token != "new" || rec.connects.Load() != 2 {
+		t.Errorf("rebuilt with token %q after %d connects, want the new kubeconfig's", second.token, rec.connects.Load())
+	}
+	if _, err := second.kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the rebuilt connection does not work: %v", err)
+	}
+}
+
+// A 401 on any request — here a List — drops the entry at once, without
+// waiting for the health check.
+func TestUnauthorizedRequestDisconnects(t *testing.T) {
+	api := newAPIServer(t, "old")
+	rec := &recorder{}
+	cache := newCache(t, rec, time.Hour, 100)
+	c, err := cache.Get(t.Context(), key, api.kubeconfig("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatalf("list with valid credentials: %v", err)
+	}
+	if cache.Len() != 1 || stopped(c) {
+		t.Fatal("a successful request disconnected the entry")
+	}
+	api.set("rotated", http.StatusOK)
+	if _, err := c.kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); err == nil {
+		t.Fatal("list with rejected credentials succeeded")
+	}
+	waitDisconnect(t, rec)
+	if !stopped(c) || cache.Len() != 0 {
+		t.Errorf("after a 401: stopped %v, entries %d", stopped(c), cache.Len())
+	}
+}
+
+// A 403 from the probe (the credentials lost their rights) drops the
+// entry at the first probe, however high the failure threshold.
+func TestForbiddenProbeDisconnects(t *testing.T) {
+	api := newAPIServer(t, "t")
+	rec := &recorder{}
+	cache := newCache(t, rec, 20*time.Millisecond, 100)
+	c, err := cache.Get(t.Context(), key, api.kubeconfig("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.set("t", http.StatusForbidden)
+	waitDisconnect(t, rec)
+	if !stopped(c) {
+		t.Error("informers not stopped after a 403")
+	}
+	if n := api.probes.Load(); n > 10 {
+		t.Errorf("%d probes before disconnecting on 403, want the first one to count", n)
+	}
+}
+
+// Failures below the threshold keep the entry; FailureThreshold failures in
+// a row disconnect it.
+func TestProbeFailuresDisconnectAfterThreshold(t *testing.T) {
+	api := newAPIServer(t, "t")
+	rec := &recorder{}
+	cache := newCache(t, rec, 20*time.Millisecond, 3)
+	c, err := cache.Get(t.Context(), key, api.kubeconfig("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Alternate: never three failures in a row.
+	for range 4 {
+		api.set("t", http.StatusInternalServerError)
+		waitProbes(t, api, 2)
+		api.set("t", http.StatusOK)
+		waitProbes(t, api, 2)
+	}
+	select {
+	case reason := <-rec.disconnected:
+		t.Fatalf("disconnected below the threshold: %s", reason)
+	default:
+	}
+	if stopped(c) || cache.Len() != 1 {
+		t.Fatal("entry gone below the threshold")
+	}
+	api.set("t", http.StatusInternalServerError)
+	if reason := waitDisconnect(t, rec); !strings.Contains(reason, "3 times") {
+		t.Errorf("reason %q does not say how many probes failed", reason)
+	}
+	if !stopped(c) || cache.Len() != 0 {
+		t.Error("entry kept after the threshold")
+	}
+}
+
+// waitProbes waits until n more probes read the server's current answer.
+func waitProbes(t *testing.T, api *apiServer, n int32) {
+	t.Helper()
+	target := api.probes.Load() + n
+	deadline := time.Now().Add(10 * time.Second)
+	for api.probes.Load() < target {
+		if time.Now().After(deadline) {
+			t.Fatal("no probes")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Forget (the cluster is being deleted) stops the informers without
+// telling OnDisconnect; the next Get connects again.
+func TestForget(t *testing.T) {
+	api := newAPIServer(t, "t")
+	rec := &recorder{}
+	cache := newCache(t, rec, time.Hour, 3)
+	c, err := cache.Get(t.Context(), key, api.kubeconfig("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.Forget(key)
+	if !stopped(c) || cache.Len() != 0 {
+		t.Fatal("Forget kept the entry")
+	}
+	select {
+	case reason := <-rec.disconnected:
+		t.Errorf("Forget reported a disconnect: %s", reason)
+	default:
+	}
+	if _, err := cache.Get(t.Context(), key, api.kubeconfig("t")); err != nil || rec.connects.Load() != 2 {
+		t.Errorf("Get after Forget: %v, %d connects", err, rec.connects.Load())
+	}
+}
+
+// Credentials rejected while connecting: Get fails saying so, keeps
+// nothing, and the next Get with a working kubeconfig connects.
+func TestUnauthorizedWhileConnecting(t *testing.T) {
+	api := newAPIServer(t, "new")
+	rec := &recorder{listOnConnect: true}
+	cache := newCache(t, rec, time.Hour, 3)
+	_, err := cache.Get(t.Context(), key, api.kubeconfig("old"))
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("Get with rejected credentials: %v, want an error naming the 401", err)
+	}
+	if cache.Len() != 0 {
+		t.Fatal("an entry was kept for rejected credentials")
+	}
+	c, err := cache.Get(t.Context(), key, api.kubeconfig("new"))
+	if err != nil || c.token != "new" {
+		t.Fatalf("Get with the new kubeconfig: %v", err)
+	}
+}

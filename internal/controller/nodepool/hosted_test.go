@@ -1,0 +1,119 @@
+package nodepool
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"hypershift.dev/internal/testenv"
+)
+
+// adminKubeconfig makes a ServiceAccount bound to cluster-admin and a
+// kubeconfig with a token of it: deleting the ServiceAccount revokes the
+// kubeconfig, as rotating a hosted cluster's admin credentials does.
+func adminKubeconfig(t *testing.T, ctx context.Context, kube kubernetes.Interface, host string, ca []byte, name string) []byte {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: name}}
+	if _, err := kube.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: name}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s: %v", name, err)
+	}
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: %q
+    certificate-authority-data: %s
+users:
+- name: u
+  user:
+    token: %q
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+current-context: c
+`, host, base64.StdEncoding.EncodeToString(ca), tok.Status.Token)
+}
+
+// A hosted cluster's admin credentials are revoked: the health check drops
+// the connection (its caches stop) and enqueues the pools that used it; the
+// next get connects with the new kubeconfig.
+func TestRevokedKubeconfigDisconnectsAndReconnects(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.RESTConfig)
+	ca := env.RESTConfig.CAData
+	if len(ca) == 0 {
+		t.Fatal("test premise: the management plane's REST config carries its CA")
+	}
+	first := adminKubeconfig(t, ctx, kube, env.RESTConfig.Host, ca, "admin-one")
+
+	h := newHostedClusters()
+	key := types.NamespacedName{Namespace: "clusters", Name: "c"}
+	hc, err := h.get(ctx, key, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.poolNodes("workers"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := kube.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, "admin-one", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(45 * time.Second) // a probe every 10 s
+	for enqueued := false; !enqueued; {
+		select {
+		case ev := <-h.events:
+			enqueued = ev.Object.GetNamespace() == "clusters" && ev.Object.GetName() == "workers"
+		case <-deadline:
+			t.Fatal("the pool was not enqueued after its hosted cluster's credentials were revoked")
+		}
+	}
+	select {
+	case <-hc.informerCtx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the revoked connection's caches still run")
+	}
+
+	second := adminKubeconfig(t, ctx, kube, env.RESTConfig.Host, ca, "admin-two")
+	again, err := h.get(ctx, key, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == hc {
+		t.Fatal("get returned the revoked connection")
+	}
+	if _, err := again.kube.CoreV1().Namespaces().Get(context.WithoutCancel(ctx), metav1.NamespaceSystem, metav1.GetOptions{}); err != nil {
+		t.Errorf("the new connection does not work: %v", err)
+	}
+	h.forget(key)
+	if again.informerCtx.Err() == nil {
+		t.Error("forget left the caches running")
+	}
+}

@@ -1,0 +1,144 @@
+// Package platform is the seam between the NodePool controller and where a
+// pool's machines come from. Each platform lives in its own package beside
+// this one (none, simulated, unsupported), as kwok keeps its runtimes side
+// by side; the controller picks one by spec.platform.type and then talks to
+// it only through Platform — it never asks which platform it has.
+package platform
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/version"
+)
+
+// Platform provides a pool's machines.
+type Platform interface {
+	// Validate says why the platform cannot run the pool, or nil.
+	Validate(p *Pool) error
+	// NeedsToken: the controller keeps a bootstrap token for the pool
+	// while it has or wants machines, because the platform's machines join
+	// with it. Otherwise nodes join with tokens `hypershift create
+	// join-command` makes.
+	NeedsToken() bool
+	// NamesMachines: the platform names the pool's machines, so only those
+	// names may join the pool (Machines lists them).
+	NamesMachines() bool
+	// SupportsAutoscaling: the platform adds and removes machines, so
+	// spec.autoScaling can size the pool.
+	SupportsAutoscaling() bool
+	// SupportsAutorepair: the platform replaces unhealthy machines when
+	// spec.management.autoRepair is set.
+	SupportsAutorepair() bool
+	// UnsetReplicas is the pool's size when it sets neither replicas nor
+	// autoScaling.
+	UnsetReplicas(p *Pool) int32
+	// Machines names the pool's machines (needs p.Cluster).
+	Machines(p *Pool) ([]string, error)
+	// NodeTemplate is what a new node of the pool looks like, for the
+	// autoscaler: its labels and capacity.
+	NodeTemplate(np *hypershiftv1alpha1.NodePool) NodeTemplate
+	// Reconcile makes the pool have want machines: it adds machines, and
+	// drains then removes surplus ones.
+	Reconcile(ctx context.Context, p *Pool, want int32) (Report, error)
+	// Cleanup removes what the platform keeps in the hosted cluster for
+	// the pool, once it has no machines left.
+	Cleanup(ctx context.Context, p *Pool) error
+	// Delete removes what the platform runs for the pool outside the
+	// hosted cluster (agents); it works without a hosted cluster.
+	Delete(ctx context.Context, p *Pool) error
+}
+
+// Pool is what a platform is told about one reconcile of a NodePool.
+type Pool struct {
+	NodePool      *hypershiftv1alpha1.NodePool
+	HostedCluster *hypershiftv1alpha1.HostedCluster
+	Log           logr.Logger
+	// Cluster reaches the hosted cluster; nil when it is not connected.
+	Cluster *Cluster
+	// Nodes are the Nodes bound to the pool, by name.
+	Nodes map[string]*corev1.Node
+	// Deleting: the pool is being deleted (no autorepair).
+	Deleting bool
+	// Server and CAPEM reach the hosted API server; Token is the pool's
+	// current bootstrap token (set when NeedsToken).
+	Server string
+	CAPEM  []byte
+	Token  bootstrap.Token
+	// RequeueBy asks for the next reconcile within d; may be nil.
+	RequeueBy func(d time.Duration)
+}
+
+// Requeue asks for the next reconcile within d.
+func (p *Pool) Requeue(d time.Duration) {
+	if p.RequeueBy != nil {
+		p.RequeueBy(d)
+	}
+}
+
+// Cluster is the controller's connection to a hosted cluster, as
+// platforms see it.
+type Cluster struct {
+	Kube kubernetes.Interface
+	// Nodes caches every Node of the cluster.
+	Nodes corev1listers.NodeLister
+	// ConfigMaps caches the pools' ConfigMaps in kube-system.
+	ConfigMaps corev1listers.ConfigMapNamespaceLister
+	// Ensured records what was ensured over this connection (e.g. RBAC,
+	// by pool name), so it is done once per connection.
+	Ensured *sync.Map
+}
+
+// Report is a platform's account of a pool's machines.
+type Report struct {
+	// Machines is how many machines exist.
+	Machines int32
+	// Unregistered names machines whose node has not registered yet.
+	Unregistered []string
+	// Draining names nodes being drained for removal; Blocked counts the
+	// evictions a PodDisruptionBudget refused.
+	Draining []string
+	Blocked  int
+	// Problem says why machines cannot run (an agent that does not run);
+	// empty when none.
+	Problem string
+	// Busy: machines are being added, drained or removed.
+	Busy bool
+}
+
+// NodeTemplate describes a new node of a pool.
+type NodeTemplate struct {
+	Labels   map[string]string
+	Taints   []corev1.Taint
+	Capacity corev1.ResourceList
+}
+
+// Taints converts a pool's taints to Node taints.
+func Taints(in []hypershiftv1alpha1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range in {
+		out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	}
+	return out
+}
+
+// KubeletVersion is the version the pool's nodes run: the control
+// plane's.
+func KubeletVersion(hc *hypershiftv1alpha1.HostedCluster) string {
+	switch {
+	case hc.Status.Version != "":
+		return hc.Status.Version
+	case hc.Spec.KubernetesVersion != "":
+		return hc.Spec.KubernetesVersion
+	default:
+		return version.KubernetesVersion
+	}
+}

@@ -46,4 +46,37 @@ const (
 	// NS-NAME exists and belongs to another HostedCluster (or was not made
 	// by hypershift); the cluster is refused, nothing is created for it.
 	ControlPlaneNamespaceConflictReason = "ControlPlaneNamespaceConflict"
+
+	// NodePool reasons.
+
+	// WaitingForHostedClusterReason: the pool's HostedCluster is not
+	// Available yet.
+	WaitingForHostedClusterReason = "WaitingForHostedCluster"
+	// HostedClusterDeletingReason: the pool's HostedCluster is being deleted.
+	HostedClusterDeletingReason = "HostedClusterDeleting"
+	// HostedClusterUnreachableReason: the hosted API server does not answer.
+	HostedClusterUnreachableReason = "HostedClusterUnreachable"
+	// WaitingForNodesReason: machines run but have not all registered a
+	// Ready node.
+	WaitingForNodesReason = "WaitingForNodes"
+	// ScalingDownReason: nodes are drained before their machines go.
+	ScalingDownReason = "ScalingDown"
+	// NodesNotReadyReason: some of the pool's nodes are not Ready.
+	NodesNotReadyReason = "NodesNotReady"
+	// AgentNotRunningReason: the platform cannot run the pool's machines
+	// (the simulated node agent is not running).
+	AgentNotRunningReason = "AgentNotRunning"
+	// EnabledReason and DisabledReason say whether autoscaling or
+	// autorepair is on.
+	EnabledReason  = "Enabled"
+	DisabledReason = "Disabled"
+)
+
+// Reasons the NodePool controller gives on the CertificateSigningRequests it
+// decides in a hosted cluster (certificates.k8s.io conditions, shown by
+// `kubectl get csr`).
+const (
+	// ServingCSRApprovedReason: a kubelet-serving CSR of a pool's node, for
+	// the node's own addresses.
+	ServingCSRApprovedReason = "HypershiftNodePoolApprove"
 )

@@ -11,19 +11,47 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
-// Set sets a condition, keeping its transition time when the status is
-// unchanged.
+// Set sets a condition True or False, keeping its transition time when the
+// status is unchanged.
 func Set(conds *[]metav1.Condition, generation int64, typ string, status bool, reason, message string) {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(conds, metav1.Condition{
-		Type:               typ,
-		Status:             s,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: generation,
+	Apply(conds, generation, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message})
+}
+
+// SetUnknown says a condition cannot be told yet (what it depends on has
+// not reported).
+func SetUnknown(conds *[]metav1.Condition, generation int64, typ, reason, message string) {
+	Apply(conds, generation, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: reason, Message: message})
+}
+
+// Apply sets derived conditions, stamped with the generation they were
+// derived from. A condition whose status does not change keeps its
+// lastTransitionTime; one that changes takes the condition's own
+// LastTransitionTime when set (see Mirror), else now.
+func Apply(conds *[]metav1.Condition, generation int64, derived ...metav1.Condition) {
+	for _, c := range derived {
+		c.ObservedGeneration = generation
+		meta.SetStatusCondition(conds, c)
+	}
+}
+
+// Mirror reports another object's condition as one of this object's. When
+// the status changes, the mirror takes the source's lastTransitionTime, so
+// it says when the source changed rather than when this controller noticed;
+// when it does not, the time is kept. A source that has no such condition
+// yet is mirrored as Unknown with the given reason and message.
+func Mirror(conds *[]metav1.Condition, generation int64, typ string, source []metav1.Condition, unknownReason, unknownMessage string) {
+	src := meta.FindStatusCondition(source, typ)
+	if src == nil {
+		SetUnknown(conds, generation, typ, unknownReason, unknownMessage)
+		return
+	}
+	Apply(conds, generation, metav1.Condition{
+		Type: typ, Status: src.Status, Reason: src.Reason, Message: src.Message,
+		LastTransitionTime: src.LastTransitionTime,
 	})
 }
 
@@ -51,11 +79,20 @@ func PausedFor(pausedUntil *string, now time.Time) (bool, time.Duration) {
 
 // SetPaused records paused or active reconciliation.
 func SetPaused(conds *[]metav1.Condition, generation int64, paused bool, pausedUntil *string) {
+	Apply(conds, generation, Paused(paused, pausedUntil))
+}
+
+// Paused is the ReconciliationActive condition for a paused or active
+// object.
+func Paused(paused bool, pausedUntil *string) metav1.Condition {
 	if paused {
-		Set(conds, generation, hypershiftv1alpha1.ReconciliationActive, false,
-			hypershiftv1alpha1.ReconciliationPausedReason, "Reconciliation paused until "+*pausedUntil)
-		return
+		return metav1.Condition{
+			Type: hypershiftv1alpha1.ReconciliationActive, Status: metav1.ConditionFalse,
+			Reason: hypershiftv1alpha1.ReconciliationPausedReason, Message: "Reconciliation paused until " + *pausedUntil,
+		}
 	}
-	Set(conds, generation, hypershiftv1alpha1.ReconciliationActive, true,
-		hypershiftv1alpha1.AsExpectedReason, "Reconciliation active")
+	return metav1.Condition{
+		Type: hypershiftv1alpha1.ReconciliationActive, Status: metav1.ConditionTrue,
+		Reason: hypershiftv1alpha1.AsExpectedReason, Message: "Reconciliation active",
+	}
 }

@@ -6,13 +6,11 @@ package hostedcluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,12 +18,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/controller/lifecycle"
 )
 
 // Finalizer keeps a HostedCluster until everything it owns is gone.
@@ -72,42 +70,29 @@ type scope struct {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	log := ctrl.LoggerFrom(ctx)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{hc: hc, ns: ControlPlaneNamespace(hc)}
-
-	if !hc.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
+	if hc.DeletionTimestamp.IsZero() {
+		// Runs after the status patch: events and metrics report what was
+		// written.
+		defer r.observeTransitions(hc.DeepCopy(), hc)
 	}
-	if controllerutil.AddFinalizer(hc, Finalizer) {
-		if err := r.Client.Update(ctx, hc); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
+	pass := lifecycle.Pass{
+		Client: r.Client, Object: hc, Finalizer: Finalizer,
+		Conditions: &hc.Status.Conditions, PausedUntil: hc.Spec.PausedUntil, Now: time.Now(),
 	}
+	return pass.Run(ctx,
+		func(ctx context.Context) (ctrl.Result, error) { return r.reconcileNormal(ctx, s) },
+		func(ctx context.Context) (ctrl.Result, error) { return r.reconcileDelete(ctx, s) })
+}
 
-	before := hc.DeepCopy()
-	wasAvailable := conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available)
-	defer func() {
-		if err := r.patchStatus(ctx, before, hc); err != nil && reterr == nil {
-			reterr = err
-		}
-		r.recordTransitions(before, hc)
-		if !wasAvailable && conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) && r.Metrics != nil {
-			r.Metrics.observeAvailable(hc)
-		}
-	}()
-
-	paused, pausedFor := conditions.PausedFor(hc.Spec.PausedUntil, time.Now())
-	conditions.SetPaused(&hc.Status.Conditions, hc.Generation, paused, hc.Spec.PausedUntil)
-	if paused {
-		log.Info("reconciliation paused", "pausedUntil", *hc.Spec.PausedUntil)
-		return ctrl.Result{RequeueAfter: pausedFor}, nil
-	}
-
+// reconcileNormal validates the spec, runs the phases and derives the status.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hc := s.hc
 	if err := validateSpec(hc); err != nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, false,
 			hypershiftv1alpha1.UnsupportedReason, err.Error())
@@ -118,13 +103,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, true,
 		hypershiftv1alpha1.AsExpectedReason, "Configuration passes validation")
 
-	phases := []func(context.Context, *scope) (ctrl.Result, error){
-		r.reconcileNamespace,
-		r.reconcilePKI,
-		r.reconcileHostedControlPlane,
-		r.reconcileKubeconfig,
-	}
-	res, err := runPhases(ctx, s, phases)
+	// Each phase needs what the one before made.
+	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
+		{Name: "control-plane namespace", Run: r.reconcileNamespace},
+		{Name: "PKI", Run: r.reconcilePKI},
+		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
+		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
+	})
 	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {
 		s.conflict = refused.Error()
 		res, err = ctrl.Result{RequeueAfter: conflictRequeue}, nil
@@ -144,6 +129,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		hc.Status.ObservedGeneration = hc.Generation
 	}
 	return res, nil
+}
+
+// observeTransitions emits an Event for every condition transition and
+// records the time a cluster took to become Available.
+func (r *Reconciler) observeTransitions(before, after *hypershiftv1alpha1.HostedCluster) {
+	r.recordTransitions(before, after)
+	wasAvailable := conditions.IsTrue(before.Status.Conditions, hypershiftv1alpha1.Available)
+	if !wasAvailable && conditions.IsTrue(after.Status.Conditions, hypershiftv1alpha1.Available) && r.Metrics != nil {
+		r.Metrics.observeAvailable(after)
+	}
 }
 
 // recordTransitions emits an Event for every condition whose status changed.
@@ -168,23 +163,6 @@ func (r *Reconciler) recordTransitions(before, after *hypershiftv1alpha1.HostedC
 		}
 		r.Recorder.Eventf(after, nil, eventType, c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
 	}
-}
-
-func runPhases(ctx context.Context, s *scope, phases []func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {
-	for _, phase := range phases {
-		res, err := phase(ctx, s)
-		if err != nil || !res.IsZero() {
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, before, after *hypershiftv1alpha1.HostedCluster) error {
-	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patch status: %w", err)
-	}
-	return nil
 }
 
 // SetupWithManager registers the controller.

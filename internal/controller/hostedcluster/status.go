@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -52,21 +52,22 @@ func (r *Reconciler) updateStatus(s *scope) {
 		return
 	}
 	hcp := s.hcp
-	for _, typ := range mirrored {
-		c := meta.FindStatusCondition(hcp.Status.Conditions, typ)
-		if c == nil {
-			continue
-		}
-		conditions.Set(&hc.Status.Conditions, hc.Generation, typ, c.Status == "True", c.Reason, c.Message)
-	}
-	if meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available) == nil {
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,
-			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the control-plane components to start")
-	}
+	mirrorControlPlane(&hc.Status.Conditions, hc.Generation, hcp.Status.Conditions)
 	hc.Status.Version = hcp.Status.Version
 	hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint
 	if ep := hcp.Status.ControlPlaneEndpoint; ep.Port != 0 {
 		hc.Status.Endpoint = "https://" + net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))
+	}
+}
+
+// mirrorControlPlane reports the HostedControlPlane's conditions as the
+// HostedCluster's. A condition the control plane has not reported yet is
+// Unknown; one whose status is unchanged keeps its lastTransitionTime, and
+// one that changed takes the control plane's.
+func mirrorControlPlane(conds *[]metav1.Condition, generation int64, hcp []metav1.Condition) {
+	for _, typ := range mirrored {
+		conditions.Mirror(conds, generation, typ, hcp,
+			hypershiftv1alpha1.WaitingForComponentsReason, "The hosted control plane has not reported "+typ+" yet")
 	}
 }
 

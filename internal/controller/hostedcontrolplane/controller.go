@@ -7,15 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -23,6 +20,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
@@ -49,7 +47,7 @@ type Reconciler struct {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -58,28 +56,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// it as this object's, so an HCP that maps to another's directory is
 	// refused instead of sharing it.
 	ref := runtime.ControlPlaneRef{Namespace: hcp.Namespace, Name: hcp.Name, Owner: string(hcp.UID)}
-	if !hcp.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref)
+	s := &scope{hcp: hcp, ref: ref}
+	pass := lifecycle.Pass{
+		Client: r.Client, Object: hcp, Finalizer: Finalizer,
+		Conditions: &hcp.Status.Conditions, PausedUntil: hcp.Spec.PausedUntil, Now: time.Now(),
 	}
-	if controllerutil.AddFinalizer(hcp, Finalizer) {
-		if err := r.Client.Update(ctx, hcp); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
-	before := hcp.DeepCopy()
-	defer func() {
-		if err := r.Client.Status().Patch(ctx, hcp, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) && reterr == nil {
-			reterr = fmt.Errorf("patch status: %w", err)
-		}
-	}()
+	return pass.Run(ctx,
+		func(ctx context.Context) (ctrl.Result, error) {
+			// Each phase needs what the one before made.
+			return lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
+				{Name: "render components", Run: r.reconcileRender},
+				{Name: "run components", Run: r.reconcileRuntime},
+				{Name: "status", Run: r.reconcileStatus},
+			})
+		},
+		func(ctx context.Context) (ctrl.Result, error) { return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref) })
+}
 
-	paused, pausedFor := conditions.PausedFor(hcp.Spec.PausedUntil, time.Now())
-	conditions.SetPaused(&hcp.Status.Conditions, hcp.Generation, paused, hcp.Spec.PausedUntil)
-	if paused {
-		return ctrl.Result{RequeueAfter: pausedFor}, nil
-	}
+// scope is what the phases of one reconcile share.
+type scope struct {
+	hcp   *hypershiftv1alpha1.HostedControlPlane
+	ref   runtime.ControlPlaneRef
+	specs []components.Spec
+}
 
-	specs, err := r.render(ctx, hcp, ref)
+// reconcileRender renders the components from the cluster's PKI, waiting
+// for the PKI the HostedCluster controller makes.
+func (r *Reconciler) reconcileRender(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hcp := s.hcp
+	specs, err := r.render(ctx, hcp, s.ref)
 	if errors.Is(err, pki.ErrMissing) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Progressing, true,
 			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the cluster's PKI")
@@ -89,16 +94,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
 	}
-	if err != nil {
+	s.specs = specs
+	return ctrl.Result{}, err
+}
+
+// reconcileRuntime hands the rendered components to the runtime.
+func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.Runtime.Apply(ctx, s.ref, s.specs); err != nil {
+		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
 		return ctrl.Result{}, err
 	}
-	if err := r.Runtime.Apply(ctx, ref, specs); err != nil {
-		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
-			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
-		return ctrl.Result{}, fmt.Errorf("run components: %w", err)
-	}
-	allReady := r.updateStatus(hcp, ref)
-	hcp.Status.ObservedGeneration = hcp.Generation
+	return ctrl.Result{}, nil
+}
+
+// reconcileStatus reports the components' states, and looks again soon
+// while some do not run yet.
+func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
+	allReady := r.updateStatus(s.hcp, s.ref)
+	s.hcp.Status.ObservedGeneration = s.hcp.Generation
 	if !allReady {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
@@ -159,9 +173,6 @@ func runtimeDir(rt runtime.Runtime, ref runtime.ControlPlaneRef) string {
 }
 
 func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {
-	if !controllerutil.ContainsFinalizer(hcp, Finalizer) {
-		return nil
-	}
 	err := r.Runtime.Delete(ctx, ref)
 	switch {
 	case errors.Is(err, runtime.ErrNotOwner):
@@ -170,99 +181,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	case err != nil:
 		return fmt.Errorf("delete components: %w", err)
 	}
-	controllerutil.RemoveFinalizer(hcp, Finalizer)
-	return client.IgnoreNotFound(r.Client.Update(ctx, hcp))
-}
-
-// updateStatus reports the runtime's view and returns whether every
-// component is running.
-func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) bool {
-	statuses := r.Runtime.Status(ref)
-	hcp.Status.Components = statuses
-	byComponent := map[string][]hypershiftv1alpha1.ComponentStatus{}
-	var notRunning []string
-	for _, s := range statuses {
-		byComponent[s.Component] = append(byComponent[s.Component], s)
-		if s.Phase != hypershiftv1alpha1.ComponentRunning {
-			notRunning = append(notRunning, fmt.Sprintf("%s is %s", s.Name, s.Phase))
-		}
-	}
-	gen := hcp.Generation
-	// etcd serves while a majority of members runs; the API while one API
-	// server runs (and, when replicated, the endpoint proxy in front).
-	etcdMembers := byComponent[components.Etcd]
-	etcd := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.EtcdAvailable, etcdMembers, len(etcdMembers)/2+1)
-	apiInstances := append(byComponent[components.KubeAPIServer], byComponent[components.KubeControlPlane]...)
-	api := componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, apiInstances, 1)
-	if proxy, ok := byComponent[components.KubeAPIServerProxy]; ok && api {
-		api = componentCondition(&hcp.Status.Conditions, gen, hypershiftv1alpha1.KubeAPIServerAvailable, proxy, 1)
-	}
-	available := etcd && api
-	hcp.Status.Ready = available
-	if available {
-		hcp.Status.Version = hcp.Spec.KubernetesVersion
-		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Available, true,
-			hypershiftv1alpha1.AsExpectedReason, "The hosted API server is available")
-	} else {
-		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Available, false,
-			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for etcd and kube-apiserver to be ready")
-	}
-	if len(notRunning) == 0 {
-		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Progressing, false,
-			hypershiftv1alpha1.ComponentsReadyReason, "All components are running")
-	} else {
-		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Progressing, true,
-			hypershiftv1alpha1.WaitingForComponentsReason, joinMessages(notRunning))
-	}
-	var degraded []string
-	for _, s := range statuses {
-		if s.Phase == hypershiftv1alpha1.ComponentBackOff || s.Phase == hypershiftv1alpha1.ComponentUnhealthy {
-			degraded = append(degraded, fmt.Sprintf("%s is %s (restarts %d, last exit %q): %s", s.Name, s.Phase, s.Restarts, s.LastExitReason, s.Message))
-		}
-	}
-	if len(degraded) > 0 {
-		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Degraded, true,
-			hypershiftv1alpha1.ComponentNotReadyReason, joinMessages(degraded))
-	} else {
-		conditions.Set(&hcp.Status.Conditions, gen, hypershiftv1alpha1.Degraded, false,
-			hypershiftv1alpha1.AsExpectedReason, "No component is failing")
-	}
-	return len(notRunning) == 0
-}
-
-// componentCondition sets typ True when at least need of the instances run,
-// and says which do not otherwise.
-func componentCondition(conds *[]metav1.Condition, gen int64, typ string, instances []hypershiftv1alpha1.ComponentStatus, need int) bool {
-	var running, other []string
-	for _, s := range instances {
-		if s.Phase == hypershiftv1alpha1.ComponentRunning {
-			running = append(running, s.Name)
-			continue
-		}
-		msg := s.Name + " is " + string(s.Phase)
-		if s.Message != "" {
-			msg += ": " + s.Message
-		}
-		other = append(other, msg)
-	}
-	if len(instances) > 0 && len(running) >= need {
-		conditions.Set(conds, gen, typ, true, hypershiftv1alpha1.AsExpectedReason, strings.Join(running, ", ")+" running")
-		return true
-	}
-	msg := "not started yet"
-	if len(other) > 0 {
-		msg = strings.Join(other, "; ")
-	}
-	conditions.Set(conds, gen, typ, false, hypershiftv1alpha1.ComponentNotReadyReason, msg)
-	return false
-}
-
-func joinMessages(msgs []string) string {
-	out := strings.Join(msgs, "; ")
-	if len(out) > 32000 {
-		out = out[:32000]
-	}
-	return out
+	return lifecycle.RemoveFinalizer(ctx, r.Client, hcp, Finalizer)
 }
 
 // SetupWithManager registers the controller.

@@ -15,12 +15,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,6 +26,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/runtime"
 )
@@ -97,67 +96,44 @@ func (r *Reconciler) now() time.Time {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	np := &hypershiftv1alpha1.NodePool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, np); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{np: np, log: ctrl.LoggerFrom(ctx).WithValues("hostedCluster", np.Spec.ClusterName)}
-	s.platform = r.platformFor(np)
+	s := &scope{np: np, log: ctrl.LoggerFrom(ctx).WithValues("hostedCluster", np.Spec.ClusterName), platform: r.platformFor(np)}
+	pass := lifecycle.Pass{
+		Client: r.Client, Object: np, Finalizer: Finalizer,
+		Conditions: &np.Status.Conditions, PausedUntil: np.Spec.PausedUntil, Now: r.now(),
+	}
+	return pass.Run(ctrl.LoggerInto(ctx, s.log),
+		func(ctx context.Context) (ctrl.Result, error) { return r.reconcileNormal(ctx, s) },
+		func(ctx context.Context) (ctrl.Result, error) { return r.reconcileDelete(ctx, s) })
+}
 
-	if !np.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
-	}
-	if controllerutil.AddFinalizer(np, Finalizer) {
-		if err := r.Client.Update(ctx, np); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
-	before := np.DeepCopy()
-	defer func() {
-		if err := r.Client.Status().Patch(ctx, np, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) && reterr == nil {
-			reterr = fmt.Errorf("patch status: %w", err)
-		}
-	}()
-
-	paused, pausedFor := conditions.PausedFor(np.Spec.PausedUntil, r.now())
-	conditions.SetPaused(&np.Status.Conditions, np.Generation, paused, np.Spec.PausedUntil)
-	if paused {
-		s.log.Info("reconciliation paused", "pausedUntil", *np.Spec.PausedUntil)
-		return ctrl.Result{RequeueAfter: pausedFor}, nil
-	}
-
-	phases := []func(context.Context, *scope) (ctrl.Result, error){
-		r.reconcilePlatformConfig,
-		r.reconcileHostedCluster,
-		r.reconcileBootstrap,
-		r.reconcileMachines,
-		r.reconcileNodes,
-	}
-	res, err := runPhases(ctx, s, phases)
+// reconcileNormal runs the phases and reports the pool's machines and nodes.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	// Each phase needs what the one before found: a usable platform, the
+	// hosted cluster's client, the cluster's bootstrap RBAC, the machines.
+	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
+		{Name: "platform config", Run: r.reconcilePlatformConfig},
+		{Name: "hosted cluster", Run: r.reconcileHostedCluster},
+		{Name: "bootstrap", Run: r.reconcileBootstrap},
+		{Name: "machines", Run: r.reconcileMachines},
+		{Name: "nodes", Run: r.reconcileNodes},
+	})
 	r.updateStatus(s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if res.IsZero() {
-		np.Status.ObservedGeneration = np.Generation
+		s.np.Status.ObservedGeneration = s.np.Generation
 		s.requeueBy(requeueSteady)
-		if !conditions.IsTrue(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady) {
+		if !conditions.IsTrue(s.np.Status.Conditions, hypershiftv1alpha1.NodePoolReady) {
 			s.requeueBy(requeueBusy)
 		}
-		res.RequeueAfter = s.requeueAfter
 	}
-	return res, nil
-}
-
-func runPhases(ctx context.Context, s *scope, phases []func(context.Context, *scope) (ctrl.Result, error)) (ctrl.Result, error) {
-	for _, phase := range phases {
-		res, err := phase(ctx, s)
-		if err != nil || !res.IsZero() {
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return lifecycle.Soonest(res, ctrl.Result{RequeueAfter: s.requeueAfter}), nil
 }
 
 // NewRuntimeEvents returns a channel for node runtime notifications and

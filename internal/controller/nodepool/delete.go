@@ -56,7 +56,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // drainAll scales the pool to zero, then cleans up the hosted cluster.
 func (r *Reconciler) drainAll(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !conditions.IsTrue(s.hc.Status.Conditions, hypershiftv1alpha1.Available) || s.hc.Status.KubeConfig == nil {
-		return r.deletingStatus(ctx, s, fmt.Sprintf("Waiting for HostedCluster %s/%s to be Available to drain the nodes", s.hc.Namespace, s.hc.Name), 5*time.Second)
+		return r.deletingStatus(s, fmt.Sprintf("Waiting for HostedCluster %s/%s to be Available to drain the nodes", s.hc.Namespace, s.hc.Name), 5*time.Second)
 	}
 	if err := r.connect(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -91,17 +91,13 @@ func (r *Reconciler) drainMachines(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 	if report.machines > 0 {
-		return r.deletingStatus(ctx, s, fmt.Sprintf("Draining and removing %d machines (draining: %s)", report.machines, names(report.draining)), requeueBusy)
+		return r.deletingStatus(s, fmt.Sprintf("Draining and removing %d machines (draining: %s)", report.machines, names(report.draining)), requeueBusy)
 	}
 	return ctrl.Result{}, nil
 }
 
-// deletingStatus reports deletion progress.
-func (r *Reconciler) deletingStatus(ctx context.Context, s *scope, msg string, after time.Duration) (ctrl.Result, error) {
-	before := s.np.DeepCopy()
+// deletingStatus reports deletion progress; the pass patches it.
+func (r *Reconciler) deletingStatus(s *scope, msg string, after time.Duration) (ctrl.Result, error) {
 	conditions.Set(&s.np.Status.Conditions, s.np.Generation, hypershiftv1alpha1.NodePoolReady, false, hypershiftv1alpha1.DeletingReason, msg)
-	if err := r.Client.Status().Patch(ctx, s.np, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
-	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

@@ -20,17 +20,17 @@ import (
 	"hypershift.dev/internal/nodes/bootstrap"
 )
 
-// Condition reasons of NodePools.
+// Condition reasons of NodePools (public in the API package).
 const (
-	reasonWaitingForHostedCluster  = "WaitingForHostedCluster"
-	reasonHostedClusterDeleting    = "HostedClusterDeleting"
-	reasonHostedClusterUnreachable = "HostedClusterUnreachable"
-	reasonWaitingForNodes          = "WaitingForNodes"
-	reasonScalingDown              = "ScalingDown"
-	reasonNodesNotReady            = "NodesNotReady"
-	reasonAgentNotRunning          = "AgentNotRunning"
-	reasonDisabled                 = "Disabled"
-	reasonEnabled                  = "Enabled"
+	reasonWaitingForHostedCluster  = hypershiftv1alpha1.WaitingForHostedClusterReason
+	reasonHostedClusterDeleting    = hypershiftv1alpha1.HostedClusterDeletingReason
+	reasonHostedClusterUnreachable = hypershiftv1alpha1.HostedClusterUnreachableReason
+	reasonWaitingForNodes          = hypershiftv1alpha1.WaitingForNodesReason
+	reasonScalingDown              = hypershiftv1alpha1.ScalingDownReason
+	reasonNodesNotReady            = hypershiftv1alpha1.NodesNotReadyReason
+	reasonAgentNotRunning          = hypershiftv1alpha1.AgentNotRunningReason
+	reasonDisabled                 = hypershiftv1alpha1.DisabledReason
+	reasonEnabled                  = hypershiftv1alpha1.EnabledReason
 )
 
 // reconcilePlatformConfig checks that the pool's platform can run it.
@@ -198,7 +198,7 @@ func (r *Reconciler) approveServingCSRs(ctx context.Context, s *scope) error {
 			s.log.Info("not approving kubelet serving CSR", "csr", csr.Name, "node", node.Name, "reason", err.Error())
 			continue
 		}
-		if err := bootstrap.Approve(ctx, s.hosted.kube, csr, "HypershiftNodePoolApprove",
+		if err := bootstrap.Approve(ctx, s.hosted.kube, csr, hypershiftv1alpha1.ServingCSRApprovedReason,
 			"Requested by node "+node.Name+" of NodePool "+s.np.Name+" for its own addresses"); err != nil && !apierrors.IsConflict(err) {
 			return err
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -13,13 +12,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := NewRootCommand(nil)
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return runWith(t, nil, args...)
 }
 
 func TestCreateClusterRenderGolden(t *testing.T) {

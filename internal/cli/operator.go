@@ -17,39 +17,18 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 		Long: "Run the HostedCluster and HostedControlPlane controllers against the management cluster of --kubeconfig.\n" +
 			"Hosted control planes run as local processes under DATA_DIR/clusters.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			layout := g.layout()
-			if err := layout.Ensure(); err != nil {
-				return err
-			}
-			lock, err := layout.Lock()
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
+		RunE: func(_ *cobra.Command, _ []string) error {
 			log := zap.New()
 			ctrl.SetLogger(log)
 			cfg, err := g.restConfig()
 			if err != nil {
 				return err
 			}
-			if installAPI {
-				if err := operator.InstallAPI(cmd.Context(), cfg); err != nil {
-					return err
-				}
-			}
-			op, err := operator.NewLocal(layout, log, operator.Options{
+			return operator.Run(ctrl.SetupSignalHandler(), g.layout(), operator.Options{
 				RESTConfig:         cfg,
 				MetricsBindAddress: metricsAddress, HealthProbeBindAddress: healthAddress,
 				EndpointHost: endpointHost,
-			})
-			if err != nil {
-				return err
-			}
-			// Hosted control planes keep running when the operator exits;
-			// the next operator adopts them.
-			defer op.Release()
-			return op.Manager.Start(ctrl.SetupSignalHandler())
+			}, installAPI, log)
 		},
 	}
 	f := cmd.Flags()

@@ -2,9 +2,7 @@ package clustercache_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/pem"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"hypershift.dev/internal/clustercache"
+	"hypershift.dev/internal/kubeconfig"
 )
 
 // apiServer answers like a kube-apiserver for the paths these tests use:
@@ -26,6 +25,7 @@ import (
 // /api/v1/nodes), others 401; the probe path answers probeStatus.
 type apiServer struct {
 	*httptest.Server
+	t           *testing.T
 	mu          sync.Mutex
 	token       string
 	probeStatus int
@@ -34,7 +34,7 @@ type apiServer struct {
 
 func newAPIServer(t *testing.T, token string) *apiServer {
 	t.Helper()
-	s := &apiServer{token: token, probeStatus: http.StatusOK}
+	s := &apiServer{t: t, token: token, probeStatus: http.StatusOK}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		token, probeStatus := s.token, s.probeStatus
@@ -75,25 +75,14 @@ func (s *apiServer) set(token string, probeStatus int) {
 // kubeconfig for the test server (client-go sends credentials over TLS
 // only).
 func (s *apiServer) kubeconfig(token string) []byte {
-	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}))
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %q
-    certificate-authority-data: %s
-users:
-- name: u
-  user:
-    token: %q
-contexts:
-- name: c
-  context:
-    cluster: c
-    user: u
-current-context: c
-`, s.URL, ca, token)
+	kc, err := kubeconfig.Render(kubeconfig.Params{
+		Name: "c", Server: s.URL, Token: token,
+		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return kc
 }
 
 // conn is what the tests' Connect builds: a client, the token it was made

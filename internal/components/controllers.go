@@ -21,9 +21,21 @@ func endpointInstance(cfg Config) string {
 	return KubeAPIServer
 }
 
-// leaderElection is on when controllers are replicated.
-func leaderElection(cfg Config) string {
-	return fmt.Sprintf("--leader-elect=%t", cfg.replicas().Controllers > 1)
+// controllerArgs are the flags the controller manager and the scheduler
+// share: their kubeconfig for every API call, a loopback serving port, and
+// leader election when controllers are replicated.
+func controllerArgs(cfg Config, name string) []string {
+	kubeconfig := path(cfg.Dir, name, "kubeconfig")
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
+		"--cert-dir=" + path(cfg.Dir, name, "certs"),
+		fmt.Sprintf("--leader-elect=%t", cfg.replicas().Controllers > 1),
+		"--profiling=false",
+	}
 }
 
 func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
@@ -34,20 +46,12 @@ func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	args := []string{
-		"--kubeconfig=" + dir("kubeconfig"),
-		"--authentication-kubeconfig=" + dir("kubeconfig"),
-		"--authorization-kubeconfig=" + dir("kubeconfig"),
-		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
-		"--cert-dir=" + dir("certs"),
-		leaderElection(cfg),
-		"--profiling=false",
-		"--root-ca-file=" + dir("root-ca.crt"),
-		"--service-account-private-key-file=" + dir("service-account.key"),
+	args := append(controllerArgs(cfg, name),
+		"--root-ca-file="+dir("root-ca.crt"),
+		"--service-account-private-key-file="+dir("service-account.key"),
 		"--use-service-account-credentials=true",
-		"--service-cluster-ip-range=" + cfg.ServiceCIDR,
-	}
+		"--service-cluster-ip-range="+cfg.ServiceCIDR,
+	)
 	if cfg.Management {
 		args = append(args, "--controllers="+managementControllers)
 	} else {
@@ -95,7 +99,6 @@ func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
 
 func renderKubeScheduler(cfg Config, i int) (Spec, error) {
 	name := instanceName(KubeScheduler, i, cfg.replicas().Controllers)
-	dir := func(f string) string { return path(cfg.Dir, name, f) }
 	kc, err := localKubeconfig(cfg, name, cfg.PKI.KubeScheduler)
 	if err != nil {
 		return Spec{}, err
@@ -104,16 +107,7 @@ func renderKubeScheduler(cfg Config, i int) (Spec, error) {
 		Name:      name,
 		Component: KubeScheduler,
 		After:     []string{endpointInstance(cfg)},
-		Args: []string{
-			"--kubeconfig=" + dir("kubeconfig"),
-			"--authentication-kubeconfig=" + dir("kubeconfig"),
-			"--authorization-kubeconfig=" + dir("kubeconfig"),
-			"--bind-address=127.0.0.1",
-			fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
-			"--cert-dir=" + dir("certs"),
-			leaderElection(cfg),
-			"--profiling=false",
-		},
+		Args:      controllerArgs(cfg, name),
 		Files:     []File{{Path: "kubeconfig", Content: kc, Secret: true}},
 		Ports:     map[string]int{"https": cfg.Ports[name]},
 		Readiness: Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},

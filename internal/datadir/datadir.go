@@ -122,6 +122,15 @@ func (l Layout) Ensure() error {
 // Lock is the held lock of a data dir.
 type Lock struct{ f *os.File }
 
+// Claim makes Root a data dir (Ensure) and takes its lock (Lock): what a
+// process that runs hosted control planes from it does first.
+func (l Layout) Claim() (*Lock, error) {
+	if err := l.Ensure(); err != nil {
+		return nil, err
+	}
+	return l.Lock()
+}
+
 // Lock takes the data dir's lock for the calling process, or says which
 // process holds it. The lock is released when the process exits (or on
 // Unlock); the file is not inherited by child processes.

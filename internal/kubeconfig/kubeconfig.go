@@ -1,5 +1,5 @@
-// Package kubeconfig renders kubeconfig files for certificate-authenticated
-// users of a control plane.
+// Package kubeconfig renders kubeconfig files for users of a control plane
+// who authenticate with a client certificate or a bearer token.
 package kubeconfig
 
 import (
@@ -18,13 +18,15 @@ type Params struct {
 	CAPEM     []byte
 	ClientPEM []byte
 	KeyPEM    []byte
+	// Token is a bearer token, for users without a client certificate.
+	Token string
 }
 
 // Render returns the kubeconfig as YAML.
 func Render(p Params) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[p.Name] = &clientcmdapi.Cluster{Server: p.Server, CertificateAuthorityData: p.CAPEM}
-	cfg.AuthInfos[p.Name] = &clientcmdapi.AuthInfo{ClientCertificateData: p.ClientPEM, ClientKeyData: p.KeyPEM}
+	cfg.AuthInfos[p.Name] = &clientcmdapi.AuthInfo{ClientCertificateData: p.ClientPEM, ClientKeyData: p.KeyPEM, Token: p.Token}
 	cfg.Contexts[p.Name] = &clientcmdapi.Context{Cluster: p.Name, AuthInfo: p.Name}
 	cfg.CurrentContext = p.Name
 	out, err := clientcmd.Write(*cfg)
@@ -43,5 +45,6 @@ func RESTConfig(p Params) *rest.Config {
 			CertData: p.ClientPEM,
 			KeyData:  p.KeyPEM,
 		},
+		BearerToken: p.Token,
 	}
 }

@@ -30,10 +30,7 @@ type UpHooks struct {
 // itself in up.pid once ready, and on the way out stops node agents, hosted
 // control planes and the management plane (their data stays).
 func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logger, hooks UpHooks) error {
-	if err := layout.Ensure(); err != nil {
-		return err
-	}
-	lock, err := layout.Lock()
+	lock, err := layout.Claim()
 	if err != nil {
 		return err
 	}
@@ -76,6 +73,30 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 	op.StopAll(stopCtx)
 	plane.Stop(stopCtx)
 	return pidFile.Remove()
+}
+
+// Run runs `hypershift operator` on the data dir until ctx ends: the local
+// operator against the management cluster of opts.RESTConfig, with hosted
+// control planes and node agents as local processes, which keep running
+// when it exits (the next operator adopts them). It holds the data dir's
+// lock; with installAPI it first installs or upgrades the CRDs.
+func Run(ctx context.Context, layout datadir.Layout, opts Options, installAPI bool, log logr.Logger) error {
+	lock, err := layout.Claim()
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if installAPI {
+		if err := InstallAPI(ctx, opts.RESTConfig); err != nil {
+			return err
+		}
+	}
+	op, err := NewLocal(layout, log, opts)
+	if err != nil {
+		return err
+	}
+	defer op.Release()
+	return op.Manager.Start(ctx)
 }
 
 // Down stops the `hypershift up` of the data dir (stopping names it first)

@@ -46,26 +46,12 @@ type CertRequest struct {
 
 // NewCA creates a self-signed certificate authority.
 func NewCA(commonName string) (KeyPair, error) {
-	key, err := newKey()
-	if err != nil {
-		return KeyPair{}, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          newSerial(),
+	return sign(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		SubjectKeyId:          keyID(&key.PublicKey),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("sign CA %s: %w", commonName, err)
-	}
-	return encode(der, key)
+	}, CAValidity, nil, nil, "CA "+commonName)
 }
 
 // Issue signs a certificate for req with the CA ca.
@@ -74,16 +60,8 @@ func Issue(ca KeyPair, req CertRequest) (KeyPair, error) {
 	if err != nil {
 		return KeyPair{}, fmt.Errorf("parse CA: %w", err)
 	}
-	key, err := newKey()
-	if err != nil {
-		return KeyPair{}, err
-	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber:   newSerial(),
 		Subject:        pkix.Name{CommonName: req.CommonName, Organization: req.Organization},
-		NotBefore:      now.Add(-time.Hour),
-		NotAfter:       now.Add(CertValidity),
 		KeyUsage:       x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		DNSNames:       req.DNSNames,
 		IPAddresses:    req.IPs,
@@ -95,9 +73,27 @@ func Issue(ca KeyPair, req CertRequest) (KeyPair, error) {
 	if req.Client {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	return sign(tmpl, CertValidity, caCert, caKey, "certificate "+req.CommonName)
+}
+
+// sign makes a new key and a certificate for it from tmpl, valid from an
+// hour ago (for clock skew) for validity, signed by parent — or by itself
+// when parent is nil, a CA identified by its own key.
+func sign(tmpl *x509.Certificate, validity time.Duration, parent *x509.Certificate, parentKey crypto.Signer, what string) (KeyPair, error) {
+	key, err := newKey()
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("sign certificate %s: %w", req.CommonName, err)
+		return KeyPair{}, err
+	}
+	now := time.Now()
+	tmpl.SerialNumber = newSerial()
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
+	if parent == nil {
+		tmpl.SubjectKeyId = keyID(&key.PublicKey)
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("sign %s: %w", what, err)
 	}
 	return encode(der, key)
 }

@@ -1,7 +1,6 @@
 package hostedcluster_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,54 +14,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/hostedcluster"
-	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/operator/operatortest"
 	"hypershift.dev/internal/pki"
-	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
-func startOperator(t *testing.T, env *testenv.Env, root string) {
-	t.Helper()
-	ctrl.SetLogger(testenv.Logger())
-	events, notify := operator.NewEvents()
-	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), OnChange: notify})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := operator.New(operator.Options{
-		RESTConfig: env.RESTConfig, Runtime: rt, Events: events,
-		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
-		AllowRepeatedControllers: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		rt.StopAll(context.Background())
-	})
-}
-
 func TestHostedClusterLifecycle(t *testing.T) {
-	env := testenv.Start(t)
-	root := filepath.Join(env.DataDir, "clusters")
-	startOperator(t, env, root)
+	env, root := operatortest.Setup(t, "clusters")
 	c := env.Client
 	ctx := t.Context()
-
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
 	hc := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "life"}}
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
@@ -152,13 +117,9 @@ func TestHostedClusterLifecycle(t *testing.T) {
 }
 
 func TestUnsupportedSpecIsReported(t *testing.T) {
-	env := testenv.Start(t)
-	startOperator(t, env, filepath.Join(env.DataDir, "clusters"))
+	env, _ := operatortest.Setup(t, "clusters")
 	c := env.Client
 	ctx := t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
 	hc := &hypershiftv1alpha1.HostedCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "unmanaged"},
 		Spec:       hypershiftv1alpha1.HostedClusterSpec{Etcd: hypershiftv1alpha1.EtcdSpec{ManagementType: hypershiftv1alpha1.Unmanaged}},

@@ -18,6 +18,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/hostedcluster"
+	"hypershift.dev/internal/operator/operatortest"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
@@ -27,16 +28,9 @@ import (
 // keeps it; the second is refused with a condition naming the first, gets
 // none of the first's credentials, and deleting it leaves the first whole.
 func TestControlPlaneNamespaceCollision(t *testing.T) {
-	env := testenv.Start(t)
-	root := filepath.Join(env.DataDir, "clusters")
-	startOperator(t, env, root)
+	env, root := operatortest.Setup(t, "a", "a-b")
 	c := env.Client
 	ctx := t.Context()
-	for _, ns := range []string{"a", "a-b"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	first := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b-c"}}
 	if err := c.Create(ctx, first); err != nil {
@@ -156,8 +150,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 // but a Secret in it that is not the cluster's — here a client CA whose key
 // someone else knows — is never used to sign the cluster's certificates.
 func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
-	env := testenv.Start(t)
-	startOperator(t, env, filepath.Join(env.DataDir, "clusters"))
+	env, _ := operatortest.Setup(t)
 	c := env.Client
 	ctx := t.Context()
 	planted := &corev1.Secret{

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"hypershift.dev/internal/nodes/nodetest"
 	"hypershift.dev/internal/nodes/simulated"
 )
 
@@ -52,7 +53,7 @@ func TestFittingPending(t *testing.T) {
 		pendingPod("not-yet-tried", tolerates, func(p *corev1.Pod) { p.Status.Conditions = nil }),
 	}
 	got := fittingPending(pods, labels, taints, simulated.DefaultCapacity(), logr.Discard())
-	if names := podNames(got); names != "[fits selector-ok]" {
+	if names := nodetest.PodNames(got); names != "[fits selector-ok]" {
 		t.Errorf("fitting pods %s, want [fits selector-ok]", names)
 	}
 }
@@ -90,7 +91,7 @@ func TestNodesNeeded(t *testing.T) {
 func TestUnneededNodes(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	mk := func(name string, ready bool) *corev1.Node {
-		n := node(name, ready, nil)
+		n := nodetest.Node(name, ready, nil)
 		n.UID = types.UID(name)
 		return n
 	}

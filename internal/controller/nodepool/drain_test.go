@@ -5,29 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
-
-func podNames(pods []*corev1.Pod) string {
-	var out []string
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return fmt.Sprint(out)
-}
-
-func node(name string, ready bool, annotations map[string]string) *corev1.Node {
-	status := corev1.ConditionTrue
-	if !ready {
-		status = corev1.ConditionFalse
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}},
-	}
-}
 
 func TestWithTaints(t *testing.T) {
 	have := []corev1.Taint{{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule}, {Key: "gpu", Value: "old", Effect: corev1.TaintEffectNoSchedule}}

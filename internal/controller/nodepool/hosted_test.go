@@ -2,8 +2,6 @@ package nodepool
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -40,24 +39,11 @@ func adminKubeconfig(t *testing.T, ctx context.Context, kube kubernetes.Interfac
 	if err != nil {
 		t.Fatalf("token for %s: %v", name, err)
 	}
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: %q
-    certificate-authority-data: %s
-users:
-- name: u
-  user:
-    token: %q
-contexts:
-- name: c
-  context:
-    cluster: c
-    user: u
-current-context: c
-`, host, base64.StdEncoding.EncodeToString(ca), tok.Status.Token)
+	kc, err := kubeconfig.Render(kubeconfig.Params{Name: "c", Server: host, CAPEM: ca, Token: tok.Status.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
 }
 
 // A hosted cluster's admin credentials are revoked: the health check drops

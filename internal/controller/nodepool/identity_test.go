@@ -1,7 +1,6 @@
 package nodepool_test
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,41 +22,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/nodes/bootstrap"
-	"hypershift.dev/internal/operator"
-	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/operator/operatortest"
 	"hypershift.dev/internal/testenv"
 )
-
-func startOperator(t *testing.T, env *testenv.Env) {
-	t.Helper()
-	ctrl.SetLogger(testenv.Logger())
-	events, notify := operator.NewEvents()
-	rt, err := process.New(process.Options{Root: filepath.Join(env.DataDir, "clusters"), Binary: testenv.Binary(t), Log: testenv.Logger(), OnChange: notify})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := operator.New(operator.Options{
-		RESTConfig: env.RESTConfig, Runtime: rt, Events: events,
-		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
-		AllowRepeatedControllers: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		rt.StopAll(context.Background())
-	})
-}
 
 // TestNodeIdentity: a Node is in the NodePool whose bootstrap token got its
 // client certificate, whatever labels it gives itself. A Node an admin
@@ -67,14 +37,9 @@ func startOperator(t *testing.T, env *testenv.Env) {
 // labels and taints. None pools get no token from the controller; a
 // single-use token admits one node and is gone.
 func TestNodeIdentity(t *testing.T) {
-	env := testenv.Start(t)
-	startOperator(t, env)
+	env, _ := operatortest.Setup(t, "clusters")
 	c := env.Client
 	ctx := t.Context()
-
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
 	hc := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "id"}}
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,12 @@
 package drain
 
 import (
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hypershift.dev/internal/nodes/nodetest"
 )
 
 func pod(name string, edit ...func(*corev1.Pod)) corev1.Pod {
@@ -23,14 +24,6 @@ func terminating(p *corev1.Pod) {
 	p.DeletionTimestamp = &now
 }
 
-func podNames(pods []*corev1.Pod) string {
-	var out []string
-	for _, p := range pods {
-		out = append(out, p.Name)
-	}
-	return fmt.Sprint(out)
-}
-
 func TestPodsToDrain(t *testing.T) {
 	yes := true
 	pods := []corev1.Pod{
@@ -46,11 +39,11 @@ func TestPodsToDrain(t *testing.T) {
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x", Controller: &yes}}
 		}),
 	}
-	if got := podNames(PodsToDrain(pods, true)); got != "[web leaving rs]" {
+	if got := nodetest.PodNames(PodsToDrain(pods, true)); got != "[web leaving rs]" {
 		t.Errorf("on a Ready node: %s, want [web leaving rs]", got)
 	}
 	// Nobody finishes a terminating pod on a node that is not Ready.
-	if got := podNames(PodsToDrain(pods, false)); got != "[web rs]" {
+	if got := nodetest.PodNames(PodsToDrain(pods, false)); got != "[web rs]" {
 		t.Errorf("on a NotReady node: %s, want [web rs]", got)
 	}
 }
@@ -76,7 +69,7 @@ func TestEvictionWave(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := podNames(evictionWave(tc.pods)); got != tc.want {
+			if got := nodetest.PodNames(evictionWave(tc.pods)); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})

@@ -22,14 +22,8 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 	root := testenv.ShortTempDir(t)
 	ref := runtime.ControlPlaneRef{Namespace: "ns-a", Name: "a"}
 	ctx := context.Background()
-	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
-
-	rt := newRuntime(t, root)
-	if err := rt.Apply(ctx, ref, []components.Spec{spec}); err != nil {
-		t.Fatal(err)
-	}
+	rt, spec := startEtcd(t, root, ref)
 	t.Cleanup(func() { rt.Stop(ctx, ref) })
-	waitFor(t, "etcd running", running(rt, ref))
 	before := status(rt, ref)
 	if before.StartedAt == nil {
 		t.Fatal("a started process has no StartedAt")

@@ -86,19 +86,26 @@ func running(rt *process.Runtime, ref runtime.ControlPlaneRef) func() bool {
 	return func() bool { return status(rt, ref).Phase == hypershiftv1alpha1.ComponentRunning }
 }
 
+// startEtcd runs a real etcd as ref's one component and waits until it
+// runs.
+func startEtcd(t *testing.T, root string, ref runtime.ControlPlaneRef) (*process.Runtime, components.Spec) {
+	t.Helper()
+	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
+	rt := newRuntime(t, root)
+	if err := rt.Apply(context.Background(), ref, []components.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "etcd running", running(rt, ref))
+	return rt, spec
+}
+
 func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestSupervisionRestartAdoptStop(t *testing.T) {
 	root := testenv.ShortTempDir(t)
 	ref := runtime.ControlPlaneRef{Namespace: "ns-a", Name: "a"}
 	ctx := context.Background()
-	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
-
-	rt := newRuntime(t, root)
-	if err := rt.Apply(ctx, ref, []components.Spec{spec}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "etcd running", running(rt, ref))
+	rt, spec := startEtcd(t, root, ref)
 	first := status(rt, ref)
 
 	info, err := os.Stat(filepath.Join(root, ref.Namespace, "etcd-0", "secret.key"))

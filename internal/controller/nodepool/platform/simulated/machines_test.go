@@ -9,19 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"hypershift.dev/internal/nodes/drain"
+	"hypershift.dev/internal/nodes/nodetest"
 	simagent "hypershift.dev/internal/nodes/simulated"
 )
-
-func node(name string, ready bool, annotations map[string]string) *corev1.Node {
-	status := corev1.ConditionTrue
-	if !ready {
-		status = corev1.ConditionFalse
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}},
-	}
-}
 
 func TestScaleDownOrder(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -33,11 +23,11 @@ func TestScaleDownOrder(t *testing.T) {
 		m("sick", 2*time.Hour), m("unregistered", 4*time.Hour), m("draining", 5*time.Hour),
 	}
 	nodes := map[string]*corev1.Node{
-		"old":      node("old", true, nil),
-		"new":      node("new", true, nil),
-		"mid":      node("mid", true, nil),
-		"sick":     node("sick", false, nil),
-		"draining": node("draining", true, map[string]string{drain.StartedAnnotation: t0.Format(time.RFC3339)}),
+		"old":      nodetest.Node("old", true, nil),
+		"new":      nodetest.Node("new", true, nil),
+		"mid":      nodetest.Node("mid", true, nil),
+		"sick":     nodetest.Node("sick", false, nil),
+		"draining": nodetest.Node("draining", true, map[string]string{drain.StartedAnnotation: t0.Format(time.RFC3339)}),
 	}
 	var got []string
 	for _, m := range scaleDownOrder(machines, nodes) {
@@ -54,7 +44,7 @@ func TestUnhealthy(t *testing.T) {
 		return simagent.Machine{Name: name, Created: metav1.NewTime(t0.Add(-age))}
 	}
 	notReadySince := func(name string, d time.Duration) *corev1.Node {
-		n := node(name, false, nil)
+		n := nodetest.Node(name, false, nil)
 		n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(-d))
 		return n
 	}
@@ -63,7 +53,7 @@ func TestUnhealthy(t *testing.T) {
 		m("never-joined", 11*time.Minute), m("joining", time.Minute),
 	}
 	nodes := map[string]*corev1.Node{
-		"healthy":      node("healthy", true, nil),
+		"healthy":      nodetest.Node("healthy", true, nil),
 		"down-long":    notReadySince("down-long", 6*time.Minute),
 		"down-briefly": notReadySince("down-briefly", 2*time.Minute),
 	}

@@ -1,0 +1,63 @@
+// Package operatortest runs the operator against a test management plane,
+// with a process runtime under root that starts the hypershift binary under
+// test. It is for the controllers' external tests.
+package operatortest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/testenv"
+)
+
+// Setup starts a test management plane with the operator, its hosted
+// control planes under DATA_DIR/clusters (returned as root), and creates
+// the given namespaces.
+func Setup(t *testing.T, namespaces ...string) (env *testenv.Env, root string) {
+	t.Helper()
+	env = testenv.Start(t)
+	root = filepath.Join(env.DataDir, "clusters")
+	Start(t, env, root)
+	for _, ns := range namespaces {
+		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatalf("create namespace %s: %v", ns, err)
+		}
+	}
+	return env, root
+}
+
+// Start runs the operator until the test ends, then stops every process its
+// runtime started.
+func Start(t *testing.T, env *testenv.Env, root string) {
+	t.Helper()
+	ctrl.SetLogger(testenv.Logger())
+	events, notify := operator.NewEvents()
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), OnChange: notify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := operator.New(operator.Options{
+		RESTConfig: env.RESTConfig, Runtime: rt, Events: events,
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
+		AllowRepeatedControllers: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		_ = <-done // stopped by cancel; its errors are logged
+		rt.StopAll(context.Background())
+	})
+}

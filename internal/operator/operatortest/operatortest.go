@@ -57,7 +57,9 @@ func Start(t *testing.T, env *testenv.Env, root string) {
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		_ = <-done // stopped by cancel; its errors are logged
+		if err := <-done; err != nil {
+			t.Logf("operator stopped: %v", err)
+		}
 		rt.StopAll(context.Background())
 	})
 }

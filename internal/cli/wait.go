@@ -31,6 +31,9 @@ func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key
 		switch {
 		case err == nil:
 			printConditionChanges(cmd, start, hc.Status.Conditions, seen)
+			if err := cannotRun(hc); err != nil {
+				return false, err
+			}
 			cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available)
 			return cond != nil && cond.Status == metav1.ConditionTrue, nil
 		case apierrors.IsNotFound(err):
@@ -49,6 +52,18 @@ func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key
 	fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
 	fmt.Fprintf(cmd.OutOrStdout(), "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
 	return nil
+}
+
+// cannotRun says why a hosted cluster will not become Available without a
+// change by the user: the operator judged this generation of its spec
+// (ValidConfiguration=False: unsupported, or a control-plane namespace that
+// another owner holds), so waiting longer changes nothing.
+func cannotRun(hc *hypershiftv1alpha1.HostedCluster) error {
+	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.ObservedGeneration != hc.Generation {
+		return nil
+	}
+	return fmt.Errorf("hosted cluster %s/%s cannot run (%s): %s", hc.Namespace, hc.Name, cond.Reason, cond.Message)
 }
 
 func printConditionChanges(cmd *cobra.Command, start time.Time, conds []metav1.Condition, seen map[string]string) {

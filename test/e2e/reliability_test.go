@@ -257,6 +257,12 @@ func TestHighlyAvailableChaos(t *testing.T) {
 		waitAllRunning(t, hs, "ha")
 	}
 	time.Sleep(2 * time.Second)
+	// How many writes fit in the kills' window depends on the machine and
+	// on which components were drawn (an etcd member's restart slows
+	// writes): the writer gets up to a minute more to show progress.
+	for deadline := time.Now().Add(time.Minute); w.count() < 50 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
 	cancel()
 	<-done
 
@@ -350,6 +356,12 @@ func (w *writer) record(name string, err error) {
 		w.failingAt = time.Time{}
 	}
 	w.acked = append(w.acked, name)
+}
+
+func (w *writer) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
 }
 
 func (w *writer) result() (acked []string, failures int, longest time.Duration) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -93,15 +94,13 @@ func Logger() logr.Logger {
 // the last error when it does not within timeout.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var lastErr error
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		ok, err := cond()
-		if ok {
-			return
-		}
 		lastErr = err
-		time.Sleep(100 * time.Millisecond)
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
 	}
-	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
 }

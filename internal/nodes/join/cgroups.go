@@ -1,6 +1,7 @@
 package join
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // A node's kubelet gets its own cgroup root (kubelet cgroupRoot), a
@@ -140,20 +143,20 @@ func (n *Node) killCgroupProcesses() error {
 	if len(n.cgroupDirs()) == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pids := n.cgroupPids()
-		if len(pids) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes %v stay in the node's cgroup %s after SIGKILL", pids, n.CgroupRoot)
+	var pids []int
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		if pids = n.cgroupPids(); len(pids) == 0 {
+			return true, nil
 		}
 		for _, pid := range pids {
 			signalIf(pid, syscall.SIGKILL, func() bool { return inCgroup(pid, n.CgroupRoot) })
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("processes %v stay in the node's cgroup %s after SIGKILL", pids, n.CgroupRoot)
 	}
+	return nil
 }
 
 // removeCgroupRoot removes the node's cgroup tree, innermost first (an

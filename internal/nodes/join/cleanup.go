@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -76,10 +77,8 @@ func (n *Node) killShims() {
 	for pid, bundle := range shims {
 		signalIf(pid, syscall.SIGKILL, func() bool { return isShim(pid, bundle) })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(n.shims()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return len(n.shims()) == 0, nil })
 }
 
 // signalIf sends sig to pid if check, run after pinning the process with a

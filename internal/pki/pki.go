@@ -147,15 +147,22 @@ func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	return cert, nil
 }
 
-// CACertHash is the kubeadm-style discovery hash of a CA certificate:
-// "sha256:" and the hex SHA-256 of its SubjectPublicKeyInfo.
+// CACertHash is the kubeadm-style discovery hash (--ca-cert-hash) of the
+// first certificate of caPEM; see PublicKeyHash.
 func CACertHash(caPEM []byte) (string, error) {
 	cert, err := ParseCertificate(caPEM)
 	if err != nil {
 		return "", err
 	}
+	return PublicKeyHash(cert), nil
+}
+
+// PublicKeyHash is the kubeadm-style discovery hash of a certificate:
+// "sha256:" and the hex SHA-256 of its SubjectPublicKeyInfo. A join trusts
+// the one certificate with this hash, never the rest of a bundle.
+func PublicKeyHash(cert *x509.Certificate) string {
 	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func newKey() (*ecdsa.PrivateKey, error) {

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/pki"
 )
 
 // TokenRequest says which token to issue.
@@ -67,9 +69,9 @@ func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, re
 	if err != nil {
 		return "", err
 	}
-	hash, err := CAHash(caPEM)
+	hash, err := pki.CACertHash(caPEM)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("hash of the cluster CA: %w", err)
 	}
 	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", server, tok, hash), nil
 }

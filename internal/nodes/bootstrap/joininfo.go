@@ -2,11 +2,7 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -81,28 +77,6 @@ func LookupToken(data map[string]string, tokenID string) (TokenRecord, bool) {
 		return TokenRecord{}, false
 	}
 	return rec, true
-}
-
-// CAHash is the --ca-cert-hash of a CA bundle, as kubeadm writes it:
-// "sha256:" and the hex SHA-256 of the first certificate's public key
-// (its DER SubjectPublicKeyInfo). A join trusts that one certificate only,
-// never the rest of a bundle.
-func CAHash(caPEM []byte) (string, error) {
-	block, _ := pem.Decode(caPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return "", errors.New("no PEM certificate in the CA bundle")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return "", fmt.Errorf("parse CA certificate: %w", err)
-	}
-	return CACertHash(cert), nil
-}
-
-// CACertHash is the --ca-cert-hash of one certificate.
-func CACertHash(cert *x509.Certificate) string {
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // ClusterInfoKubeconfigFor renders cluster-info's kubeconfig as kubeadm

@@ -30,6 +30,7 @@ import (
 	"k8s.io/cluster-bootstrap/token/jws"
 
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/pki"
 )
 
 var (
@@ -124,12 +125,12 @@ func pinnedCA(server string, clusterInfo map[string]string, caHash string) (*x50
 		return nil, fmt.Errorf("cluster information of %s: CA bundle: %w", server, err)
 	}
 	for _, cert := range certs {
-		if subtle.ConstantTimeCompare([]byte(bootstrap.CACertHash(cert)), []byte(caHash)) == 1 {
+		if subtle.ConstantTimeCompare([]byte(pki.PublicKeyHash(cert)), []byte(caHash)) == 1 {
 			return cert, nil
 		}
 	}
 	return nil, fmt.Errorf("the API server at %s has CA %s, not the --ca-cert-hash %s: the join command is for another cluster (or the connection is intercepted)",
-		server, bootstrap.CACertHash(certs[0]), caHash)
+		server, pki.PublicKeyHash(certs[0]), caHash)
 }
 
 // verifiedClientCA checks the client CA bundle the kubelet will trust for

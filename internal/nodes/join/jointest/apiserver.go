@@ -54,7 +54,7 @@ func NewCluster(t *testing.T) *Cluster {
 // Hash is the cluster's --ca-cert-hash.
 func (c *Cluster) Hash(t *testing.T) string {
 	t.Helper()
-	h, err := bootstrap.CAHash(c.Root.CertPEM)
+	h, err := pki.CACertHash(c.Root.CertPEM)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,14 @@ import (
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
 	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metrics"
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
-	_ "github.com/coredns/coredns/plugin/log"
-	_ "github.com/coredns/coredns/plugin/metrics"
+	proxyapp "k8s.io/kubernetes/cmd/kube-proxy/app"
 	agentapp "sigs.k8s.io/apiserver-network-proxy/cmd/agent/app"
 	serverapp "sigs.k8s.io/apiserver-network-proxy/cmd/server/app"
-	proxyapp "k8s.io/kubernetes/cmd/kube-proxy/app"
 )
 
 var _ = agentapp.NewAgentCommand

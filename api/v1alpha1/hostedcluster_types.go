@@ -94,6 +94,7 @@ type ServiceNetworkEntry struct {
 
 // ClusterNetworking holds a hosted cluster's network ranges.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.apiServer) || !has(self.apiServer.advertiseAddress) || !isIP(self.apiServer.advertiseAddress) || (self.clusterNetwork.all(c, !isCIDR(c.cidr) || !cidr(c.cidr).containsIP(self.apiServer.advertiseAddress)) && self.serviceNetwork.all(s, !isCIDR(s.cidr) || !cidr(s.cidr).containsIP(self.apiServer.advertiseAddress)))",message="spec.networking.apiServer.advertiseAddress must lie outside spec.networking.clusterNetwork and spec.networking.serviceNetwork"
 // +kubebuilder:validation:XValidation:rule="self.clusterNetwork.all(c, self.serviceNetwork.all(s, !isCIDR(c.cidr) || !isCIDR(s.cidr) || (!cidr(c.cidr).containsCIDR(cidr(s.cidr)) && !cidr(s.cidr).containsCIDR(cidr(c.cidr)))))",message="spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"
 type ClusterNetworking struct {
 	// clusterNetwork lists the pod network ranges. One range only: the
@@ -115,6 +116,58 @@ type ClusterNetworking struct {
 	// +kubebuilder:default={{cidr: "172.31.0.0/16"}}
 	// +optional
 	ServiceNetwork []ServiceNetworkEntry `json:"serviceNetwork,omitempty"`
+
+	// apiServer is where pods and node components reach the hosted API
+	// server: every real node runs a local proxy on advertiseAddress:port
+	// that forwards to the published endpoint, and the `kubernetes`
+	// Service's endpoints point there (HyperShift's
+	// networking.apiServer). The address must lie outside the cluster and
+	// service networks.
+	//
+	// +kubebuilder:default={advertiseAddress: "172.20.0.1", port: 6443}
+	// +optional
+	APIServer *APIServerNetworking `json:"apiServer,omitempty"`
+}
+
+// Defaults of spec.networking.apiServer (HyperShift's).
+const (
+	DefaultAPIServerAdvertiseAddress = "172.20.0.1"
+	DefaultAPIServerPort             = 6443
+)
+
+// APIServerNetworking is the node-local address of the hosted API server.
+type APIServerNetworking struct {
+	// advertiseAddress is the IPv4 address each node's API server proxy
+	// listens on (added to the node's loopback interface by join).
+	//
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4 && !ip(self).isLoopback() && !ip(self).isUnspecified()",message="spec.networking.apiServer.advertiseAddress must be an IPv4 address that is neither loopback nor 0.0.0.0, such as 172.20.0.1"
+	// +kubebuilder:default="172.20.0.1"
+	// +optional
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
+
+	// port is the port of that proxy.
+	//
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=6443
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// APIServerAddress returns spec.networking.apiServer with its defaults
+// filled in (objects stored before the field existed have none).
+func (n ClusterNetworking) APIServerAddress() (string, int32) {
+	addr, port := DefaultAPIServerAdvertiseAddress, int32(DefaultAPIServerPort)
+	if n.APIServer != nil {
+		if n.APIServer.AdvertiseAddress != "" {
+			addr = n.APIServer.AdvertiseAddress
+		}
+		if n.APIServer.Port != 0 {
+			port = n.APIServer.Port
+		}
+	}
+	return addr, port
 }
 
 // ServiceType names a control-plane service that is published.

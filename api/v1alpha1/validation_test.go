@@ -63,6 +63,15 @@ func TestAdmission(t *testing.T) {
 		{name: "service network inside cluster network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ServiceNetwork[0].CIDR = "10.133.0.0/16"
 		}, wantErr: "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},
+		{name: "api server advertise address inside the service network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.APIServer = &hypershiftv1alpha1.APIServerNetworking{AdvertiseAddress: "172.31.0.9"}
+		}, wantErr: "spec.networking.apiServer.advertiseAddress must lie outside spec.networking.clusterNetwork and spec.networking.serviceNetwork"},
+		{name: "api server advertise address on loopback", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.APIServer = &hypershiftv1alpha1.APIServerNetworking{AdvertiseAddress: "127.0.0.2"}
+		}, wantErr: "spec.networking.apiServer.advertiseAddress must be an IPv4 address that is neither loopback nor 0.0.0.0"},
+		{name: "api server port out of range", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Networking.APIServer = &hypershiftv1alpha1.APIServerNetworking{AdvertiseAddress: "172.20.0.1", Port: 70000}
+		}, wantErr: "spec.networking.apiServer.port"},
 		{name: "cluster network inside service network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ClusterNetwork[0].CIDR = "172.31.128.0/20"
 		}, wantErr: "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},

@@ -133,6 +133,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newDestroyCommand(opts),
 		newJoinCommand(),
 		newNodeCommand(),
+		newImageCommand(),
 	)
 	addNodePoolCommands(root, opts)
 	return root

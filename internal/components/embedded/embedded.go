@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxyapp "k8s.io/kubernetes/cmd/kube-proxy/app"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 
@@ -26,6 +27,8 @@ const (
 	KubeScheduler         = components.KubeScheduler
 	// Kubelet is a node's agent, run by `hypershift join`.
 	Kubelet = "kubelet"
+	// KubeProxy routes Services on a real node, run by `hypershift node run`.
+	KubeProxy = "kube-proxy"
 )
 
 // Components returns the registrations of the upstream components compiled
@@ -47,6 +50,9 @@ func Components() components.Registry {
 		{Name: KubeControlPlane, Main: runCombined},
 		{Name: Kubelet, Main: func(ctx context.Context, args []string) error {
 			return runCobra(ctx, kubeletapp.NewKubeletCommand(ctx), args)
+		}},
+		{Name: KubeProxy, Main: func(ctx context.Context, args []string) error {
+			return runCobra(ctx, proxyapp.NewProxyCommand(), args)
 		}},
 	}
 }

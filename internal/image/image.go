@@ -1,0 +1,278 @@
+// Package image builds hypershift's own container image from the running
+// binary, so that pods of a hosted cluster (CoreDNS, the konnectivity
+// agent) run the same components as the control plane without a registry:
+// `hypershift join` imports the image into the node's containerd, and pods
+// use it with imagePullPolicy Never.
+package image
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	goruntime "runtime"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"hypershift.dev/internal/version"
+)
+
+// Repository is the image's name without its tag.
+const Repository = "hypershift.dev/hypershift"
+
+// Entrypoint is the binary's path in the image.
+const Entrypoint = "/hypershift"
+
+// CABundle is where Debian keeps the CA roots: the host's are copied to the
+// same path in the image when present, for components that dial out over
+// TLS.
+const CABundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// Ref is the image's name: one tag per hypershift version.
+func Ref() string { return Repository + ":" + version.Version }
+
+// Options say what goes into the image; empty fields take this process's.
+type Options struct {
+	// Executable is the hypershift binary; default: os.Executable().
+	Executable string
+	// CABundle is the host's CA roots; default CABundle, left out when
+	// missing.
+	CABundle string
+	// Ref is the tag; default Ref().
+	Ref string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return o, fmt.Errorf("find the running binary: %w", err)
+		}
+		o.Executable = exe
+	}
+	if o.CABundle == "" {
+		o.CABundle = CABundle
+	}
+	if o.Ref == "" {
+		o.Ref = Ref()
+	}
+	return o, nil
+}
+
+// passwd and group name root and nobody, so that tools and runAsNonRoot
+// checks that look users up find them.
+const (
+	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+	group  = "root:x:0:\nnobody:x:65534:\n"
+)
+
+// Write writes the image as a docker-archive tarball tagged opts.Ref (the
+// form `ctr images import` and `hypershift node load-image` take). The
+// layer is an uncompressed tar: the binary is ~250 MB and gzip, even at
+// its fastest level, takes seconds on each join, while the import copies
+// an uncompressed layer at disk speed (docs/real-nodes.md has the figures).
+func Write(w io.Writer, opts Options) error {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(opts.Ref)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", opts.Ref, err)
+	}
+	img, err := Build(opts)
+	if err != nil {
+		return err
+	}
+	if err := tarball.Write(tag, img, w); err != nil {
+		return fmt.Errorf("write image %s: %w", opts.Ref, err)
+	}
+	return nil
+}
+
+// Build assembles the image: one layer with the binary, the CA roots,
+// /etc/passwd, /etc/group and /tmp; entrypoint /hypershift.
+func Build(opts Options) (v1.Image, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := layerEntries(opts)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := newUncompressedLayer(func(w io.Writer) error { return writeLayer(w, entries) })
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", goruntime.GOARCH
+	cfg.Config = v1.Config{
+		Entrypoint: []string{Entrypoint},
+		Env:        []string{"PATH=/"},
+		WorkingDir: "/",
+	}
+	return mutate.ConfigFile(img, cfg)
+}
+
+// entry is one file or directory of the layer; a file's content is read
+// from src, or is data.
+type entry struct {
+	path string
+	mode int64
+	dir  bool
+	src  string
+	data []byte
+	size int64
+}
+
+func layerEntries(opts Options) ([]entry, error) {
+	exe, err := os.Stat(opts.Executable)
+	if err != nil {
+		return nil, fmt.Errorf("image binary: %w", err)
+	}
+	entries := []entry{
+		{path: "etc/", mode: 0o755, dir: true},
+		{path: "etc/passwd", mode: 0o644, data: []byte(passwd)},
+		{path: "etc/group", mode: 0o644, data: []byte(group)},
+	}
+	if info, err := os.Stat(opts.CABundle); err == nil {
+		entries = append(entries,
+			entry{path: "etc/ssl/", mode: 0o755, dir: true},
+			entry{path: "etc/ssl/certs/", mode: 0o755, dir: true},
+			entry{path: CABundle[1:], mode: 0o644, src: opts.CABundle, size: info.Size()},
+		)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("CA bundle: %w", err)
+	}
+	return append(entries,
+		entry{path: "tmp/", mode: 0o1777, dir: true},
+		entry{path: Entrypoint[1:], mode: 0o755, src: opts.Executable, size: exe.Size()},
+	), nil
+}
+
+// writeLayer writes the layer's tar stream; the same bytes every time (no
+// timestamps, fixed order), so the two reads of a layer agree.
+func writeLayer(w io.Writer, entries []entry) error {
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.path, Mode: e.mode, Format: tar.FormatPAX}
+		switch {
+		case e.dir:
+			hdr.Typeflag = tar.TypeDir
+		case e.src != "":
+			hdr.Typeflag, hdr.Size = tar.TypeReg, e.size
+		default:
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(e.data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if e.dir {
+			continue
+		}
+		if e.src == "" {
+			if _, err := tw.Write(e.data); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := copyFile(tw, e.src, e.size); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// copyFile copies exactly size bytes of path: a file that changed size
+// since it was measured fails rather than yielding a broken layer.
+func copyFile(w io.Writer, path string, size int64) error {
+	f, err := os.Open(path) //nolint:gosec // the binary or CA bundle we were given
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.Copy(w, io.LimitReader(f, size))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if n != size {
+		return fmt.Errorf("read %s: %d bytes, want %d (the file changed)", path, n, size)
+	}
+	return nil
+}
+
+// uncompressedLayer is a layer stored as a plain tar: its digest is its
+// diff ID. The tar stream is produced anew for each read.
+type uncompressedLayer struct {
+	produce func(io.Writer) error
+	once    sync.Once
+	hash    v1.Hash
+	size    int64
+	err     error
+}
+
+func newUncompressedLayer(produce func(io.Writer) error) (*uncompressedLayer, error) {
+	l := &uncompressedLayer{produce: produce}
+	if err := l.measure(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *uncompressedLayer) measure() error {
+	l.once.Do(func() {
+		h := sha256.New()
+		counter := &countingWriter{w: h}
+		if l.err = l.produce(counter); l.err != nil {
+			return
+		}
+		l.size = counter.n
+		l.hash = v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", h.Sum(nil))}
+	})
+	return l.err
+}
+
+func (l *uncompressedLayer) open() (io.ReadCloser, error) {
+	r, w := io.Pipe()
+	go func() { w.CloseWithError(l.produce(w)) }()
+	return r, nil
+}
+
+func (l *uncompressedLayer) Digest() (v1.Hash, error)           { return l.hash, l.err }
+func (l *uncompressedLayer) DiffID() (v1.Hash, error)           { return l.hash, l.err }
+func (l *uncompressedLayer) Compressed() (io.ReadCloser, error) { return l.open() }
+func (l *uncompressedLayer) Uncompressed() (io.ReadCloser, error) {
+	return l.open()
+}
+func (l *uncompressedLayer) Size() (int64, error) { return l.size, l.err }
+func (l *uncompressedLayer) MediaType() (types.MediaType, error) {
+	return types.DockerUncompressedLayer, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -298,7 +298,15 @@ func joinCommandWith(ctx context.Context, c client.Client, key client.ObjectKey,
 	if err != nil {
 		return "", err
 	}
-	return bootstrap.JoinCommand(ctx, kc, key.String(), bootstrap.TokenRequest{Pool: np.Name, Now: time.Now(), TTL: opts.ttl, SingleUse: opts.singleUse})
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := c.Get(ctx, key, hc); err != nil {
+		return "", fmt.Errorf("hosted cluster %s: %w", key, err)
+	}
+	network, err := bootstrap.NetworkOf(hc.Spec.Networking)
+	if err != nil {
+		return "", fmt.Errorf("hosted cluster %s: %w", key, err)
+	}
+	return bootstrap.JoinCommand(ctx, kc, key.String(), network, bootstrap.TokenRequest{Pool: np.Name, Now: time.Now(), TTL: opts.ttl, SingleUse: opts.singleUse})
 }
 
 // nonePool finds the NodePool a join command is for.

@@ -121,7 +121,11 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 		if err := bootstrap.EnsureClusterRBAC(ctx, s.hosted.kube); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := bootstrap.EnsureJoinInfo(ctx, s.hosted.kube, client.ObjectKeyFromObject(s.hc).String(), s.caPEM); err != nil {
+		network, err := bootstrap.NetworkOf(s.hc.Spec.Networking)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("hosted cluster %s/%s: %w", s.hc.Namespace, s.hc.Name, err)
+		}
+		if err := bootstrap.EnsureJoinInfo(ctx, s.hosted.kube, client.ObjectKeyFromObject(s.hc).String(), s.caPEM, network); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.hosted.rbacDone.Store("", true)

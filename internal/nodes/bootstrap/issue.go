@@ -49,7 +49,7 @@ func IssueToken(ctx context.Context, c kubernetes.Interface, req TokenRequest) (
 // adminKubeconfig and returns the `hypershift join` line that uses it. It
 // first publishes the join information of cluster (NS/NAME), which `join`
 // reads before it trusts the API server.
-func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, req TokenRequest) (string, error) {
+func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, network Network, req TokenRequest) (string, error) {
 	server, caPEM, err := Endpoint(adminKubeconfig)
 	if err != nil {
 		return "", err
@@ -62,7 +62,7 @@ func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, re
 	if err != nil {
 		return "", err
 	}
-	if err := EnsureJoinInfo(ctx, kube, cluster, caPEM); err != nil {
+	if err := EnsureJoinInfo(ctx, kube, cluster, caPEM, network); err != nil {
 		return "", err
 	}
 	tok, err := IssueToken(ctx, kube, req)

@@ -119,11 +119,11 @@ func serverOf(c kubernetes.Interface) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
-// EnsureJoinInfo publishes a hosted cluster's join information and
-// cluster-info, and lets anonymous users read them (and only them). The
-// client CA is read from the API server's own
+// EnsureJoinInfo publishes a hosted cluster's join information (its name,
+// CAs and network) and cluster-info, and lets anonymous users read them
+// (and only them). The client CA is read from the API server's own
 // kube-system/extension-apiserver-authentication.
-func EnsureJoinInfo(ctx context.Context, c kubernetes.Interface, cluster string, caPEM []byte) error {
+func EnsureJoinInfo(ctx context.Context, c kubernetes.Interface, cluster string, caPEM []byte, network Network) error {
 	auth, err := c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read the API server's client CA: %w", err)
@@ -132,11 +132,11 @@ func EnsureJoinInfo(ctx context.Context, c kubernetes.Interface, cluster string,
 	if clientCA == "" {
 		return errors.New("extension-apiserver-authentication has no client-ca-file")
 	}
-	if err := patchJoinInfo(ctx, c, map[string]any{
-		JoinInfoCluster:  cluster,
-		JoinInfoCA:       string(caPEM),
-		JoinInfoClientCA: clientCA,
-	}); err != nil {
+	data := network.joinInfo()
+	data[JoinInfoCluster] = cluster
+	data[JoinInfoCA] = string(caPEM)
+	data[JoinInfoClientCA] = clientCA
+	if err := patchJoinInfo(ctx, c, data); err != nil {
 		return err
 	}
 	kc, err := ClusterInfoKubeconfigFor(serverOf(c), caPEM)

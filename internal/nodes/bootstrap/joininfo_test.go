@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/testenv"
 )
@@ -36,8 +37,19 @@ func TestEnsureJoinInfoPublishesClusterInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureJoinInfo(ctx, kube, "clusters/r", ca.CertPEM); err != nil {
+	network, err := NetworkOf(hypershiftv1alpha1.NewHostedCluster("clusters", "r", hypershiftv1alpha1.NonePlatform, "").Spec.Networking)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := EnsureJoinInfo(ctx, kube, "clusters/r", ca.CertPEM, network); err != nil {
+		t.Fatal(err)
+	}
+	info, err := kube.CoreV1().ConfigMaps(JoinInfoNamespace).Get(ctx, JoinInfoName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ParseNetwork(info.Data); err != nil || got != network {
+		t.Errorf("join information's network = %+v, %v; want %+v", got, err, network)
 	}
 	cm, err := kube.CoreV1().ConfigMaps(JoinInfoNamespace).Get(ctx, ClusterInfoName, metav1.GetOptions{})
 	if err != nil {
@@ -62,7 +74,7 @@ func TestEnsureJoinInfoPublishesClusterInfo(t *testing.T) {
 		[]byte(`{"data":{"jws-kubeconfig-abcdef":"sig"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureJoinInfo(ctx, kube, "clusters/r", ca.CertPEM); err != nil {
+	if err := EnsureJoinInfo(ctx, kube, "clusters/r", ca.CertPEM, network); err != nil {
 		t.Fatal(err)
 	}
 	cm, err = kube.CoreV1().ConfigMaps(JoinInfoNamespace).Get(ctx, ClusterInfoName, metav1.GetOptions{})

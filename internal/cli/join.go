@@ -27,6 +27,7 @@ type joinOptions struct {
 	tokenFile             string
 	nodeDir, nodeName     string
 	nodeIP, cniBinDir     string
+	kubeletPort           int
 	timeout               time.Duration
 	reset                 bool
 }
@@ -57,6 +58,7 @@ func newJoinCommand() *cobra.Command {
 	f.StringVar(&o.nodeName, "node-name", "", "name of the Node (default: the host name)")
 	f.StringVar(&o.nodeIP, "node-ip", "", "address the API server reaches the kubelet on (default: the host's first global IPv4)")
 	f.StringVar(&o.cniBinDir, "cni-bin-dir", join.DefaultCNIBinDir, "directory of the CNI plugins")
+	f.IntVar(&o.kubeletPort, "kubelet-port", join.DefaultKubeletPort, "port the kubelet serves on (the API server reaches it there for logs and exec)")
 	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the node to be Ready")
 	f.BoolVar(&o.reset, "reset", false, "stop the node and remove everything a join made on this host")
 	return cmd
@@ -69,6 +71,9 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	}
 	if o.server == "" || o.token == "" || o.caHash == "" {
 		return errors.New("--server, --token (or --token-file) and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
+	}
+	if err := join.CheckKubeletPort(o.kubeletPort); err != nil {
+		return err
 	}
 	if n, joined, err := join.Load(o.nodeDir); err != nil {
 		return err
@@ -83,14 +88,14 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if os.Geteuid() != 0 {
 		return errors.New("hypershift join must run as root: it starts containerd and the kubelet")
 	}
-	if o.nodeDir, err = join.Preflight(o.nodeDir); err != nil {
+	if o.nodeDir, err = join.Preflight(o.nodeDir, o.kubeletPort); err != nil {
 		return err
 	}
 	prereq, err := join.CheckHost(o.cniBinDir)
 	if err != nil {
 		return err
 	}
-	n, err := join.NewNode(cluster, prereq, join.NodeOptions{Name: o.nodeName, IP: o.nodeIP, DataDir: o.nodeDir})
+	n, err := join.NewNode(cluster, prereq, join.NodeOptions{Name: o.nodeName, IP: o.nodeIP, DataDir: o.nodeDir, KubeletPort: o.kubeletPort})
 	if err != nil {
 		return err
 	}
@@ -168,7 +173,7 @@ func newNodeCommand() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&nodeDir, "node-dir", join.DefaultDataDir, "directory of the joined node")
 	run := &cobra.Command{
 		Use:   "run",
-		Short: "Supervise the node's containerd and kubelet (started by `hypershift join`; run it from a service manager to restart it)",
+		Short: "Supervise the node's containerd, kubelet, kube-proxy and API server proxy (started by `hypershift join`; run it from a service manager to restart it)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n, prereq, err := joinedNode(nodeDir)

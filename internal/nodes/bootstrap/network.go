@@ -29,15 +29,15 @@ const clusterDNSIndex = 10
 
 // Network is what a node needs to know of its cluster's network.
 type Network struct {
-	ServiceCIDR string
-	ClusterCIDR string
+	ServiceCIDR string `json:"serviceCIDR"`
+	ClusterCIDR string `json:"clusterCIDR"`
 	// ClusterDNS is the kube-dns Service's address, ClusterDomain its domain.
-	ClusterDNS    string
-	ClusterDomain string
+	ClusterDNS    string `json:"clusterDNS"`
+	ClusterDomain string `json:"clusterDomain"`
 	// APIServerAdvertiseAddress:APIServerPort is where the node's API server
 	// proxy listens (spec.networking.apiServer).
-	APIServerAdvertiseAddress string
-	APIServerPort             int32
+	APIServerAdvertiseAddress string `json:"apiServerAdvertiseAddress"`
+	APIServerPort             int32  `json:"apiServerPort"`
 }
 
 // NetworkOf derives a node's view of a hosted cluster's networking.

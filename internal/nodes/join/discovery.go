@@ -50,6 +50,8 @@ type Cluster struct {
 	// NodePool is the pool the token was issued for.
 	NodePool string
 	Token    string
+	// Network is the cluster's, as its join information says.
+	Network bootstrap.Network
 }
 
 // Discover checks a join command against the cluster it names, before
@@ -103,6 +105,9 @@ func Discover(ctx context.Context, server, token, caHash string) (*Cluster, erro
 		Token:  token,
 	}
 	if c.ClientCAPEM, err = verifiedClientCA(c.Name, info[bootstrap.JoinInfoClientCA]); err != nil {
+		return nil, err
+	}
+	if c.Network, err = bootstrap.ParseNetwork(info); err != nil {
 		return nil, err
 	}
 	c.NodePool, err = checkToken(ctx, pinned, c, tokenID, tokenSecret, info, clusterInfo)

@@ -33,6 +33,24 @@ func TestDiscoverGenuineCluster(t *testing.T) {
 	if !bytes.Equal(got.CAPEM, c.Root.CertPEM) || !bytes.Equal(got.ClientCAPEM, c.ClientCA.CertPEM) {
 		t.Errorf("discovered CA\n%s\nclient CA\n%s", got.CAPEM, got.ClientCAPEM)
 	}
+	if got.Network.ClusterCIDR != "10.132.0.0/14" || got.Network.ClusterDNS != "172.31.0.10" || got.Network.APIServerPort != 6443 {
+		t.Errorf("discovered network %+v", got.Network)
+	}
+}
+
+// Join information of an older operator has no network: the node could
+// not run kube-proxy or its API server proxy, so the join stops there,
+// before the token is sent.
+func TestDiscoverRefusesJoinInfoWithoutNetwork(t *testing.T) {
+	c := jointest.NewCluster(t)
+	srv := c.Start(t, c.Root, func(s *jointest.Server) { s.Network = nil })
+	_, err := Discover(t.Context(), srv.URL, c.Token.String(), c.Hash(t))
+	if err == nil || !strings.Contains(err.Error(), "lacks serviceCIDR") {
+		t.Fatalf("Discover = %v, want a refusal naming the missing keys", err)
+	}
+	if srv.TokenSeen.Load() {
+		t.Error("the token was sent to a cluster the node cannot join")
+	}
 }
 
 // An interceptor (a proxy or a host answering for the server's address)

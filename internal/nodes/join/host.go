@@ -32,6 +32,9 @@ type HostState struct {
 	Paths map[string]bool `json:"paths"`
 	// Bridge records whether the CNI bridge existed.
 	Bridge bool `json:"bridge"`
+	// Loopback lists lo's IPv4 addresses: reset removes the API server
+	// address only if join added it.
+	Loopback []string `json:"loopback"`
 }
 
 // Table is an iptables table as iptables-save prints it.
@@ -48,10 +51,13 @@ var (
 	iptablesFamilies = []string{"iptables", "ip6tables"}
 	iptablesTables   = []string{"filter", "nat", "mangle", "raw"}
 	// The kubelet sets the first five unless told to only check them; the
-	// bridge plugin turns on forwarding.
+	// bridge plugin turns on forwarding; the node daemon makes bridged
+	// traffic pass iptables (bridgeNetfilter); kube-proxy is configured to
+	// leave route_localnet alone, which is recorded all the same.
 	trackedSysctls = []string{
 		"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
 		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward",
+		bridgeNetfilter, "net/ipv4/conf/all/route_localnet",
 	}
 	// Host directories a node's processes create when missing.
 	trackedPaths = []string{"/var/log/containers", "/var/log/pods", "/var/lib/cni", "/run/containerd", "/var/run/netns", "/var/lib/kubelet"}
@@ -88,6 +94,11 @@ func ReadHostState() (*HostState, error) {
 		s.Paths[p] = err == nil
 	}
 	s.Bridge = linkExists(Bridge)
+	lo, err := loopbackAddresses()
+	if err != nil {
+		return nil, err
+	}
+	s.Loopback = lo
 	return s, nil
 }
 

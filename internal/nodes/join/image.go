@@ -3,9 +3,12 @@ package join
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	goruntime "runtime"
 	"time"
 
@@ -14,7 +17,34 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"hypershift.dev/internal/image"
 )
+
+// importHypershiftImage streams hypershift's own image (image.Ref(), built
+// from this binary) into the node's containerd, where pods of the data
+// plane (cluster DNS, the konnectivity agent) find it with
+// imagePullPolicy Never. It is never written to disk.
+func importHypershiftImage(ctx context.Context, n *Node, ctrPath string) error {
+	r, w := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		err := image.Write(w, image.Options{})
+		w.CloseWithError(err)
+		written <- err
+	}()
+	cmd := exec.CommandContext(ctx, ctrPath, "--address", n.ContainerdSocket(), "--namespace", "k8s.io", "images", "import", "-") //nolint:gosec // host program, our arguments
+	cmd.Stdin = r
+	out, err := cmd.CombinedOutput()
+	_ = r.CloseWithError(io.ErrClosedPipe) // ends the writer if ctr stopped reading
+	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
+		return fmt.Errorf("build image %s: %w", image.Ref(), werr)
+	}
+	if err != nil {
+		return fmt.Errorf("import image %s: %w: %s", image.Ref(), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
 
 // WriteImage writes a one-layer image holding files (path → content, all
 // executable) as a docker-archive tarball tagged ref, the form

@@ -4,23 +4,35 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// kubeletPort is the port a kubelet listens on unless configured otherwise.
-const kubeletPort = 10250
+// DefaultKubeletPort is the port a kubelet listens on unless configured
+// otherwise (join --kubelet-port).
+const DefaultKubeletPort = 10250
+
+// CheckKubeletPort refuses a port outside 1-65535.
+func CheckKubeletPort(port int) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("--kubelet-port %d is not a port: pass 1-65535 (default %d)", port, DefaultKubeletPort)
+	}
+	return nil
+}
 
 // checkNoKubelet refuses a host that already runs a kubelet: a kubelet
 // process (an executable named kubelet, or hypershift's compiled-in one,
 // `… component kubelet`, of another join) or a listener on the kubelet's
-// well-known port. Both are read from procRoot (/proc), so a kubelet in
+// well-known port or on the port this node's kubelet is to take. Both are read from procRoot (/proc), so a kubelet in
 // another PID or network namespace (a kind node) is not seen: it shares no
 // cgroups, ports or bridge with this node's.
-func checkNoKubelet(procRoot string) error {
+func checkNoKubelet(procRoot string, port int) error {
 	found := kubeletProcesses(procRoot)
-	if listening(procRoot, kubeletPort) {
-		found = append(found, fmt.Sprintf("a process listens on TCP port %d", kubeletPort))
+	for _, p := range slices.Compact([]int{DefaultKubeletPort, port}) {
+		if listening(procRoot, p) {
+			found = append(found, fmt.Sprintf("a process listens on TCP port %d", p))
+		}
 	}
 	if len(found) == 0 {
 		return nil

@@ -38,7 +38,7 @@ func TestCheckNoKubelet(t *testing.T) {
 	}
 	// A connection (state 01) to 10250 is not a listener.
 	established := "   0: 0100007F:9C40 0100007F:280A 01 00000000:00000000 00:00000000 00000000     0        0 1\n"
-	if err := checkNoKubelet(proc(t, quiet, established)); err != nil {
+	if err := checkNoKubelet(proc(t, quiet, established), DefaultKubeletPort); err != nil {
 		t.Errorf("a host without kubelet refused: %v", err)
 	}
 	cases := map[string]struct {
@@ -49,9 +49,11 @@ func TestCheckNoKubelet(t *testing.T) {
 		"kubelet executable": {map[string]string{"20": "/usr/bin/kubelet\x00--config\x00/etc/k.yaml\x00"}, "", "pid 20: /usr/bin/kubelet --config /etc/k.yaml"},
 		"another join":       {map[string]string{"21": "/usr/local/bin/hypershift\x00component\x00kubelet\x00--config=x\x00"}, "", "pid 21:"},
 		"port 10250":         {nil, "   0: 00000000:280A 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n", "listens on TCP port 10250"},
+		// --kubelet-port 10350 and something listens there.
+		"the chosen port": {nil, "   0: 00000000:286E 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n", "listens on TCP port 10350"},
 	}
 	for name, tc := range cases {
-		err := checkNoKubelet(proc(t, tc.procs, tc.tcp))
+		err := checkNoKubelet(proc(t, tc.procs, tc.tcp), 10350)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "another kubelet runs on this host") {
 			t.Errorf("%s: checkNoKubelet = %v, want it to say %q", name, err, tc.want)
 		}

@@ -18,6 +18,7 @@ import (
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/daemon"
+	"hypershift.dev/internal/image"
 	"hypershift.dev/internal/runtime/process"
 )
 
@@ -85,6 +86,9 @@ func Prepare(ctx context.Context, n *Node, c *Cluster) error {
 	if err := before.save(n.DataDir); err != nil {
 		return err
 	}
+	if err := ensureLoopbackAddress(n.Network.APIServerAdvertiseAddress); err != nil {
+		return err
+	}
 	if err := AllocatePorts(ctx, n); err != nil {
 		return err
 	}
@@ -103,22 +107,43 @@ func newRuntime(n *Node, log logr.Logger) (*process.Runtime, error) {
 	return process.New(process.Options{Root: n.DataDir, Log: log})
 }
 
-// AllocatePorts picks the node's ports once (kept in the data directory).
+// AllocatePorts picks the node's ports once (kept in the data directory),
+// beside the kubelet's, which join chose.
 func AllocatePorts(ctx context.Context, n *Node) error {
 	rt, err := newRuntime(n, logr.Discard())
 	if err != nil {
 		return err
 	}
-	n.Ports, err = rt.Ports(ctx, Ref, PortNames())
-	return err
+	ports, err := rt.Ports(ctx, Ref, allocatedPorts())
+	if err != nil {
+		return err
+	}
+	if n.Ports == nil {
+		n.Ports = map[string]int{}
+	}
+	for name, port := range ports {
+		n.Ports[name] = port
+	}
+	return nil
 }
 
-// Run supervises a node's containerd and kubelet until ctx ends; they keep
-// running after it returns, and the next Run adopts them. The sandbox image
-// is imported into containerd before the kubelet starts; the bootstrap
-// kubeconfig (the token) is removed once the kubelet has its client
-// certificate.
+// Run supervises a node's containerd, kubelet, API server proxy and
+// kube-proxy until ctx ends; they keep running after it returns, and the
+// next Run adopts them. The API server address on lo and bridged traffic
+// through iptables are (re)established first (both are gone after a
+// reboot); the sandbox image and hypershift's own image are imported into
+// containerd before the kubelet starts; the bootstrap kubeconfig (the
+// token) is removed once the kubelet has its client certificate.
 func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
+	if err := n.checkRunnable(); err != nil {
+		return err
+	}
+	if err := ensureLoopbackAddress(n.Network.APIServerAdvertiseAddress); err != nil {
+		return err
+	}
+	if err := enableBridgeNetfilter(); err != nil {
+		log.Info("warning: "+err.Error(), "node", n.Name)
+	}
 	rt, err := newRuntime(n, log)
 	if err != nil {
 		return err
@@ -133,6 +158,11 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 	if err := importPauseImage(ctx, n, ctrPath); err != nil {
 		return err
 	}
+	start := time.Now()
+	if err := importHypershiftImage(ctx, n, ctrPath); err != nil {
+		return err
+	}
+	log.Info("imported hypershift's image", "image", image.Ref(), "took", time.Since(start).Round(time.Millisecond).String())
 	if err := rt.Apply(ctx, Ref, n.Specs()); err != nil {
 		return err
 	}
@@ -242,6 +272,7 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	}
 	if before != nil {
 		note(restoreHost(before, dataDir))
+		note(removeLoopbackAddress(before.Loopback, n.Network.APIServerAdvertiseAddress))
 	}
 	if unmounted != nil {
 		note(fmt.Errorf("%s kept: a mount under it stays, and removing through it could delete host files", dataDir))

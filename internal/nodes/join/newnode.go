@@ -19,6 +19,8 @@ type NodeOptions struct {
 	IP string
 	// DataDir is the node directory.
 	DataDir string
+	// KubeletPort is the kubelet's port; default 10250.
+	KubeletPort int
 }
 
 // NewNode describes this host as a node of cluster c.
@@ -39,9 +41,15 @@ func NewNode(c *Cluster, prereq Prerequisites, opts NodeOptions) (*Node, error) 
 		}
 		ip = addr.String()
 	}
+	port := opts.KubeletPort
+	if port == 0 {
+		port = DefaultKubeletPort
+	}
 	return &Node{
 		Cluster: c.Name, NodePool: c.NodePool, Name: name, Server: c.Server, NodeIP: ip,
-		ContainerdPath: prereq.Containerd, CNIBinDir: prereq.CNIBinDir, ClientCA: string(c.ClientCAPEM),
+		ContainerdPath: prereq.Containerd, CNIBinDir: prereq.CNIBinDir,
+		CA: string(c.CAPEM), ClientCA: string(c.ClientCAPEM), Network: c.Network,
+		Ports:   map[string]int{portKubelet: port},
 		DataDir: opts.DataDir,
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/runtime"
 
@@ -25,6 +26,10 @@ const DefaultDataDir = "/var/lib/hypershift-node"
 const (
 	Containerd = "containerd"
 	Kubelet    = "kubelet"
+	// KubeProxy routes the cluster's Services on the node.
+	KubeProxy = "kube-proxy"
+	// APIServerProxy is the node-local address of the hosted API server.
+	APIServerProxy = endpointproxy.Name
 	// Bridge is the CNI bridge of the node's pods.
 	Bridge = "hs-cni0"
 	// PauseImage is the sandbox image, imported from a tarball at start.
@@ -35,13 +40,18 @@ const (
 	portKubelet           = "kubelet"
 	portKubeletHealthz    = "kubelet-healthz"
 	portContainerdMetrics = "containerd-metrics"
+	portAPIServerProxy    = "kube-apiserver-proxy-healthz"
 )
 
 // Ref is the process runtime's name for a node's processes.
 var Ref = runtime.ControlPlaneRef{Namespace: "components", Name: "node"}
 
-// PortNames are the ports a node's processes listen on.
-func PortNames() []string { return []string{portKubelet, portKubeletHealthz, portContainerdMetrics} }
+// allocatedPorts are the ports of a node's processes the process runtime
+// picks; the kubelet's is chosen by join (--kubelet-port), kube-proxy's
+// are its well-known ones.
+func allocatedPorts() []string {
+	return []string{portKubeletHealthz, portContainerdMetrics, portAPIServerProxy}
+}
 
 // Node is a joined node's configuration, kept in DATA_DIR/node.json: every
 // later command (the node daemon, load-image, reset) renders from it.
@@ -55,13 +65,17 @@ type Node struct {
 	// ContainerdPath is the host's containerd executable.
 	ContainerdPath string `json:"containerdPath"`
 	CNIBinDir      string `json:"cniBinDir"`
+	// CA is the pinned cluster CA: it verifies the API server.
+	CA string `json:"ca"`
 	// ClientCA verifies the API server's calls to the kubelet.
 	ClientCA string         `json:"clientCA"`
 	Ports    map[string]int `json:"ports"`
 	// CgroupRoot is the kubelet's cgroup root, this node's alone
 	// (cgroups.go): every pod of the node runs below it.
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
-	DataDir    string `json:"-"`
+	// Network is the cluster's, from its join information.
+	Network bootstrap.Network `json:"network"`
+	DataDir string            `json:"-"`
 }
 
 func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
@@ -84,8 +98,19 @@ func Load(dataDir string) (n *Node, ok bool, err error) {
 	if err := json.Unmarshal(data, n); err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", statePath(dataDir), err)
 	}
+
 	n.DataDir = dataDir
 	return n, true, nil
+}
+
+// checkRunnable refuses a node an older join wrote: without the cluster's
+// network and CA, kube-proxy and the API server proxy cannot run.
+func (n *Node) checkRunnable() error {
+	if n.Network.ClusterCIDR == "" || n.Network.ClusterDNS == "" || n.Network.APIServerAdvertiseAddress == "" || n.CA == "" {
+		return fmt.Errorf("%s was written by an older hypershift join (it has no cluster network or CA): undo it with `hypershift join --reset --node-dir %s` and join again",
+			statePath(n.DataDir), n.DataDir)
+	}
+	return nil
 }
 
 // Save writes the configuration (0600: it names the cluster it joined).
@@ -122,9 +147,10 @@ func (n *Node) LogPath(instance string) string {
 // client certificate (0600).
 func (n *Node) BootstrapKubeconfigPath() string { return n.path("bootstrap-kubeconfig") }
 
-// Specs renders the node's processes: containerd, then the kubelet.
+// Specs renders the node's processes: containerd, the kubelet, the API
+// server proxy and kube-proxy.
 func (n *Node) Specs() []components.Spec {
-	return []components.Spec{n.ContainerdSpec(), n.kubeletSpec()}
+	return []components.Spec{n.ContainerdSpec(), n.kubeletSpec(), n.apiServerProxySpec(), n.kubeProxySpec()}
 }
 
 // ContainerdSpec renders the node's containerd alone.
@@ -264,7 +290,9 @@ func (n *Node) kubeletConfig(clientCA string) string {
 		`  mode: Webhook`,
 		`rotateCertificates: true`,
 		`serverTLSBootstrap: true`,
-		`clusterDomain: cluster.local`,
+		`clusterDNS:`,
+		`  - ` + q(n.Network.ClusterDNS),
+		`clusterDomain: ` + q(n.Network.ClusterDomain),
 		`resolvConf: /etc/resolv.conf`,
 		``,
 	}, "\n")

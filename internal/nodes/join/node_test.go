@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"hypershift.dev/internal/nodes/bootstrap"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -14,8 +16,12 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func testNode() *Node {
 	return &Node{
 		Cluster: "clusters/r", NodePool: "r", Name: "host-1", Server: "https://192.0.2.10:6443", NodeIP: "192.0.2.20",
-		ContainerdPath: "/usr/bin/containerd", CNIBinDir: "/usr/lib/cni", ClientCA: "CLIENT-CA",
-		Ports:      map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260},
+		ContainerdPath: "/usr/bin/containerd", CNIBinDir: "/usr/lib/cni", CA: "CLUSTER-CA", ClientCA: "CLIENT-CA",
+		Ports: map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260, portAPIServerProxy: 10270},
+		Network: bootstrap.Network{
+			ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14", ClusterDNS: "172.31.0.10", ClusterDomain: "cluster.local",
+			APIServerAdvertiseAddress: "172.20.0.1", APIServerPort: 6443,
+		},
 		CgroupRoot: "/hypershift-node-0123456789ab",
 		DataDir:    "/var/lib/hypershift-node",
 	}

@@ -95,7 +95,7 @@ func createNodeDir(dir string) error {
 // kubelet runs here (two kubelets fight over ports, the CNI bridge and
 // cgroups). It returns dir made canonical, which the join then uses
 // everywhere.
-func Preflight(dir string) (string, error) {
+func Preflight(dir string, kubeletPort int) (string, error) {
 	canonical, err := CanonicalDir(dir)
 	if err != nil {
 		return "", err
@@ -103,7 +103,7 @@ func Preflight(dir string) (string, error) {
 	if err := checkNodeDir(canonical); err != nil {
 		return "", err
 	}
-	if err := checkNoKubelet("/proc"); err != nil {
+	if err := checkNoKubelet("/proc", kubeletPort); err != nil {
 		return "", err
 	}
 	return canonical, nil

@@ -60,7 +60,7 @@ func TestNodeDirMarker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(foreign, markerName)); err == nil {
 		t.Error("the refused join wrote its marker into the foreign directory")
 	}
-	if _, err := Preflight(foreign); err == nil {
+	if _, err := Preflight(foreign, DefaultKubeletPort); err == nil {
 		t.Error("Preflight accepted a non-empty foreign directory")
 	}
 	if err := Reset(t.Context(), &Node{DataDir: foreign}, logr.Discard()); err == nil || !strings.Contains(err.Error(), "not made by `hypershift join`") {

@@ -74,6 +74,9 @@ type Server struct {
 	SigningSecret string
 	// Records are the join information's token records.
 	Records map[string]bootstrap.TokenRecord
+	// Network is the join information's network; nil leaves it out (an
+	// older operator's join information).
+	Network map[string]string
 	// Accepts is the bearer token the server authenticates, with Groups.
 	Accepts string
 	Groups  []string
@@ -97,6 +100,11 @@ func (c *Cluster) Start(t *testing.T, serving pki.KeyPair, change func(*Server))
 		ClientCABundle: c.ClientCA.CertPEM,
 		SigningSecret:  c.Token.Secret,
 		Records:        map[string]bootstrap.TokenRecord{c.Token.ID: {NodePool: c.Pool, Expiration: c.Token.Expiration}},
+		Network: map[string]string{
+			bootstrap.JoinInfoServiceCIDR: "172.31.0.0/16", bootstrap.JoinInfoClusterCIDR: "10.132.0.0/14",
+			bootstrap.JoinInfoClusterDNS: "172.31.0.10", bootstrap.JoinInfoClusterDomain: "cluster.local",
+			bootstrap.JoinInfoAPIServerAdvertiseAddress: "172.20.0.1", bootstrap.JoinInfoAPIServerPort: "6443",
+		},
 		Accepts:        c.Token.String(),
 		Groups:         []string{bootstrap.BootstrappersGroup, bootstrap.PoolGroup(c.Pool)},
 	}
@@ -142,6 +150,9 @@ func (s *Server) handler(t *testing.T, c *Cluster) http.Handler {
 				bootstrap.JoinInfoCluster:  c.Name,
 				bootstrap.JoinInfoCA:       string(s.CABundle),
 				bootstrap.JoinInfoClientCA: string(s.ClientCABundle),
+			}
+			for k, v := range s.Network {
+				data[k] = v
 			}
 			for id, rec := range s.Records {
 				raw, _ := json.Marshal(rec)

@@ -1,0 +1,104 @@
+package join
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/endpointproxy"
+)
+
+// kube-proxy's well-known ports, on loopback only.
+const (
+	kubeProxyMetricsPort = 10249
+	kubeProxyHealthzPort = 10256
+)
+
+// kubeProxySpec renders kube-proxy as a process of the node daemon rather
+// than a DaemonSet: Services (and so cluster DNS and the `kubernetes`
+// Service) must route before any pod runs, and a pod network cannot carry
+// the component that makes it work. It runs with the kubelet's rotated
+// client certificate (the node's identity; system:node-proxier is bound to
+// system:nodes), which exists once the kubelet is ready.
+func (n *Node) kubeProxySpec() components.Spec {
+	dir := n.path(Ref.Namespace, KubeProxy)
+	return components.Spec{
+		Name:      KubeProxy,
+		Component: KubeProxy,
+		Args:      []string{"--config=" + filepath.Join(dir, "config.yaml")},
+		Files:     []components.File{{Path: "config.yaml", Content: []byte(n.kubeProxyConfig())}},
+		Ports:     map[string]int{"kube-proxy-metrics": kubeProxyMetricsPort, "kube-proxy-healthz": kubeProxyHealthzPort},
+		Readiness: components.Probe{Scheme: "http", Port: kubeProxyHealthzPort, Path: "/healthz"},
+		After:     []string{Kubelet},
+	}
+}
+
+// kubeProxyConfig is iptables mode with no global kernel parameter
+// written: conntrack table size and timeouts are left as the host has them
+// (maxPerCore 0, timeouts 0s) and NodePorts are not served on localhost
+// (which would need route_localnet).
+func (n *Node) kubeProxyConfig() string {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	return strings.Join([]string{
+		`apiVersion: kubeproxy.config.k8s.io/v1alpha1`,
+		`kind: KubeProxyConfiguration`,
+		`clientConnection:`,
+		`  kubeconfig: ` + q(n.KubeletKubeconfig()),
+		`mode: iptables`,
+		`clusterCIDR: ` + q(n.Network.ClusterCIDR),
+		`hostnameOverride: ` + q(n.Name),
+		fmt.Sprintf(`metricsBindAddress: "127.0.0.1:%d"`, kubeProxyMetricsPort),
+		fmt.Sprintf(`healthzBindAddress: "127.0.0.1:%d"`, kubeProxyHealthzPort),
+		`iptables:`,
+		`  localhostNodePorts: false`,
+		`conntrack:`,
+		`  maxPerCore: 0`,
+		`  tcpEstablishedTimeout: 0s`,
+		`  tcpCloseWaitTimeout: 0s`,
+		``,
+	}, "\n")
+}
+
+// apiServerProxySpec renders the node-local address of the hosted API
+// server: hypershift's endpoint proxy (TLS passes through) on the
+// cluster's advertise address, which join adds to lo, forwarding to the
+// server the node joined, health-checked with the pinned CA. Pods reach
+// the `kubernetes` Service through it.
+func (n *Node) apiServerProxySpec() components.Spec {
+	dir := n.path(Ref.Namespace, APIServerProxy)
+	cfg := endpointproxy.Config{
+		Listen:        n.APIServerAddress(),
+		HealthListen:  net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Ports[portAPIServerProxy])),
+		BackendCAFile: filepath.Join(dir, "ca.crt"),
+		Backends:      []string{serverHostPort(n.Server)},
+	}
+	return components.Spec{
+		Name:      APIServerProxy,
+		Component: endpointproxy.Name,
+		Args:      cfg.Args(),
+		Files:     []components.File{{Path: "ca.crt", Content: []byte(n.CA)}},
+		Ports:     map[string]int{portAPIServerProxy: n.Ports[portAPIServerProxy]},
+		Readiness: components.Probe{Scheme: "http", Port: n.Ports[portAPIServerProxy], Path: "/readyz"},
+	}
+}
+
+// APIServerAddress is where the node's API server proxy listens.
+func (n *Node) APIServerAddress() string {
+	return net.JoinHostPort(n.Network.APIServerAdvertiseAddress, strconv.Itoa(int(n.Network.APIServerPort)))
+}
+
+// serverHostPort is the HOST:PORT of an https URL (443 when it names none).
+func serverHostPort(server string) string {
+	u, err := url.Parse(server)
+	if err != nil {
+		return server
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return u.Host
+}

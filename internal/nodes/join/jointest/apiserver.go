@@ -105,8 +105,8 @@ func (c *Cluster) Start(t *testing.T, serving pki.KeyPair, change func(*Server))
 			bootstrap.JoinInfoClusterDNS: "172.31.0.10", bootstrap.JoinInfoClusterDomain: "cluster.local",
 			bootstrap.JoinInfoAPIServerAdvertiseAddress: "172.20.0.1", bootstrap.JoinInfoAPIServerPort: "6443",
 		},
-		Accepts:        c.Token.String(),
-		Groups:         []string{bootstrap.BootstrappersGroup, bootstrap.PoolGroup(c.Pool)},
+		Accepts: c.Token.String(),
+		Groups:  []string{bootstrap.BootstrappersGroup, bootstrap.PoolGroup(c.Pool)},
 	}
 	change(s)
 	leaf, err := pki.Issue(serving, pki.CertRequest{CommonName: "kube-apiserver", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})

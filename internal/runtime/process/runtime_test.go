@@ -221,6 +221,10 @@ func TestPortsAreStableAndDistinct(t *testing.T) {
 			if seen[port] {
 				t.Errorf("port %d handed out twice", port)
 			}
+			// The Konnectivity server refuses ports of the dynamic range.
+			if port > 49151 {
+				t.Errorf("port %d is above 49151", port)
+			}
 			seen[port] = true
 		}
 	}

@@ -90,10 +90,15 @@ func renderKonnectivityServer(cfg Config) (Spec, error) {
 	}, nil
 }
 
-// egressSelectorConfig sends the API server's traffic to the cluster
-// (nodes, pods, services) through the Konnectivity server's socket.
-func egressSelectorConfig(socket string) ([]byte, error) {
-	return yaml.Marshal(map[string]any{
+// egressSelectorFile is an API server's egress selector configuration: its
+// traffic to the cluster (kubelets, pods, services, webhooks) goes through
+// the Konnectivity server's socket.
+func (cfg Config) egressSelectorFile() (File, error) {
+	socket, err := cfg.konnectivitySocket()
+	if err != nil {
+		return File{}, err
+	}
+	content, err := yaml.Marshal(map[string]any{
 		"apiVersion": "apiserver.k8s.io/v1beta1",
 		"kind":       "EgressSelectorConfiguration",
 		"egressSelections": []any{map[string]any{
@@ -104,4 +109,8 @@ func egressSelectorConfig(socket string) ([]byte, error) {
 			},
 		}},
 	})
+	if err != nil {
+		return File{}, fmt.Errorf("egress selector configuration: %w", err)
+	}
+	return File{Path: "egress-selector.yaml", Content: content}, nil
 }

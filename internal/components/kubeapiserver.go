@@ -78,16 +78,12 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 	}
 	var after []string
 	if !cfg.Management {
-		socket, err := cfg.konnectivitySocket()
+		egress, err := cfg.egressSelectorFile()
 		if err != nil {
-			return Spec{}, err
+			return Spec{}, fmt.Errorf("%s: %w", name, err)
 		}
-		egress, err := egressSelectorConfig(socket)
-		if err != nil {
-			return Spec{}, fmt.Errorf("%s egress selector configuration: %w", name, err)
-		}
-		args = append(args, "--egress-selector-config-file="+dir("egress-selector.yaml"))
-		files = append(files, File{Path: "egress-selector.yaml", Content: egress})
+		args = append(args, "--egress-selector-config-file="+dir(egress.Path))
+		files = append(files, egress)
 		after = []string{KonnectivityServer}
 	}
 	return Spec{

@@ -6,12 +6,15 @@ import (
 
 	"hypershift.dev/internal/cli"
 	"hypershift.dev/internal/components/embedded"
+	"hypershift.dev/internal/components/konnectivity"
 	"hypershift.dev/internal/components/own"
 )
 
 func main() {
 	// The one table of what `hypershift component NAME` runs: the upstream
 	// components, compiled in here only (embedded is the one package that
-	// links k8s.io/kubernetes), and hypershift's own.
-	os.Exit(cli.Execute(append(embedded.Components(), own.Components()...)))
+	// links k8s.io/kubernetes), the Konnectivity server and agent, and
+	// hypershift's own.
+	registry := append(embedded.Components(), konnectivity.Components()...)
+	os.Exit(cli.Execute(append(registry, own.Components()...)))
 }

@@ -43,9 +43,6 @@ type Config struct {
 	Replicas Replicas
 	// Ports are the ports the instances listen on, by PortNames.
 	Ports map[string]int
-	// AdvertiseAddress is the API server's address for the `kubernetes`
-	// Service; empty turns the endpoint reconciler off.
-	AdvertiseAddress string
 	// BindAddress is the IP address the published API endpoint listens on
 	// (the API server of a single-replica control plane, the proxy of a
 	// replicated one): the address clients are given. Empty means
@@ -58,8 +55,9 @@ type Config struct {
 	NodeCIDRMaskSize int
 	// EncryptionKey (32 bytes) encrypts Secrets at rest in etcd.
 	EncryptionKey []byte
-	// Management renders a management plane: no scheduler, and only the
-	// controllers a management plane needs.
+	// Management renders a management plane: no scheduler, no
+	// Konnectivity server, and only the controllers a management plane
+	// needs.
 	Management bool
 	// SingleProcess runs the API server, controller manager and scheduler
 	// of a single-replica control plane as one process (KubeControlPlane).
@@ -97,7 +95,9 @@ const (
 	proxyHealthPort = "kube-apiserver-proxy-health"
 )
 
-// PortNames lists the ports a control plane of r needs.
+// PortNames lists the ports a control plane of r needs. The runtime keeps
+// the ports it gave out, and gives names new to a control plane (the
+// Konnectivity server's, to a cluster made before it) ports of their own.
 func PortNames(r Replicas) []string {
 	names := []string{EndpointPort}
 	for i := range r.Etcd {
@@ -114,7 +114,7 @@ func PortNames(r Replicas) []string {
 			instanceName(KubeControllerManager, i, r.Controllers),
 			instanceName(KubeScheduler, i, r.Controllers))
 	}
-	return names
+	return append(names, KonnectivityPort, konnectivityHealthPort, konnectivityAdminPort)
 }
 
 func etcdPort(i int, kind string) string { return fmt.Sprintf("etcd-%d-%s", i, kind) }
@@ -165,6 +165,13 @@ func Render(cfg Config) ([]Spec, error) {
 	var specs []Spec
 	for i := range r.Etcd {
 		specs = append(specs, renderEtcd(cfg, i))
+	}
+	if !cfg.Management {
+		konnectivity, err := renderKonnectivityServer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, konnectivity)
 	}
 	for i := range r.KubeAPIServer {
 		spec, err := renderKubeAPIServer(cfg, i)

@@ -175,7 +175,7 @@ func goldenScenarios() []struct {
 	cfg  Config
 } {
 	management := testConfig()
-	management.Name, management.Dir, management.Management, management.AdvertiseAddress = "management", "/var/lib/hypershift/management", true, ""
+	management.Name, management.Dir, management.Management = "management", "/var/lib/hypershift/management", true
 	ha := testConfig()
 	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
 	single := testConfig()

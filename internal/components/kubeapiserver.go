@@ -53,36 +53,45 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 		"--audit-log-maxbackup=3",
 		"--allow-privileged=true",
 		"--profiling=false",
+		// The control plane writes the `kubernetes` Service's endpoints
+		// (spec.networking.apiServer, the node-local API proxy): no API
+		// server address is reachable from the hosted cluster's pods.
+		"--endpoint-reconciler-type=none",
 	}
-	if cfg.AdvertiseAddress != "" {
-		args = append(args, "--advertise-address="+cfg.AdvertiseAddress)
-	} else {
-		// Without a routable host address the `kubernetes` Service cannot
-		// point anywhere useful; the API server refuses a loopback one.
-		args = append(args, "--endpoint-reconciler-type=none")
+	files := []File{
+		{Path: "etcd-ca.crt", Content: p.EtcdCA.CertPEM},
+		{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM},
+		{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true},
+		{Path: "server.crt", Content: p.KubeAPIServer.CertPEM},
+		{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true},
+		{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
+		{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
+		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
+		{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM},
+		{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true},
+		{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
+		{Path: "front-proxy-ca.crt", Content: p.FrontProxyCA.CertPEM},
+		{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM},
+		{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true},
+		{Path: "encryption-config.yaml", Content: encryption, Secret: true},
+		{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
+	}
+	var after []string
+	if !cfg.Management {
+		egress, err := cfg.egressSelectorFile()
+		if err != nil {
+			return Spec{}, fmt.Errorf("%s: %w", name, err)
+		}
+		args = append(args, "--egress-selector-config-file="+dir(egress.Path))
+		files = append(files, egress)
+		after = []string{KonnectivityServer}
 	}
 	return Spec{
 		Name:      name,
 		Component: KubeAPIServer,
 		Args:      args,
-		Files: []File{
-			{Path: "etcd-ca.crt", Content: p.EtcdCA.CertPEM},
-			{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM},
-			{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true},
-			{Path: "server.crt", Content: p.KubeAPIServer.CertPEM},
-			{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true},
-			{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
-			{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
-			{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
-			{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM},
-			{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true},
-			{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
-			{Path: "front-proxy-ca.crt", Content: p.FrontProxyCA.CertPEM},
-			{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM},
-			{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true},
-			{Path: "encryption-config.yaml", Content: encryption, Secret: true},
-			{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
-		},
+		Files:     files,
+		After:     after,
 		Ports:     map[string]int{"https": port},
 		Readiness: Probe{Scheme: "https", Host: cfg.apiServerBindAddress(), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
 		// GOGC=50: ~38 MiB less heap when idle.

@@ -26,6 +26,7 @@ func fakePKI() *pki.ControlPlane {
 		EtcdClient: kp("etcd-client"), KubeAPIServer: kp("apiserver"), KubeAPIServerKubeletClient: kp("apiserver-kubelet"),
 		FrontProxyClient: kp("front-proxy-client"), Admin: kp("admin"), KubeControllerManager: kp("kcm"),
 		KubeScheduler: kp("scheduler"), ServiceAccountKey: kp("sa"),
+		KonnectivityCA: kp("konnectivity-ca"), KonnectivityServer: kp("konnectivity-server"), KonnectivityAgent: kp("konnectivity-agent"),
 	}
 }
 
@@ -45,7 +46,6 @@ func testConfig() Config {
 		PKI:              fakePKI(),
 		Ports:            testPorts(SingleReplica),
 		EncryptionKey:    []byte("0123456789abcdef0123456789abcdef"),
-		AdvertiseAddress: "192.0.2.10",
 		ServiceCIDR:      "172.31.0.0/16",
 		ClusterCIDR:      "10.132.0.0/14",
 		NodeCIDRMaskSize: 23,
@@ -99,6 +99,7 @@ func TestRenderFileContents(t *testing.T) {
 			"encryption-config.yaml": "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- providers:\n  - secretbox:\n      keys:\n      - name: key1\n        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n  - identity: {}\n  resources:\n  - secrets\n",
 		},
 		KubeControllerManager: {"client-ca.key": "client-ca.key", "kubelet-ca.key": "kubelet-ca.key", "root-ca.crt": "root-ca.crt"},
+		KonnectivityServer:    {"ca.crt": "konnectivity-ca.crt", "server.crt": "konnectivity-server.crt", "server.key": "konnectivity-server.key"},
 	}
 	for _, s := range specs {
 		for _, f := range s.Files {
@@ -133,7 +134,8 @@ func TestRenderIsPure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a[1].Hash() == c[1].Hash() {
+	api := slices.IndexFunc(a, func(s Spec) bool { return s.Name == KubeAPIServer })
+	if a[api].Hash() == c[api].Hash() {
 		t.Error("changing the API server port did not change its spec hash")
 	}
 }
@@ -164,7 +166,7 @@ func TestHighlyAvailableLayout(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{Etcd: 3, KubeAPIServer: 2, KubeAPIServerProxy: 1, KubeControllerManager: 2, KubeScheduler: 2}
+	want := map[string]int{Etcd: 3, KonnectivityServer: 1, KubeAPIServer: 2, KubeAPIServerProxy: 1, KubeControllerManager: 2, KubeScheduler: 2}
 	for c, n := range want {
 		if count[c] != n {
 			t.Errorf("%d instances of %s, want %d", count[c], c, n)
@@ -185,16 +187,19 @@ func TestSingleProcessKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(single) != 2 || single[0].Name != "etcd-0" || single[1].Name != KubeControlPlane {
-		t.Fatalf("instances %v, want etcd-0 and %s", names(single), KubeControlPlane)
+	if len(single) != 3 || single[0].Name != "etcd-0" || single[1].Name != KonnectivityServer || single[2].Name != KubeControlPlane {
+		t.Fatalf("instances %v, want etcd-0, %s and %s", names(single), KonnectivityServer, KubeControlPlane)
 	}
-	cp := single[1]
+	if single[1].Hash() != separate[1].Hash() {
+		t.Errorf("%s differs in a single-process control plane", KonnectivityServer)
+	}
+	cp := single[2]
 	args := strings.Join(cp.Args, " ")
 	files := map[string]bool{}
 	for _, f := range cp.Files {
 		files[f.Path] = true
 	}
-	for _, s := range separate[1:] {
+	for _, s := range separate[2:] {
 		if !strings.Contains(args, s.Component) {
 			t.Errorf("%s is not run by %s: %s", s.Component, KubeControlPlane, args)
 		}
@@ -212,7 +217,8 @@ func TestSingleProcessKeepsEverything(t *testing.T) {
 	if strings.Contains(args, cfg.Dir+"/kube-apiserver/") || !strings.Contains(args, cfg.Dir+"/kube-control-plane/kube-controller-manager/kubeconfig") {
 		t.Errorf("paths not moved under %s: %s", KubeControlPlane, args)
 	}
-	if cp.Readiness.Port != separate[1].Readiness.Port || cp.Readiness.Path != separate[1].Readiness.Path || !slices.Equal(cp.After, separate[1].After) {
+	api := separate[2]
+	if cp.Readiness.Port != api.Readiness.Port || cp.Readiness.Path != api.Readiness.Path || !slices.Equal(cp.After, api.After) {
 		t.Errorf("readiness %+v after %v, want the API server's", cp.Readiness, cp.After)
 	}
 }
@@ -266,12 +272,22 @@ func TestListenersArePublishedOnly(t *testing.T) {
 					if v, ok := strings.CutPrefix(a, "--listen="); ok {
 						bound[s.Name] = v
 					}
+					if v, ok := strings.CutPrefix(a, "--agent-bind-address="); ok {
+						bound[s.Name] = v
+					}
+					for _, flag := range []string{"--health-bind-address=", "--admin-bind-address="} {
+						if v, ok := strings.CutPrefix(a, flag); ok && v != loopback {
+							t.Errorf("%s serves %s on %q, want loopback", s.Name, flag, v)
+						}
+					}
 				}
 			}
 			want := map[string]string{KubeAPIServer: cfg.endpointHost()}
 			if cfg.Replicas == HighlyAvailable {
 				want = map[string]string{"kube-apiserver-0": loopback, "kube-apiserver-1": loopback, KubeAPIServerProxy: cfg.endpointHost() + ":20001"}
 			}
+			// Agents dial the Konnectivity server where they reach the API.
+			want[KonnectivityServer] = cfg.endpointHost()
 			for inst, addr := range want {
 				if bound[inst] != addr {
 					t.Errorf("%s listens on %q, want %q", inst, bound[inst], addr)

@@ -36,8 +36,8 @@ type Options struct {
 	HealthProbeBindAddress string
 	// EndpointHost is the address clients reach hosted API servers on.
 	EndpointHost string
-	// AdvertiseAddress is the hosted API servers' `kubernetes` Service
-	// address; empty disables their endpoint reconciler.
+	// AdvertiseAddress is the host's own address, added to the hosted API
+	// server certificates so clients on the host's network can verify it.
 	AdvertiseAddress string
 	// ExtraSANs are added to hosted API server certificates.
 	ExtraSANs []string
@@ -119,7 +119,6 @@ func New(opts Options) (ctrl.Manager, error) {
 		Runtime:          opts.Runtime,
 		EndpointHost:     opts.EndpointHost,
 		BindAddress:      bind,
-		AdvertiseAddress: opts.AdvertiseAddress,
 		Events:           opts.Events,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {

@@ -8,11 +8,12 @@ import (
 // Names of the key pairs of a control plane. They are Secret names in the
 // control-plane namespace and file names under a management data dir.
 const (
-	EtcdCAName       = "etcd-ca"
-	RootCAName       = "root-ca"
-	ClientCAName     = "client-ca"
-	KubeletCAName    = "kubelet-ca"
-	FrontProxyCAName = "front-proxy-ca"
+	EtcdCAName         = "etcd-ca"
+	RootCAName         = "root-ca"
+	ClientCAName       = "client-ca"
+	KubeletCAName      = "kubelet-ca"
+	FrontProxyCAName   = "front-proxy-ca"
+	KonnectivityCAName = "konnectivity-ca"
 
 	EtcdServerName             = "etcd-server"
 	EtcdPeerName               = "etcd-peer"
@@ -25,6 +26,10 @@ const (
 	KubeSchedulerName          = "kube-scheduler-client"
 	ServiceAccountKeyName      = "service-account-key"
 	FrontProxyClientCommonName = "front-proxy-client"
+	KonnectivityServerName     = "konnectivity-server"
+	KonnectivityAgentName      = "konnectivity-agent"
+	// KonnectivityAgentCommonName is the agents' identity.
+	KonnectivityAgentCommonName = "system:konnectivity-agent"
 )
 
 // Store loads and saves key pairs by name.
@@ -52,6 +57,10 @@ type ControlPlane struct {
 	FrontProxyClient                            KeyPair
 	Admin, KubeControllerManager, KubeScheduler KeyPair
 	ServiceAccountKey                           KeyPair // CertPEM holds the public key.
+
+	// The Konnectivity tunnel has a CA of its own: the server's serving
+	// certificate (what agents dial), and the agents' client certificate.
+	KonnectivityCA, KonnectivityServer, KonnectivityAgent KeyPair
 }
 
 type leaf struct {
@@ -75,6 +84,7 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		{ClientCAName, &cp.ClientCA},
 		{KubeletCAName, &cp.KubeletCA},
 		{FrontProxyCAName, &cp.FrontProxyCA},
+		{KonnectivityCAName, &cp.KonnectivityCA},
 	}
 	for _, ca := range cas {
 		kp, err := loadOr(store, ca.name, func() (KeyPair, error) { return NewCA(ca.name) })
@@ -95,6 +105,10 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		{AdminName, &cp.ClientCA, CertRequest{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}, &cp.Admin},
 		{KubeControllerManagerName, &cp.ClientCA, CertRequest{CommonName: "system:kube-controller-manager", Client: true}, &cp.KubeControllerManager},
 		{KubeSchedulerName, &cp.ClientCA, CertRequest{CommonName: "system:kube-scheduler", Client: true}, &cp.KubeScheduler},
+		// Agents dial the endpoint host, so the server has the API
+		// server's names.
+		{KonnectivityServerName, &cp.KonnectivityCA, CertRequest{CommonName: "konnectivity-server", DNSNames: opts.APIServerDNSNames, IPs: opts.APIServerIPs, Server: true}, &cp.KonnectivityServer},
+		{KonnectivityAgentName, &cp.KonnectivityCA, CertRequest{CommonName: KonnectivityAgentCommonName, Client: true}, &cp.KonnectivityAgent},
 	}
 	for _, l := range leaves {
 		kp, err := loadOr(store, l.name, func() (KeyPair, error) { return Issue(*l.ca, l.req) })

@@ -2,6 +2,8 @@ package pki
 
 import (
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,6 +38,9 @@ func TestEnsureControlPlaneChains(t *testing.T) {
 		{"scheduler", cp.KubeScheduler, cp.ClientCA, x509.ExtKeyUsageClientAuth, "system:kube-scheduler", "", ""},
 		{"kubelet client", cp.KubeAPIServerKubeletClient, cp.ClientCA, x509.ExtKeyUsageClientAuth, "kube-apiserver-kubelet-client", "system:masters", ""},
 		{"front proxy", cp.FrontProxyClient, cp.FrontProxyCA, x509.ExtKeyUsageClientAuth, FrontProxyClientCommonName, "", ""},
+		{"konnectivity server", cp.KonnectivityServer, cp.KonnectivityCA, x509.ExtKeyUsageServerAuth, "konnectivity-server", "", "api.example.test"},
+		{"konnectivity server by IP", cp.KonnectivityServer, cp.KonnectivityCA, x509.ExtKeyUsageServerAuth, "konnectivity-server", "", "192.0.2.10"},
+		{"konnectivity agent", cp.KonnectivityAgent, cp.KonnectivityCA, x509.ExtKeyUsageClientAuth, KonnectivityAgentCommonName, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,3 +133,49 @@ func TestCACertHash(t *testing.T) {
 		t.Error("hash of garbage succeeded")
 	}
 }
+
+// TestEnsureControlPlaneAddsKonnectivity: a PKI made before the Konnectivity
+// tunnel existed gets its CA and both leaves, and keeps everything else.
+func TestEnsureControlPlaneAddsKonnectivity(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	first, err := EnsureControlPlane(FileStore{Dir: dir}, ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{KonnectivityCAName, KonnectivityServerName, KonnectivityAgentName} {
+		for _, ext := range []string{".crt", ".key"} {
+			if err := os.Remove(filepath.Join(dir, name+ext)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A read-only store (the HostedControlPlane controller's) waits for
+	// the owner to add them.
+	if _, err := EnsureControlPlane(readOnly{FileStore{Dir: dir}}, ControlPlaneOptions{}); !errors.Is(err, ErrMissing) {
+		t.Fatalf("read-only ensure of a PKI without Konnectivity: %v, want ErrMissing", err)
+	}
+	second, err := EnsureControlPlane(FileStore{Dir: dir}, ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first.RootCA.CertPEM) != string(second.RootCA.CertPEM) || string(first.KubeAPIServer.KeyPEM) != string(second.KubeAPIServer.KeyPEM) {
+		t.Error("existing key pairs were replaced")
+	}
+	if string(first.KonnectivityCA.CertPEM) == string(second.KonnectivityCA.CertPEM) {
+		t.Error("the removed Konnectivity CA was not made anew")
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(second.KonnectivityCA.CertPEM)
+	agent, err := ParseCertificate(second.KonnectivityAgent.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("new agent certificate does not verify against the new CA: %v", err)
+	}
+}
+
+// readOnly refuses to create, like a read-only SecretStore.
+type readOnly struct{ Store }
+
+func (readOnly) Put(name string, _ KeyPair) error { return fmt.Errorf("%s: %w", name, ErrMissing) }

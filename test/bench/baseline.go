@@ -177,10 +177,8 @@ func getBody(ctx context.Context, c *http.Client, url string) (int, string) {
 // as the operator does for a hosted cluster, and returns etcd and
 // kube-apiserver in that order.
 func renderBaseline(dir string) ([]components.Spec, *pki.ControlPlane, error) {
-	advertise := ""
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("172.31.0.1")}
 	if ip := hostnet.HostIPv4(); ip != nil {
-		advertise = ip.String()
 		ips = append(ips, ip)
 	}
 	certs, err := pki.EnsureControlPlane(pki.FileStore{Dir: filepath.Join(dir, "pki")}, pki.ControlPlaneOptions{
@@ -209,7 +207,6 @@ func renderBaseline(dir string) ([]components.Spec, *pki.ControlPlane, error) {
 		Dir:              dir,
 		PKI:              certs,
 		Ports:            ports,
-		AdvertiseAddress: advertise,
 		ServiceCIDR:      "172.31.0.0/16",
 		ClusterCIDR:      "10.132.0.0/14",
 		NodeCIDRMaskSize: 23,

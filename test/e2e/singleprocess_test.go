@@ -10,7 +10,7 @@ import (
 
 // TestSingleProcessControlPlane: with --single-process-control-plane the
 // API server, controller manager and scheduler run as one process next to
-// etcd, and all three do their work — the controller manager signs node
+// etcd and the Konnectivity server, and all three do their work — the controller manager signs node
 // certificates and makes ReplicaSets, the scheduler places pods — and a
 // SIGKILL of that process is recovered like any component's.
 func TestSingleProcessControlPlane(t *testing.T) {
@@ -28,8 +28,8 @@ func TestSingleProcessControlPlane(t *testing.T) {
 	for cmd := range pids {
 		names = append(names, cmd)
 	}
-	if len(pids) != 2 || !containsPrefix(names, "etcd#") || !containsPrefix(names, "kube-control-plane#") {
-		t.Fatalf("processes of the control plane: %v, want etcd and one kube-control-plane", names)
+	if len(pids) != 3 || !containsPrefix(names, "etcd#") || !containsPrefix(names, "konnectivity-server#") || !containsPrefix(names, "kube-control-plane#") {
+		t.Fatalf("processes of the control plane: %v, want etcd, konnectivity-server and one kube-control-plane", names)
 	}
 	if out := hs.must("describe", "cluster", "one"); !regexpMatch(out, `kube-control-plane\s+Running`) {
 		t.Errorf("describe does not show the single process running:\n%s", out)

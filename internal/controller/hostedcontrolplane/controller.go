@@ -38,9 +38,6 @@ type Reconciler struct {
 	// BindAddress is the IP address of EndpointHost, where the published
 	// API endpoints listen; empty means loopback.
 	BindAddress string
-	// AdvertiseAddress is the hosted API servers' address for their
-	// `kubernetes` Service; empty disables its endpoint reconciler.
-	AdvertiseAddress string
 	// Events receives a HostedControlPlane whenever the runtime sees one of
 	// its components change; may be nil.
 	Events <-chan event.GenericEvent
@@ -149,7 +146,6 @@ func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedC
 		Replicas:         replicas,
 		Ports:            ports,
 		EncryptionKey:    encryptionKey.Data["key"],
-		AdvertiseAddress: r.AdvertiseAddress,
 		BindAddress:      r.BindAddress,
 		ServiceCIDR:      net.ServiceNetwork[0].CIDR,
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,

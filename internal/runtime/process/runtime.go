@@ -144,6 +144,14 @@ func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []
 	return ports, atomicfile.Write(path, data, 0o600)
 }
 
+// maxUserPort is the highest port handed out: the Konnectivity server
+// refuses ports of the dynamic range (IANA, 49152 and up), where the
+// kernel's ephemeral ports partly lie.
+const maxUserPort = 49151
+
+// maxPortTries bounds the search when few ephemeral ports are user ports.
+const maxPortTries = 10000
+
 // freePorts asks the kernel for n distinct free ports. Listeners stay open
 // until all are chosen so none is handed out twice.
 func (r *Runtime) freePorts(n int) ([]int, error) {
@@ -154,13 +162,20 @@ func (r *Runtime) freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for len(ports) < n {
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == maxPortTries {
+			return nil, fmt.Errorf("find a free port up to %d: none in %d tries (see net.ipv4.ip_local_port_range)", maxUserPort, tries)
+		}
 		l, err := net.Listen("tcp", ":0") //nolint:gosec // probing for a port free on every address
 		if err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
-		listeners = append(listeners, l)
 		port := l.Addr().(*net.TCPAddr).Port
+		if port > maxUserPort {
+			_ = l.Close()
+			continue
+		}
+		listeners = append(listeners, l)
 		if r.usedPorts[port] {
 			continue
 		}

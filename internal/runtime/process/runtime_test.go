@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -221,7 +223,41 @@ func TestPortsAreStableAndDistinct(t *testing.T) {
 			if seen[port] {
 				t.Errorf("port %d handed out twice", port)
 			}
+			// The Konnectivity server refuses ports of the dynamic range.
+			if port > 49151 {
+				t.Errorf("port %d is above 49151", port)
+			}
 			seen[port] = true
 		}
+	}
+}
+
+// TestPortsOfNewNamesAreAdded: a control plane made before a component
+// existed (its ports.json lacks the Konnectivity server's names) keeps
+// every port it has and gets new ones for the new names.
+func TestPortsOfNewNamesAreAdded(t *testing.T) {
+	rt := newRuntime(t, testenv.ShortTempDir(t))
+	ctx := context.Background()
+	ref := runtime.ControlPlaneRef{Namespace: "old"}
+	all := components.PortNames(components.SingleReplica)
+	older := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return strings.HasPrefix(n, components.KonnectivityPort) })
+	if len(older) == len(all) {
+		t.Fatalf("no Konnectivity port among %v", all)
+	}
+	before, err := rt.Ports(ctx, ref, older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := rt.Ports(ctx, ref, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, port := range before {
+		if after[name] != port {
+			t.Errorf("port %s changed from %d to %d", name, port, after[name])
+		}
+	}
+	if after[components.KonnectivityPort] == 0 || len(after) != len(all) {
+		t.Errorf("ports after the upgrade %v, want one for each of %v", after, all)
 	}
 }

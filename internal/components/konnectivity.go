@@ -1,0 +1,116 @@
+package components
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+)
+
+// KonnectivityServer is the instance (and compiled-in component) that ends
+// the Konnectivity tunnel on the control-plane side: the hosted cluster's
+// agents dial in to it, and the API servers reach nodes, pods and services
+// through it (docs/architecture.md, "Konnectivity").
+const KonnectivityServer = "konnectivity-server"
+
+// Port names of the Konnectivity server.
+const (
+	// KonnectivityPort is the agent-facing port, published on the endpoint
+	// host like the API endpoint.
+	KonnectivityPort = "konnectivity"
+	// konnectivityHealthPort and konnectivityAdminPort stay on loopback.
+	konnectivityHealthPort = "konnectivity-health"
+	konnectivityAdminPort  = "konnectivity-admin"
+)
+
+// maxSocketPath is the longest unix socket path used: the kernel's limit is
+// 107 bytes (sun_path), and some tools count less.
+const maxSocketPath = 99
+
+// konnectivitySocket is where the server listens for the API servers: in
+// its instance directory, or right in the control plane's directory when
+// the data dir is so deep that the first path is too long for a socket.
+func (cfg Config) konnectivitySocket() (string, error) {
+	for _, p := range []string{
+		path(cfg.Dir, KonnectivityServer, "konnectivity.sock"),
+		filepath.Join(cfg.Dir, "konnectivity.sock"),
+	} {
+		if len(p) <= maxSocketPath {
+			return p, nil
+		}
+	}
+	p := filepath.Join(cfg.Dir, "konnectivity.sock")
+	return "", fmt.Errorf("%s: unix socket path %s is %d bytes, the limit is %d: use a shorter data dir (--data-dir)",
+		KonnectivityServer, p, len(p), maxSocketPath)
+}
+
+// renderKonnectivityServer is the one tunnel server of a control plane:
+// every API server, also of a replicated control plane, uses it over its
+// unix socket, so an agent's one connection serves all of them.
+func renderKonnectivityServer(cfg Config) (Spec, error) {
+	socket, err := cfg.konnectivitySocket()
+	if err != nil {
+		return Spec{}, err
+	}
+	dir := func(f string) string { return path(cfg.Dir, KonnectivityServer, f) }
+	agent, health, admin := cfg.Ports[KonnectivityPort], cfg.Ports[konnectivityHealthPort], cfg.Ports[konnectivityAdminPort]
+	p := cfg.PKI
+	return Spec{
+		Name:      KonnectivityServer,
+		Component: KonnectivityServer,
+		Args: []string{
+			"--mode=grpc",
+			"--uds-name=" + socket,
+			"--delete-existing-uds-file=true",
+			"--server-port=0",
+			"--agent-bind-address=" + cfg.endpointHost(),
+			"--agent-port=" + strconv.Itoa(agent),
+			"--health-bind-address=" + loopback,
+			"--health-port=" + strconv.Itoa(health),
+			"--admin-bind-address=" + loopback,
+			"--admin-port=" + strconv.Itoa(admin),
+			// Agents authenticate with a client certificate of this
+			// cluster's Konnectivity CA.
+			"--cluster-cert=" + dir("server.crt"),
+			"--cluster-key=" + dir("server.key"),
+			"--cluster-ca-cert=" + dir("ca.crt"),
+			"--server-count=1",
+			"--proxy-strategies=destHost,default",
+		},
+		Files: []File{
+			{Path: "ca.crt", Content: p.KonnectivityCA.CertPEM},
+			{Path: "server.crt", Content: p.KonnectivityServer.CertPEM},
+			{Path: "server.key", Content: p.KonnectivityServer.KeyPEM, Secret: true},
+		},
+		Ports: map[string]int{"agent": agent, "health": health, "admin": admin},
+		// /healthz, not /readyz: the server is ready for the API servers
+		// before any agent connects (a cluster without nodes has none).
+		Readiness: Probe{Scheme: "http", Port: health, Path: "/healthz"},
+	}, nil
+}
+
+// egressSelectorFile is an API server's egress selector configuration: its
+// traffic to the cluster (kubelets, pods, services, webhooks) goes through
+// the Konnectivity server's socket.
+func (cfg Config) egressSelectorFile() (File, error) {
+	socket, err := cfg.konnectivitySocket()
+	if err != nil {
+		return File{}, err
+	}
+	content, err := yaml.Marshal(map[string]any{
+		"apiVersion": "apiserver.k8s.io/v1beta1",
+		"kind":       "EgressSelectorConfiguration",
+		"egressSelections": []any{map[string]any{
+			"name": "cluster",
+			"connection": map[string]any{
+				"proxyProtocol": "GRPC",
+				"transport":     map[string]any{"uds": map[string]any{"udsName": socket}},
+			},
+		}},
+	})
+	if err != nil {
+		return File{}, fmt.Errorf("egress selector configuration: %w", err)
+	}
+	return File{Path: "egress-selector.yaml", Content: content}, nil
+}

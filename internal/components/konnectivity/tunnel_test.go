@@ -1,0 +1,235 @@
+package konnectivity_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	konnectivityclient "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/components/konnectivity"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/process"
+	"hypershift.dev/internal/testenv"
+)
+
+// TestTunnelCarriesTraffic runs the real Konnectivity server, as the
+// control plane renders it, and agents, as the hosted cluster's nodes run
+// them, from the hypershift binary under the process runtime. An agent
+// with a certificate of another cluster's CA is refused; once this
+// cluster's agent is connected, a dial through the server's unix socket,
+// made as kube-apiserver makes it, reaches an HTTP server that only the
+// agent can dial for it.
+func TestTunnelCarriesTraffic(t *testing.T) {
+	ctx := t.Context()
+	root := testenv.ShortTempDir(t)
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := runtime.ControlPlaneRef{Namespace: "clusters-tunnel", Name: "tunnel"}
+	t.Cleanup(func() { rt.StopAll(context.Background()) })
+
+	opts := pki.ControlPlaneOptions{APIServerIPs: []net.IP{net.ParseIP("127.0.0.1")}, APIServerDNSNames: []string{"localhost"}}
+	certs, err := pki.EnsureControlPlane(pki.FileStore{Dir: filepath.Join(root, "pki")}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.EnsureControlPlane(pki.FileStore{Dir: filepath.Join(root, "other-pki")}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, socket, agentPort := renderServer(ctx, t, rt, ref, certs)
+	agentPorts, err := rt.Ports(ctx, ref, []string{"good-health", "good-admin", "foreign-health", "foreign-admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The foreign agent trusts this server (it has this cluster's CA) but
+	// presents a client certificate of another cluster's Konnectivity CA.
+	foreign := agentSpec("foreign-agent", agentPort, agentPorts["foreign-health"], agentPorts["foreign-admin"],
+		certs.KonnectivityCA, other.KonnectivityAgent)
+	if err := rt.Apply(ctx, ref, []components.Spec{server, foreign}); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, rt, ref, server.Name, hypershiftv1alpha1.ComponentRunning)
+
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "reached through the tunnel")
+	}))
+	t.Cleanup(backend.Close)
+	backendAddr := backend.Listener.Addr().String()
+
+	// Refused: the agent says so, the server has no agent, and nothing
+	// reaches the backend.
+	foreignLog := filepath.Join(rt.Dir(ref), foreign.Name, foreign.Name+".log")
+	testenv.Eventually(t, time.Minute, "the foreign agent's refusal in its log", func() (bool, error) {
+		data, err := os.ReadFile(foreignLog)
+		refused := strings.Contains(string(data), "cannot connect once") && strings.Contains(string(data), "tls: unknown certificate authority")
+		if refused {
+			t.Logf("foreign agent: %s", lastLine(string(data)))
+		}
+		return refused, err
+	})
+	if code, body := get(ctx, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(server.Ports["health"]))+"/readyz"); code == http.StatusOK {
+		t.Errorf("server ready with only a foreign agent: %s", body)
+	}
+	if _, err := tunnelGet(ctx, socket, backendAddr); err == nil {
+		t.Error("a dial through the tunnel succeeded with only a foreign agent")
+	}
+
+	// This cluster's agent connects, and the tunnel carries traffic.
+	good := agentSpec(konnectivity.Agent, agentPort, agentPorts["good-health"], agentPorts["good-admin"],
+		certs.KonnectivityCA, certs.KonnectivityAgent)
+	if err := rt.Apply(ctx, ref, []components.Spec{server, foreign, good}); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, rt, ref, good.Name, hypershiftv1alpha1.ComponentRunning)
+	var body string
+	testenv.Eventually(t, time.Minute, "a request through the tunnel", func() (bool, error) {
+		body, err = tunnelGet(ctx, socket, backendAddr)
+		return err == nil, err
+	})
+	if body != "reached through the tunnel" {
+		t.Errorf("body through the tunnel %q", body)
+	}
+
+	// Without the agent the same dial fails again: the agent, not the
+	// server, reached the backend.
+	if err := rt.Apply(ctx, ref, []components.Spec{server, foreign}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "dials to fail once the agent is gone", func() (bool, error) {
+		_, err := tunnelGet(ctx, socket, backendAddr)
+		return err != nil, nil
+	})
+}
+
+// renderServer renders a hosted control plane and returns its Konnectivity
+// server, the server's unix socket and its agent port.
+func renderServer(ctx context.Context, t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, certs *pki.ControlPlane) (components.Spec, string, int) {
+	t.Helper()
+	ports, err := rt.Ports(ctx, ref, components.PortNames(components.SingleReplica))
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := components.Render(components.Config{
+		Name: ref.Namespace, Dir: rt.Dir(ref), PKI: certs, Ports: ports,
+		EncryptionKey: make([]byte, 32), ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14", NodeCIDRMaskSize: 24,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		if s.Component != components.KonnectivityServer {
+			continue
+		}
+		for _, a := range s.Args {
+			if v, ok := strings.CutPrefix(a, "--uds-name="); ok {
+				return s, v, ports[components.KonnectivityPort]
+			}
+		}
+	}
+	t.Fatalf("no %s with a unix socket among %d specs", components.KonnectivityServer, len(specs))
+	return components.Spec{}, "", 0
+}
+
+// agentSpec is an agent as a node runs it, dialing the server on loopback.
+func agentSpec(name string, serverPort, health, admin int, ca, cert pki.KeyPair) components.Spec {
+	return components.Spec{
+		Name:      name,
+		Component: konnectivity.Agent,
+		Args: []string{
+			"--proxy-server-host=127.0.0.1",
+			"--proxy-server-port=" + strconv.Itoa(serverPort),
+			"--ca-cert=ca.crt", "--agent-cert=tls.crt", "--agent-key=tls.key",
+			"--health-server-host=127.0.0.1", "--health-server-port=" + strconv.Itoa(health),
+			"--admin-bind-address=127.0.0.1", "--admin-server-port=" + strconv.Itoa(admin),
+			"--agent-identifiers=ipv4=127.0.0.1",
+			"--sync-interval=200ms", "--sync-interval-cap=1s",
+		},
+		Files: []components.File{
+			{Path: "ca.crt", Content: ca.CertPEM},
+			{Path: "tls.crt", Content: cert.CertPEM},
+			{Path: "tls.key", Content: cert.KeyPEM, Secret: true},
+		},
+		Ports:     map[string]int{"health": health, "admin": admin},
+		Readiness: components.Probe{Scheme: "http", Port: health, Path: "/healthz"},
+	}
+}
+
+// tunnelGet GETs http://addr/ through the Konnectivity server's unix
+// socket, with a single-use gRPC tunnel as kube-apiserver's egress
+// selector opens one.
+func tunnelGet(ctx context.Context, socket, addr string) (string, error) {
+	dial := func(ctx context.Context, _, addr string) (net.Conn, error) {
+		tunnel, err := konnectivityclient.CreateSingleUseGrpcTunnel(ctx, socket,
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			}),
+			grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		return tunnel.DialContext(ctx, "tcp", addr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+func get(ctx context.Context, url string) (int, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func waitPhase(t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, name string, phase hypershiftv1alpha1.ComponentPhase) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, name+" "+string(phase), func() (bool, error) {
+		for _, s := range rt.Status(ref) {
+			if s.Name == name {
+				return s.Phase == phase, fmt.Errorf("%s is %s: %s", name, s.Phase, s.Message)
+			}
+		}
+		return false, fmt.Errorf("%s has no status", name)
+	})
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"hypershift.dev/internal/cli"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/components/coredns"
 	"hypershift.dev/internal/components/embedded"
 	"hypershift.dev/internal/components/own"
 )
@@ -13,5 +15,7 @@ func main() {
 	// The one table of what `hypershift component NAME` runs: the upstream
 	// components, compiled in here only (embedded is the one package that
 	// links k8s.io/kubernetes), and hypershift's own.
-	os.Exit(cli.Execute(append(embedded.Components(), own.Components()...)))
+	os.Exit(cli.Execute(append(append(embedded.Components(), own.Components()...),
+		components.Registration{Name: coredns.Name, Main: coredns.Main},
+	)))
 }

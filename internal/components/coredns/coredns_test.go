@@ -111,6 +111,12 @@ func TestServesClusterDNS(t *testing.T) {
 		return resp.StatusCode == http.StatusOK, fmt.Errorf("/ready: %s", resp.Status)
 	})
 	server := fmt.Sprintf("127.0.0.1:%d", dnsPort)
+	// /ready can answer a moment before the DNS listeners are up (the
+	// plugins start first).
+	testenv.Eventually(t, 10*time.Second, "coredns to answer on "+server, func() (bool, error) {
+		_, _, err := (&dns.Client{Timeout: time.Second}).Exchange(new(dns.Msg).SetQuestion("cluster.local.", dns.TypeSOA), server)
+		return err == nil, err
+	})
 	if err := env.Client.Get(ctx, clientKey(web), web); err != nil {
 		t.Fatal(err)
 	}

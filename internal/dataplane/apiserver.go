@@ -31,7 +31,7 @@ func kubernetesEndpoints(address string, port int32) []client.Object {
 			},
 			Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // see above
 				Addresses: []corev1.EndpointAddress{{IP: address}},
-				Ports:     []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}}, //nolint:staticcheck // see above
+				Ports:     []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}},
 			}},
 		},
 		&discoveryv1.EndpointSlice{

@@ -112,7 +112,7 @@ func ServiceIP(cidr string, index int64) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("spec.networking.serviceNetwork[0].cidr %q: %w", cidr, err)
 	}
 	prefix = prefix.Masked()
-	size := new(big.Int).Lsh(big.NewInt(1), uint(prefix.Addr().BitLen()-prefix.Bits())) //nolint:gosec // bit counts are small
+	size := new(big.Int).Lsh(big.NewInt(1), uint(prefix.Addr().BitLen()-prefix.Bits()))
 	if big.NewInt(index).Cmp(size) >= 0 {
 		return netip.Addr{}, fmt.Errorf("spec.networking.serviceNetwork[0].cidr %s: too small for address %d", cidr, index)
 	}

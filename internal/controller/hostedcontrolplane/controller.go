@@ -143,7 +143,7 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
 	var waiting []string
 	if s.notApplied != "" {
-		waiting = append(waiting, "not applied in the hosted cluster yet: "+s.notApplied)
+		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
 	}
 	d := r.updateStatus(s.hcp, s.ref, waiting)
 	s.available = d.available

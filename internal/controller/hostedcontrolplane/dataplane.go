@@ -31,8 +31,8 @@ const (
 	// The Konnectivity agent's CA and client certificate (pki.ControlPlane
 	// KonnectivityCA and KonnectivityAgent), and the name of the server's
 	// agent port among the control plane's ports (components.KonnectivityPort).
-	konnectivityCASecret    = "konnectivity-ca"
-	konnectivityAgentSecret = "konnectivity-agent"
+	konnectivityCASecret    = "konnectivity-ca"    //nolint:gosec // a Secret's name, not a credential
+	konnectivityAgentSecret = "konnectivity-agent" //nolint:gosec // a Secret's name, not a credential
 	konnectivityPort        = "konnectivity"
 )
 
@@ -63,8 +63,7 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 	}
 	s.dataPlane.Konnectivity = k
 	if len(missing) > 0 {
-		s.notApplied = "the Konnectivity agent (Secret, ServiceAccount, DaemonSet kube-system/konnectivity-agent): " +
-			strings.Join(missing, "; ")
+		s.notApplied = "the Konnectivity agent (kube-system/konnectivity-agent), waiting for " + strings.Join(missing, ", ")
 	}
 	return ctrl.Result{}, nil
 }
@@ -79,18 +78,18 @@ func (r *Reconciler) konnectivityInputs(ctx context.Context, namespace string, p
 		return nil, nil, fmt.Errorf("secret %s/%s: %w", namespace, konnectivityCASecret, err)
 	}
 	if !ok {
-		missing = append(missing, fmt.Sprintf("Secret %s/%s does not exist yet (the HostedCluster controller makes it)", namespace, konnectivityCASecret))
+		missing = append(missing, "Secret "+namespace+"/"+konnectivityCASecret)
 	}
 	agent, ok, err := store.Get(konnectivityAgentSecret)
 	if err != nil {
 		return nil, nil, fmt.Errorf("secret %s/%s: %w", namespace, konnectivityAgentSecret, err)
 	}
 	if !ok {
-		missing = append(missing, fmt.Sprintf("Secret %s/%s does not exist yet (the HostedCluster controller makes it)", namespace, konnectivityAgentSecret))
+		missing = append(missing, "Secret "+namespace+"/"+konnectivityAgentSecret)
 	}
 	port, ok := ports[konnectivityPort]
 	if !ok {
-		missing = append(missing, fmt.Sprintf("the control plane has no %q port yet (no Konnectivity server runs)", konnectivityPort))
+		missing = append(missing, fmt.Sprintf("the control plane's %q port (its Konnectivity server)", konnectivityPort))
 	}
 	if len(missing) > 0 {
 		return nil, missing, nil

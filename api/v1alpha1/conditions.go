@@ -66,6 +66,10 @@ const (
 	DataPlaneNotReadyReason = "DataPlaneNotReady"
 	// ApplyFailedReason: applying the objects to the hosted cluster failed.
 	ApplyFailedReason = "ApplyFailed"
+	// DataPlaneRestoredReason (an Event of the HostedControlPlane): an
+	// object of the data plane was deleted or changed in the hosted cluster
+	// and applied again.
+	DataPlaneRestoredReason = "DataPlaneRestored"
 
 	// NodePool reasons.
 

@@ -82,6 +82,7 @@ func TestDataPlane(t *testing.T) {
 			return nil
 		})
 		waitDataPlane(t, mgmt, "d", metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason)
+		waitDescribe(t, hs, "d", `DataPlaneRestored +HostedControlPlane +Deployment kube-system/coredns was changed in the hosted cluster`)
 	})
 
 	t.Run("a deleted kube-dns Service is restored", func(t *testing.T) {
@@ -103,6 +104,7 @@ func TestDataPlane(t *testing.T) {
 			return nil
 		})
 		waitDataPlane(t, mgmt, "d", metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason)
+		waitDescribe(t, hs, "d", `DataPlaneRestored +HostedControlPlane +Service kube-system/kube-dns was deleted in the hosted cluster; created again`)
 	})
 
 	t.Run("no nodes: API available, DNS pods wait for one", func(t *testing.T) {
@@ -115,6 +117,18 @@ func TestDataPlane(t *testing.T) {
 		if !regexpMatch(desc, `DataPlaneAvailable +False +NoNodes`) || !regexpMatch(desc, `Deployment +kube-system +coredns +0/2 +no`) {
 			t.Errorf("describe cluster n does not say the DNS pods wait for a node:\n%s", desc)
 		}
+	})
+}
+
+// waitDescribe waits until describe cluster matches pattern (events are
+// written asynchronously).
+func waitDescribe(t *testing.T, hs *cli, name, pattern string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "describe cluster "+name+" to match "+pattern, func() error {
+		if desc := hs.must("describe", "cluster", name); !regexpMatch(desc, pattern) {
+			return errorf("describe cluster %s:\n%s", name, desc)
+		}
+		return nil
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -46,6 +47,9 @@ type Reconciler struct {
 	// Events receives a HostedControlPlane whenever the runtime sees one of
 	// its components change; may be nil.
 	Events <-chan event.GenericEvent
+	// Recorder reports objects of the hosted cluster that were deleted or
+	// changed and restored; SetupWithManager sets it when nil.
+	Recorder events.EventRecorder
 
 	hostedOnce sync.Once
 	hosted     *hostedClusters
@@ -228,6 +232,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostedcontrolplane-controller")
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&hypershiftv1alpha1.HostedControlPlane{}).
 		Named("hostedcontrolplane")

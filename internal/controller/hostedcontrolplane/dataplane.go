@@ -131,6 +131,13 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 			return ctrl.Result{}, err
 		}
 		applied = append(applied, out)
+		restored, err := hosted.drift.restored(obj, out)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if restored != "" && r.Recorder != nil {
+			r.Recorder.Eventf(hcp, nil, corev1.EventTypeWarning, hypershiftv1alpha1.DataPlaneRestoredReason, "Apply", "%s", restored)
+		}
 	}
 	readyNodes, err := hosted.readyNodes()
 	if err != nil {

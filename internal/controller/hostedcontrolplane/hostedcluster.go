@@ -37,6 +37,7 @@ const hostedSyncTimeout = 30 * time.Second
 type hostedCluster struct {
 	client client.Client
 	nodes  corev1listers.NodeLister
+	drift  driftRecords
 }
 
 // hostedClusters keeps one connection per HostedControlPlane (see

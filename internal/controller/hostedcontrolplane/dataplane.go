@@ -40,6 +40,11 @@ const (
 // not available; the watches on the hosted cluster usually come first.
 const dataPlaneRecheck = 10 * time.Second
 
+// applyTimeout bounds connecting to and applying in one hosted cluster, so
+// that one whose API server hangs does not hold the controller's worker
+// (and every other cluster) up.
+const applyTimeout = 20 * time.Second
+
 // imageRef is the hypershift image the data plane's pods run
 // (internal/image's Ref: built from this binary, imported on each node).
 func imageRef() string { return "hypershift.dev/hypershift:" + version.Version }
@@ -118,6 +123,8 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 		setCondition(false, hypershiftv1alpha1.InvalidConfigurationReason, err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	defer cancel()
 	hosted, err := r.connectHosted(ctx, hcp)
 	if err != nil {
 		setCondition(false, hypershiftv1alpha1.ApplyFailedReason, err.Error())

@@ -24,8 +24,9 @@ import (
 	"hypershift.dev/internal/dataplane"
 )
 
-// hostedSyncTimeout bounds the first sync of a hosted cluster's caches.
-const hostedSyncTimeout = 30 * time.Second
+// hostedSyncTimeout bounds the first sync of a hosted cluster's caches
+// (within applyTimeout).
+const hostedSyncTimeout = 15 * time.Second
 
 // hostedCluster is the controller's connection to one hosted cluster: a
 // client that applies the data plane, and caches of the applied objects

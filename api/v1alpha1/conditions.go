@@ -16,6 +16,12 @@ const (
 	ValidConfiguration = "ValidConfiguration"
 	// ReconciliationActive is False while spec.pausedUntil holds reconciliation.
 	ReconciliationActive = "ReconciliationActive"
+	// DataPlaneAvailable means the objects the control plane applies in the
+	// hosted cluster (cluster DNS, the Konnectivity agent, the kubernetes
+	// Service's endpoints) exist as applied and their workloads are ready.
+	// It is separate from Available: a cluster without nodes serves its
+	// API, while its DNS pods cannot run.
+	DataPlaneAvailable = "DataPlaneAvailable"
 
 	// NodePool condition types.
 
@@ -46,6 +52,24 @@ const (
 	// NS-NAME exists and belongs to another HostedCluster (or was not made
 	// by hypershift); the cluster is refused, nothing is created for it.
 	ControlPlaneNamespaceConflictReason = "ControlPlaneNamespaceConflict"
+
+	// DataPlaneAvailable reasons.
+
+	// WaitingForKubeAPIServerReason: the hosted API server is not available
+	// yet, so nothing is applied in the hosted cluster.
+	WaitingForKubeAPIServerReason = "WaitingForKubeAPIServer"
+	// NoNodesReason: the hosted cluster has no Ready node, so the data
+	// plane's pods are Pending.
+	NoNodesReason = "NoNodes"
+	// DataPlaneNotReadyReason: an applied object is missing or its
+	// workload has not all its replicas ready.
+	DataPlaneNotReadyReason = "DataPlaneNotReady"
+	// ApplyFailedReason: applying the objects to the hosted cluster failed.
+	ApplyFailedReason = "ApplyFailed"
+	// DataPlaneRestoredReason (an Event of the HostedControlPlane): an
+	// object of the data plane was deleted or changed in the hosted cluster
+	// and applied again.
+	DataPlaneRestoredReason = "DataPlaneRestored"
 
 	// NodePool reasons.
 

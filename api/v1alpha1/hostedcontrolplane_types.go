@@ -88,6 +88,12 @@ type HostedControlPlaneStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Components []ComponentStatus `json:"components,omitempty"`
+	// dataPlane lists the objects the control plane applies in the hosted
+	// cluster (cluster DNS, the Konnectivity agent, the kubernetes
+	// Service's endpoints, RBAC) and their health.
+	// +optional
+	// +listType=atomic
+	DataPlane []DataPlaneObjectStatus `json:"dataPlane,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -96,6 +102,28 @@ type HostedControlPlaneStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// DataPlaneObjectStatus is the state of one object the control plane
+// applies in the hosted cluster.
+type DataPlaneObjectStatus struct {
+	// kind is the object's kind, e.g. Deployment.
+	Kind string `json:"kind"`
+	// namespace is empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name is the object's name.
+	Name string `json:"name"`
+	// ready counts ready replicas of workloads, e.g. "2/2"; empty for
+	// other objects.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+	// healthy is true when the object exists as applied and, for a
+	// workload, all its replicas are ready.
+	Healthy bool `json:"healthy"`
+	// message says what is missing when the object is not healthy.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // HostedControlPlane is the control plane of one hosted cluster. It is

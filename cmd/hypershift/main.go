@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"hypershift.dev/internal/cli"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/components/coredns"
 	"hypershift.dev/internal/components/embedded"
 	"hypershift.dev/internal/components/konnectivity"
 	"hypershift.dev/internal/components/own"
@@ -13,8 +15,9 @@ import (
 func main() {
 	// The one table of what `hypershift component NAME` runs: the upstream
 	// components, compiled in here only (embedded is the one package that
-	// links k8s.io/kubernetes), the Konnectivity server and agent, and
-	// hypershift's own.
+	// links k8s.io/kubernetes), the Konnectivity server and agent, CoreDNS,
+	// and hypershift's own.
 	registry := append(embedded.Components(), konnectivity.Components()...)
+	registry = append(registry, components.Registration{Name: coredns.Name, Main: coredns.Main})
 	os.Exit(cli.Execute(append(registry, own.Components()...)))
 }

@@ -103,6 +103,19 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%s\t%s\n", s.Name, s.Phase, s.PID, s.Restarts, orDash(s.LastExitReason), started)
 		}
 	}
+	fmt.Fprintln(w, "\nData plane (objects in the hosted cluster):")
+	if len(hcp.Status.DataPlane) == 0 {
+		fmt.Fprintln(w, "  (none applied yet)")
+	} else {
+		fmt.Fprintln(w, "  KIND\tNAMESPACE\tNAME\tREADY\tHEALTHY\tMESSAGE")
+		for _, o := range hcp.Status.DataPlane {
+			healthy := "yes"
+			if !o.Healthy {
+				healthy = "no"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", o.Kind, orDash(o.Namespace), o.Name, orDash(o.Ready), healthy, orDash(o.Message))
+		}
+	}
 	fmt.Fprintln(w, "\nEvents:")
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  (none)")

@@ -23,6 +23,7 @@ var mirrored = []string{
 	hypershiftv1alpha1.Degraded,
 	hypershiftv1alpha1.EtcdAvailable,
 	hypershiftv1alpha1.KubeAPIServerAvailable,
+	hypershiftv1alpha1.DataPlaneAvailable,
 }
 
 // updateStatus derives the HostedCluster's status from its control plane.

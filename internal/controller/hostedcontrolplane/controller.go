@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,6 +23,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/dataplane"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
@@ -41,6 +44,19 @@ type Reconciler struct {
 	// Events receives a HostedControlPlane whenever the runtime sees one of
 	// its components change; may be nil.
 	Events <-chan event.GenericEvent
+	// Recorder reports objects of the hosted cluster that were deleted or
+	// changed and restored; SetupWithManager sets it when nil.
+	Recorder events.EventRecorder
+
+	hostedOnce sync.Once
+	hosted     *hostedClusters
+}
+
+// hostedClusters are the connections to the hosted clusters, made on first
+// use.
+func (r *Reconciler) hostedClusters() *hostedClusters {
+	r.hostedOnce.Do(func() { r.hosted = newHostedClusters() })
+	return r.hosted
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -61,11 +77,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return pass.Run(ctx,
 		func(ctx context.Context) (ctrl.Result, error) {
 			// Each phase needs what the one before made.
-			return lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
+			res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 				{Name: "render components", Run: r.reconcileRender},
 				{Name: "run components", Run: r.reconcileRuntime},
+				{Name: "data plane inputs", Run: r.reconcileDataPlaneInputs},
 				{Name: "status", Run: r.reconcileStatus},
+				{Name: "hosted cluster config", Run: r.reconcileHostedClusterConfig},
 			})
+			return lifecycle.Soonest(res, s.requeue), err
 		},
 		func(ctx context.Context) (ctrl.Result, error) { return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref) })
 }
@@ -75,13 +94,27 @@ type scope struct {
 	hcp   *hypershiftv1alpha1.HostedControlPlane
 	ref   runtime.ControlPlaneRef
 	specs []components.Spec
+	ports map[string]int
+	// available: the hosted API serves (from the components' states).
+	available bool
+	// dataPlane renders the in-cluster objects; notApplied says which are
+	// left out and why.
+	dataPlane  dataplane.Config
+	notApplied string
+	// requeue is the soonest another look is wanted.
+	requeue ctrl.Result
+}
+
+// requeueAfter asks for another pass within d.
+func (s *scope) requeueAfter(d time.Duration) {
+	s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: d})
 }
 
 // reconcileRender renders the components from the cluster's PKI, waiting
 // for the PKI the HostedCluster controller makes.
 func (r *Reconciler) reconcileRender(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := s.hcp
-	specs, err := r.render(ctx, hcp, s.ref)
+	specs, err := r.render(ctx, s)
 	if errors.Is(err, pki.ErrMissing) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Progressing, true,
 			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for the cluster's PKI")
@@ -106,17 +139,26 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 }
 
 // reconcileStatus reports the components' states, and looks again soon
-// while some do not run yet.
+// while some do not run yet. The later phase still runs: it needs to know
+// whether the API serves.
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
-	allReady := r.updateStatus(s.hcp, s.ref)
-	s.hcp.Status.ObservedGeneration = s.hcp.Generation
-	if !allReady {
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	var waiting []string
+	if s.notApplied != "" {
+		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
 	}
-	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	d := r.updateStatus(s.hcp, s.ref, waiting)
+	s.available = d.available
+	s.hcp.Status.ObservedGeneration = s.hcp.Generation
+	if !d.allRunning {
+		s.requeueAfter(2 * time.Second)
+	} else {
+		s.requeueAfter(30 * time.Second)
+	}
+	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) ([]components.Spec, error) {
+func (r *Reconciler) render(ctx context.Context, s *scope) ([]components.Spec, error) {
+	hcp, ref := s.hcp, s.ref
 	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: hcp.Namespace, ReadOnly: true}
 	certs, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{})
 	if err != nil {
@@ -137,6 +179,7 @@ func (r *Reconciler) render(ctx context.Context, hcp *hypershiftv1alpha1.HostedC
 	if err != nil {
 		return nil, fmt.Errorf("ports: %w", err)
 	}
+	s.ports = ports
 	hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: r.EndpointHost, Port: int32(ports[components.EndpointPort])} //nolint:gosec // ports fit in int32
 	net := hcp.Spec.Networking
 	cfg := components.Config{
@@ -169,6 +212,9 @@ func runtimeDir(rt runtime.Runtime, ref runtime.ControlPlaneRef) string {
 }
 
 func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {
+	// The in-cluster objects go with the hosted cluster; only the
+	// connection to it is closed.
+	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(hcp))
 	err := r.Runtime.Delete(ctx, ref)
 	switch {
 	case errors.Is(err, runtime.ErrNotOwner):
@@ -182,11 +228,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hostedcontrolplane-controller")
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&hypershiftv1alpha1.HostedControlPlane{}).
 		Named("hostedcontrolplane")
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
 	}
+	// Changes to the objects applied in hosted clusters.
+	b = b.WatchesRawSource(source.Channel(r.hostedClusters().events, &handler.EnqueueRequestForObject{}))
 	return b.Complete(r)
 }

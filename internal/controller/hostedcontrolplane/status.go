@@ -31,7 +31,10 @@ type derived struct {
 //
 // etcd serves while a majority of its members runs; the API while one API
 // server runs and, when replicated, the endpoint proxy in front of them.
-func deriveStatus(statuses []hypershiftv1alpha1.ComponentStatus, paused bool, pausedUntil *string) derived {
+//
+// waiting names what else is still coming (objects of the hosted cluster
+// not applied yet): it keeps Progressing True.
+func deriveStatus(statuses []hypershiftv1alpha1.ComponentStatus, paused bool, pausedUntil *string, waiting ...string) derived {
 	if paused {
 		return derived{conditions: []metav1.Condition{conditions.Paused(true, pausedUntil)}}
 	}
@@ -64,12 +67,16 @@ func deriveStatus(statuses []hypershiftv1alpha1.ComponentStatus, paused bool, pa
 		out.conditions = append(out.conditions, condition(hypershiftv1alpha1.Available, false,
 			hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for etcd and kube-apiserver to be ready"))
 	}
-	if out.allRunning {
+	switch {
+	case !out.allRunning:
+		out.conditions = append(out.conditions, condition(hypershiftv1alpha1.Progressing, true,
+			hypershiftv1alpha1.WaitingForComponentsReason, joinMessages(append(notRunning, waiting...))))
+	case len(waiting) > 0:
+		out.conditions = append(out.conditions, condition(hypershiftv1alpha1.Progressing, true,
+			hypershiftv1alpha1.WaitingForComponentsReason, joinMessages(waiting)))
+	default:
 		out.conditions = append(out.conditions, condition(hypershiftv1alpha1.Progressing, false,
 			hypershiftv1alpha1.ComponentsReadyReason, "All components are running"))
-	} else {
-		out.conditions = append(out.conditions, condition(hypershiftv1alpha1.Progressing, true,
-			hypershiftv1alpha1.WaitingForComponentsReason, joinMessages(notRunning)))
 	}
 	if len(degraded) > 0 {
 		out.conditions = append(out.conditions, condition(hypershiftv1alpha1.Degraded, true,
@@ -114,18 +121,17 @@ func condition(typ string, status bool, reason, message string) metav1.Condition
 	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
 }
 
-// updateStatus reports the runtime's view and returns whether every
-// component is running.
-func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) bool {
+// updateStatus reports the runtime's view and returns what it derived.
+func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef, waiting []string) derived {
 	statuses := r.Runtime.Status(ref)
 	hcp.Status.Components = statuses
-	d := deriveStatus(statuses, false, nil)
+	d := deriveStatus(statuses, false, nil, waiting...)
 	conditions.Apply(&hcp.Status.Conditions, hcp.Generation, d.conditions...)
 	hcp.Status.Ready = d.available
 	if d.available {
 		hcp.Status.Version = hcp.Spec.KubernetesVersion
 	}
-	return d.allRunning
+	return d
 }
 
 func joinMessages(msgs []string) string {

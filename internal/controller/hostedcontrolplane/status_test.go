@@ -94,6 +94,7 @@ func TestDeriveStatus(t *testing.T) {
 		name        string
 		components  []hypershiftv1alpha1.ComponentStatus
 		paused      bool
+		waiting     []string
 		want        map[string]want
 		available   bool
 		allRunning  bool
@@ -199,6 +200,15 @@ func TestDeriveStatus(t *testing.T) {
 			}),
 		},
 		{
+			// Every component runs, but objects of the hosted cluster
+			// wait for inputs that are still coming.
+			name: "all running, data plane waiting", components: singleReplica(), available: true, allRunning: true,
+			waiting: []string{"the Konnectivity agent: Secret konnectivity-ca does not exist yet"},
+			want: merge(allGood, map[string]want{
+				progress: {metav1.ConditionTrue, hypershiftv1alpha1.WaitingForComponentsReason, "the Konnectivity agent: Secret konnectivity-ca"},
+			}),
+		},
+		{
 			name:       "nothing started yet",
 			components: nil,
 			want: map[string]want{
@@ -221,7 +231,7 @@ func TestDeriveStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := deriveStatus(tc.components, tc.paused, ptr.To("true"))
+			got := deriveStatus(tc.components, tc.paused, ptr.To("true"), tc.waiting...)
 			if got.available != tc.available || got.allRunning != tc.allRunning {
 				t.Errorf("available=%v allRunning=%v, want %v and %v", got.available, got.allRunning, tc.available, tc.allRunning)
 			}

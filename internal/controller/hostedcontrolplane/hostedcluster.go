@@ -1,0 +1,162 @@
+package hostedcontrolplane
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clustercache"
+	"hypershift.dev/internal/dataplane"
+)
+
+// hostedSyncTimeout bounds the first sync of a hosted cluster's caches
+// (within applyTimeout).
+const hostedSyncTimeout = 15 * time.Second
+
+// hostedCluster is the controller's connection to one hosted cluster: a
+// client that applies the data plane, and caches of the applied objects
+// (by the managed-by label) and of the Nodes. A change to an applied
+// object — deleted, scaled, edited, or a workload's status — enqueues the
+// HostedControlPlane, whose next pass applies the objects again and reads
+// their health: a watch restores within a round trip, where a periodic
+// resync would leave a deleted kube-dns Service gone for a whole period.
+type hostedCluster struct {
+	client client.Client
+	nodes  corev1listers.NodeLister
+	drift  driftRecords
+}
+
+// hostedClusters keeps one connection per HostedControlPlane (see
+// internal/clustercache: health check, reconnect when the kubeconfig
+// changes or the credentials are rejected).
+type hostedClusters struct {
+	cache  *clustercache.Cache[*hostedCluster]
+	events chan event.GenericEvent
+}
+
+// hostedProbePath is what the health check reads: the admin may always
+// read it, so a 403 means the credentials lost their rights.
+const hostedProbePath = "/api/v1/namespaces/kube-system"
+
+func newHostedClusters() *hostedClusters {
+	h := &hostedClusters{events: make(chan event.GenericEvent, 1024)}
+	h.cache = clustercache.New(clustercache.Options[*hostedCluster]{
+		Connect: h.connect,
+		Configure: func(cfg *rest.Config) {
+			cfg.QPS, cfg.Burst = 20, 40
+			cfg.UserAgent = "hypershift-hosted-cluster-config"
+			// v1 Endpoints (the kubernetes Service's) are deprecated;
+			// every list, watch and apply would log that.
+			cfg.WarningHandler = rest.NoWarnings{}
+		},
+		OnDisconnect: func(key types.NamespacedName, _ *hostedCluster, _ string) { h.enqueue(key) },
+		ProbePath:    hostedProbePath,
+		Log:          ctrl.Log.WithName("hostedcontrolplane").WithName("clustercache"),
+	})
+	return h
+}
+
+func (h *hostedClusters) enqueue(key types.NamespacedName) {
+	hcp := &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	select {
+	case h.events <- event.GenericEvent{Object: hcp}:
+	default: // full: the periodic requeue covers it
+	}
+}
+
+// connect builds the client and caches of one hosted cluster; the caches
+// run until run is done.
+func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, cfg *rest.Config, run context.Context) (*hostedCluster, error) {
+	c, err := client.New(cfg, client.Options{Scheme: kubescheme.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client of hosted cluster %s: %w", key, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client of hosted cluster %s: %w", key, err)
+	}
+	managed := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.Set{dataplane.ManagedByLabel: dataplane.ManagedBy}.String()
+		}))
+	// Nodes only to count the Ready ones: a node that becomes Ready lets
+	// pods run, and their workloads' status changes enqueue.
+	nodes := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		informers.WithTransform(func(obj any) (any, error) {
+			if n, ok := obj.(*corev1.Node); ok {
+				return &corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion},
+					Status:     corev1.NodeStatus{Conditions: n.Status.Conditions},
+				}, nil
+			}
+			return obj, nil
+		}))
+	enqueue := func(any) { h.enqueue(key) }
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}
+	watched := []cache.SharedIndexInformer{
+		managed.Core().V1().ConfigMaps().Informer(),
+		managed.Core().V1().Secrets().Informer(),
+		managed.Core().V1().ServiceAccounts().Informer(),
+		managed.Core().V1().Services().Informer(),
+		managed.Core().V1().Endpoints().Informer(),
+		managed.Discovery().V1().EndpointSlices().Informer(),
+		managed.Apps().V1().Deployments().Informer(),
+		managed.Apps().V1().DaemonSets().Informer(),
+		managed.Rbac().V1().ClusterRoles().Informer(),
+		managed.Rbac().V1().ClusterRoleBindings().Informer(),
+	}
+	synced := []cache.InformerSynced{}
+	for _, inf := range watched {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	nodeInformer := nodes.Core().V1().Nodes()
+	synced = append(synced, nodeInformer.Informer().HasSynced)
+	managed.Start(run.Done())
+	nodes.Start(run.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, hostedSyncTimeout)
+	defer cancel()
+	defer context.AfterFunc(run, cancel)() // disconnected meanwhile: stop waiting
+	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
+		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
+	}
+	return &hostedCluster{client: c, nodes: nodeInformer.Lister()}, nil
+}
+
+// readyNodes counts the cluster's Ready nodes.
+func (hc *hostedCluster) readyNodes() (int, error) {
+	list, err := hc.nodes.List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, node := range list {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

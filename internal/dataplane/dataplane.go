@@ -1,0 +1,124 @@
+// Package dataplane renders the objects a hosted control plane keeps in its
+// hosted cluster — cluster DNS, the Konnectivity agent, the endpoints of
+// the `kubernetes` Service and the RBAC they need — and reads their health
+// back. Render is pure: the HostedControlPlane controller applies what it
+// returns with server-side apply and hands what the API server returned to
+// Health.
+package dataplane
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels and names every part of the data plane uses.
+const (
+	// ManagedByLabel marks every object the control plane applies; its
+	// value is ManagedBy. The controller watches objects by this label.
+	ManagedByLabel = "hypershift.dev/managed-by"
+	ManagedBy      = "control-plane"
+	// FieldManager is the server-side apply field manager of the objects.
+	FieldManager = "hypershift.dev/hosted-cluster-config"
+
+	// DefaultClusterDomain is the DNS domain of Services and pods.
+	DefaultClusterDomain = "cluster.local"
+	// DNSServiceIndex is the cluster DNS Service's address: the 10th of
+	// the service network, as kubeadm chooses it.
+	DNSServiceIndex = 10
+
+	kubeSystem = "kube-system"
+)
+
+// Config is what the in-cluster objects are rendered from.
+type Config struct {
+	// ServiceCIDR is the hosted cluster's service network.
+	ServiceCIDR string
+	// ClusterDomain defaults to DefaultClusterDomain.
+	ClusterDomain string
+	// APIServerAddress and APIServerPort are where pods and nodes reach the
+	// hosted API server (spec.networking.apiServer: each node's local
+	// proxy): the endpoints of the `kubernetes` Service.
+	APIServerAddress string
+	APIServerPort    int32
+	// Image runs the data plane's components (the hypershift image).
+	Image string
+	// Konnectivity configures the agent; nil renders no agent objects
+	// (its certificates or the server's port do not exist yet).
+	Konnectivity *Konnectivity
+}
+
+// Konnectivity is what the agent needs to dial the control plane's
+// Konnectivity server.
+type Konnectivity struct {
+	// ServerHost and ServerPort are the server's agent endpoint,
+	// published like the API endpoint.
+	ServerHost string
+	ServerPort int
+	// CA verifies the server; Cert and Key are the agent's client
+	// certificate (PEM).
+	CA, Cert, Key []byte
+}
+
+// Render returns the objects to apply in the hosted cluster, in the order
+// to apply them (RBAC and configuration before the workloads that use them).
+func Render(cfg Config) ([]client.Object, error) {
+	if cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = DefaultClusterDomain
+	}
+	dnsIP, err := ServiceIP(cfg.ServiceCIDR, DNSServiceIndex)
+	if err != nil {
+		return nil, err
+	}
+	apiAddr, err := netip.ParseAddr(cfg.APIServerAddress)
+	if err != nil || !apiAddr.Is4() {
+		return nil, fmt.Errorf("spec.networking.apiServer.advertiseAddress %q: must be an IPv4 address", cfg.APIServerAddress)
+	}
+	if cfg.APIServerPort <= 0 || cfg.APIServerPort > 65535 {
+		return nil, fmt.Errorf("spec.networking.apiServer.port %d: must be 1-65535", cfg.APIServerPort)
+	}
+	if cfg.Image == "" {
+		return nil, fmt.Errorf("data plane image: empty")
+	}
+	var objs []client.Object
+	objs = append(objs, kubernetesEndpoints(apiAddr.String(), cfg.APIServerPort)...)
+	objs = append(objs, nodeProxierBinding())
+	objs = append(objs, clusterDNS(cfg, dnsIP.String())...)
+	if k := cfg.Konnectivity; k != nil {
+		agent, err := konnectivityAgent(cfg.Image, *k)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, agent...)
+	}
+	for _, o := range objs {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedBy
+		o.SetLabels(labels)
+	}
+	return objs, nil
+}
+
+// ServiceIP is the index-th address of a service network (the 1st is the
+// `kubernetes` Service, the 10th cluster DNS).
+func ServiceIP(cidr string, index int64) (netip.Addr, error) {
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("spec.networking.serviceNetwork[0].cidr %q: %w", cidr, err)
+	}
+	prefix = prefix.Masked()
+	size := new(big.Int).Lsh(big.NewInt(1), uint(prefix.Addr().BitLen()-prefix.Bits()))
+	if big.NewInt(index).Cmp(size) >= 0 {
+		return netip.Addr{}, fmt.Errorf("spec.networking.serviceNetwork[0].cidr %s: too small for address %d", cidr, index)
+	}
+	n := new(big.Int).SetBytes(prefix.Addr().AsSlice())
+	n.Add(n, big.NewInt(index))
+	b := n.FillBytes(make([]byte, len(prefix.Addr().AsSlice())))
+	addr, _ := netip.AddrFromSlice(b)
+	return addr, nil
+}

@@ -1,0 +1,141 @@
+package dataplane
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func sampleConfig() Config {
+	return Config{
+		ServiceCIDR:      "172.31.0.0/16",
+		APIServerAddress: "172.20.0.1",
+		APIServerPort:    6443,
+		Image:            "hypershift.dev/hypershift:v0.0.0-test",
+		Konnectivity: &Konnectivity{
+			ServerHost: "192.0.2.10", ServerPort: 30123,
+			CA: []byte("ca-pem"), Cert: []byte("cert-pem"), Key: []byte("key-pem"),
+		},
+	}
+}
+
+// TestRenderGolden pins the objects applied in a hosted cluster, with and
+// without the Konnectivity agent. Secret data is redacted.
+func TestRenderGolden(t *testing.T) {
+	noAgent := sampleConfig()
+	noAgent.Konnectivity = nil
+	for name, cfg := range map[string]Config{"with-konnectivity": sampleConfig(), "without-konnectivity": noAgent} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := Render(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := goldenYAML(t, objs)
+			path := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(path, got, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run `make update-golden`)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the rendered objects; run `make update-golden` and review the diff.\ngot:\n%s", path, got)
+			}
+		})
+	}
+}
+
+func goldenYAML(t *testing.T, objs []client.Object) []byte {
+	t.Helper()
+	var docs []string
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok {
+			// Shown as stringData so the golden file says which keys
+			// the Secret holds, never their values.
+			redacted := s.DeepCopy()
+			redacted.Data, redacted.StringData = nil, map[string]string{}
+			for k := range s.Data {
+				redacted.StringData[k] = "REDACTED"
+			}
+			o = redacted
+		}
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	return []byte(strings.Join(docs, "---\n"))
+}
+
+// TestRenderEveryObjectLabelled: the controller watches (and the user finds)
+// the objects by the managed-by label.
+func TestRenderEveryObjectLabelled(t *testing.T) {
+	objs, err := Render(sampleConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetLabels()[ManagedByLabel] != ManagedBy {
+			t.Errorf("%T %s has no %s=%s label", o, o.GetName(), ManagedByLabel, ManagedBy)
+		}
+		if o.GetObjectKind().GroupVersionKind().Kind == "" {
+			t.Errorf("%T %s has no kind: server-side apply needs it", o, o.GetName())
+		}
+	}
+}
+
+func TestRenderRefusesBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"bad service CIDR", func(c *Config) { c.ServiceCIDR = "172.31.0.0" }, "spec.networking.serviceNetwork[0].cidr"},
+		{"service network too small", func(c *Config) { c.ServiceCIDR = "172.31.0.0/29" }, "too small"},
+		{"API address not IPv4", func(c *Config) { c.APIServerAddress = "fd00::1" }, "spec.networking.apiServer.advertiseAddress"},
+		{"API port", func(c *Config) { c.APIServerPort = 0 }, "spec.networking.apiServer.port"},
+		{"no image", func(c *Config) { c.Image = "" }, "image"},
+		{"agent without key", func(c *Config) { c.Konnectivity.Key = nil }, "konnectivity"},
+		{"agent without port", func(c *Config) { c.Konnectivity.ServerPort = 0 }, "konnectivity: server port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := sampleConfig()
+			tc.modify(&cfg)
+			if _, err := Render(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Render: %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestServiceIP(t *testing.T) {
+	for _, tc := range []struct {
+		cidr  string
+		index int64
+		want  string
+	}{
+		{"172.31.0.0/16", 10, "172.31.0.10"},
+		{"10.96.0.0/12", 10, "10.96.0.10"},
+		{"10.0.0.250/24", 10, "10.0.0.10"}, // masked first
+		{"10.0.0.0/28", 10, "10.0.0.10"},
+		{"fd00::/108", 10, "fd00::a"},
+	} {
+		got, err := ServiceIP(tc.cidr, tc.index)
+		if err != nil || got.String() != tc.want {
+			t.Errorf("ServiceIP(%s, %d) = %v, %v; want %s", tc.cidr, tc.index, got, err, tc.want)
+		}
+	}
+}

@@ -270,33 +270,6 @@ func withFlag(args []string, flag, value string) []string {
 	return out
 }
 
-// buildHelloImage compiles testdata/hello as a static binary and writes it
-// as a one-layer image tarball.
-func buildHelloImage(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hello")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./testdata/hello")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the test workload: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tarPath := filepath.Join(dir, "hello.tar")
-	f, err := os.Create(tarPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := join.WriteImage(f, "hypershift.test/hello:1", map[string][]byte{"hello": prog}, []string{"/hello"}); err != nil {
-		t.Fatal(err)
-	}
-	return tarPath
-}
-
 // hostState is what a node may change on the host, read independently of
 // the code under test.
 type hostState map[string]string

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -373,6 +374,29 @@ func TestNetnsHarness(t *testing.T) {
 		}
 		if rules := ns.run(t, "iptables-save", "-t", "filter"); strings.Count(rules, "no new connections from the host side") != 2 {
 			t.Errorf("the namespace's filter table:\n%s", rules)
+		}
+
+		// The stand-in for the cluster's upstream resolver, with the
+		// namespace's address as the "cluster network": a query it sends
+		// to a nameserver of /etc/resolv.conf reaches the test's server.
+		upstream := startUpstreamDNS(t, hostnet.HostIPv4(), "outside.hypershift-e2e.test", net.IPv4(203, 0, 113, 9))
+		if reason := redirectPodDNS(t, ns.nsIP.String()+"/32", upstream); reason != "" {
+			t.Logf("not checking the DNS redirect: %s", reason)
+			return
+		}
+		nameservers, _ := resolvConfNameservers(t)
+		var got net.IP
+		err = ns.do(func() error {
+			c, err := net.Dial("udp", net.JoinHostPort(nameservers[0], "53"))
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			got, err = queryA(c, "outside.hypershift-e2e.test.")
+			return err
+		})
+		if err != nil || !got.Equal(net.IPv4(203, 0, 113, 9)) {
+			t.Errorf("from the namespace, %s answered %v, %v; want the test upstream's 203.0.113.9 (it was asked %v)", nameservers[0], got, err, upstream.asked())
 		}
 	})
 	if ns == nil {

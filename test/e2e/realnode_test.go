@@ -5,9 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -267,107 +265,5 @@ func withFlag(args []string, flag, value string) []string {
 			out[i+1] = value
 		}
 	}
-	return out
-}
-
-// buildHelloImage compiles testdata/hello as a static binary and writes it
-// as a one-layer image tarball.
-func buildHelloImage(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hello")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./testdata/hello")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the test workload: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tarPath := filepath.Join(dir, "hello.tar")
-	f, err := os.Create(tarPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := join.WriteImage(f, "hypershift.test/hello:1", map[string][]byte{"hello": prog}, []string{"/hello"}); err != nil {
-		t.Fatal(err)
-	}
-	return tarPath
-}
-
-// hostState is what a node may change on the host, read independently of
-// the code under test.
-type hostState map[string]string
-
-func readHost(t *testing.T) hostState {
-	t.Helper()
-	s := hostState{}
-	readIPTables(t, s)
-	links, _ := exec.Command("ip", "-o", "link", "show").Output()
-	var names []string
-	for _, line := range strings.Split(string(links), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			names = append(names, strings.TrimSuffix(f[1], ":"))
-		}
-	}
-	sort.Strings(names)
-	s["links"] = strings.Join(names, " ")
-	topCgroups("/sys/fs/cgroup", s)
-	for _, dir := range []string{"/var/run/netns", "/var/log/containers", "/var/log/pods", "/var/lib/cni", "/run/containerd"} {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			s[dir] = "absent"
-			continue
-		}
-		var list []string
-		for _, e := range entries {
-			list = append(list, e.Name())
-		}
-		s[dir] = strings.Join(list, " ")
-	}
-	for _, key := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward"} {
-		v, _ := os.ReadFile("/proc/sys/" + key)
-		s["sysctl "+key] = strings.TrimSpace(string(v))
-	}
-	return s
-}
-
-// readIPTables records every table of both families: its chains and all
-// its rules (those in built-in chains included), sorted.
-func readIPTables(t *testing.T, s hostState) {
-	t.Helper()
-	for _, family := range []string{"iptables", "ip6tables"} {
-		for _, table := range []string{"filter", "nat", "mangle", "raw"} {
-			out, err := exec.Command(family+"-save", "-t", table).Output()
-			if err != nil {
-				t.Fatalf("%s-save -t %s: %v", family, table, err)
-			}
-			var chains, rules []string
-			for _, line := range strings.Split(string(out), "\n") {
-				switch {
-				case strings.HasPrefix(line, ":"):
-					chains = append(chains, strings.Fields(line[1:])[0])
-				case strings.HasPrefix(line, "-A "):
-					rules = append(rules, line)
-				}
-			}
-			sort.Strings(chains)
-			sort.Strings(rules)
-			s[family+" "+table+" chains"] = strings.Join(chains, " ")
-			s[family+" "+table+" rules"] = strings.Join(rules, "\n    ")
-		}
-	}
-}
-
-func (s hostState) diff(after hostState) []string {
-	var out []string
-	for k, v := range s {
-		if after[k] != v {
-			out = append(out, k+": before ["+v+"] after ["+after[k]+"]")
-		}
-	}
-	sort.Strings(out)
 	return out
 }

@@ -1,25 +1,47 @@
-// Command hello is the workload of the real-node test, built into an image
-// by the test itself: it says hello, answers HTTP on :8080, and with
-// arguments prints them (for `kubectl exec`).
+// Command hello is the workload of the real-node tests, built into an image
+// by the tests themselves (no registry, nothing downloaded). One static
+// program plays every part a test needs:
+//
+//	hello                             say hello, answer HTTP on :8080
+//	hello serve [-listen ADDR]        the same on ADDR
+//	hello webhook -listen ADDR -cert FILE -key FILE
+//	                                  a validating admission webhook over TLS (POST /validate)
+//	hello get [-n N] URL              GET URL N times, each on a new connection
+//	hello api [-server URL] [-sa DIR] PATH
+//	                                  GET PATH of the API server with the pod's service-account token and CA
+//	hello resolve NAME                print NAME's addresses, sorted, one a line
+//	hello ARGS...                     print ARGS (for `kubectl exec`)
 package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		fmt.Println(strings.Join(os.Args[1:], " "))
-		return
-	}
-	host, _ := os.Hostname()
-	fmt.Printf("hello from %s\n", host)
-	http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s\n", host) })
-	if err := http.ListenAndServe(":8080", nil); err != nil { //nolint:gosec // a test workload
-		fmt.Fprintln(os.Stderr, err)
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "hello:", err)
 		os.Exit(1)
 	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return serve(nil)
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:])
+	case "webhook":
+		return webhook(args[1:])
+	case "get":
+		return get(args[1:])
+	case "api":
+		return api(args[1:])
+	case "resolve":
+		return resolve(args[1:])
+	}
+	fmt.Println(strings.Join(args, " "))
+	return nil
 }

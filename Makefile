@@ -27,8 +27,11 @@ export HYPERSHIFT_BIN := $(BIN)/hypershift
 all: build
 
 .PHONY: build
+# Static (no cgo), as upstream builds its components: the same binary runs on
+# the host and, as hypershift's image, in the hosted clusters' pods, which
+# have no C library.
 build: ## Build bin/hypershift (Kubernetes components compiled in).
-	$(GO) build -o $(BIN)/hypershift -ldflags "$(LDFLAGS)" ./cmd/hypershift
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/hypershift -ldflags "$(LDFLAGS)" ./cmd/hypershift
 
 $(TOOLS)/controller-gen:
 	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

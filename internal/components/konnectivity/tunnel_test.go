@@ -35,8 +35,17 @@ import (
 // made as kube-apiserver makes it, reaches an HTTP server that only the
 // agent can dial for it.
 func TestTunnelCarriesTraffic(t *testing.T) {
+	// A data dir so deep that the socket cannot sit in the server's
+	// instance directory (the path would pass 99 bytes) moves it up.
+	base := testenv.ShortTempDir(t)
+	deep := filepath.Join(base, strings.Repeat("d", 97-len(base+"//clusters-tunnel/konnectivity.sock")))
+	for name, root := range map[string]string{"short data dir": testenv.ShortTempDir(t), "deep data dir": deep} {
+		t.Run(name, func(t *testing.T) { testTunnel(t, root) })
+	}
+}
+
+func testTunnel(t *testing.T, root string) {
 	ctx := t.Context()
-	root := testenv.ShortTempDir(t)
 	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +63,9 @@ func TestTunnelCarriesTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	server, socket, agentPort := renderServer(ctx, t, rt, ref, certs)
+	if len(socket) > 99 {
+		t.Fatalf("socket path %s is %d bytes", socket, len(socket))
+	}
 	agentPorts, err := rt.Ports(ctx, ref, []string{"good-health", "good-admin", "foreign-health", "foreign-admin"})
 	if err != nil {
 		t.Fatal(err)

@@ -132,6 +132,14 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 	}
 	applied := make([]client.Object, 0, len(objs))
 	for _, obj := range objs {
+		cur, err := hosted.drift.unchanged(obj, hosted.cached[obj.GetObjectKind().GroupVersionKind().Kind])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if cur != nil {
+			applied = append(applied, cur)
+			continue
+		}
 		out, err := apply(ctx, hosted.client, obj)
 		if err != nil {
 			setCondition(false, hypershiftv1alpha1.ApplyFailedReason, err.Error())

@@ -94,11 +94,13 @@ func Render(cfg Config) ([]client.Object, error) {
 		objs = append(objs, agent...)
 	}
 	for _, o := range objs {
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
+		// A new map: workloads share theirs with selectors and pod
+		// templates, which must not select by the managed-by label
+		// (selectors are immutable).
+		labels := map[string]string{ManagedByLabel: ManagedBy}
+		for k, v := range o.GetLabels() {
+			labels[k] = v
 		}
-		labels[ManagedByLabel] = ManagedBy
 		o.SetLabels(labels)
 	}
 	return objs, nil

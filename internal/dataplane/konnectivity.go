@@ -66,7 +66,10 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 						PriorityClassName:  "system-node-critical",
 						// The server reaches pods and nodes through the node.
 						HostNetwork: true,
-						DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
+						// The node's resolvers: the agent needs only the
+						// control plane's endpoint, and must reach it while
+						// cluster DNS is down.
+						DNSPolicy: corev1.DNSDefault,
 						// On every node, whatever its taints.
 						Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 						Containers: []corev1.Container{{

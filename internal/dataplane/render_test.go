@@ -3,11 +3,13 @@ package dataplane
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -93,6 +95,35 @@ func TestRenderEveryObjectLabelled(t *testing.T) {
 		}
 		if o.GetObjectKind().GroupVersionKind().Kind == "" {
 			t.Errorf("%T %s has no kind: server-side apply needs it", o, o.GetName())
+		}
+	}
+}
+
+// TestRenderSelectors: workloads and the kube-dns Service select pods by
+// k8s-app only — selectors are immutable, so the managed-by label must not
+// leak into them.
+func TestRenderSelectors(t *testing.T) {
+	objs, err := Render(sampleConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		var selector, template map[string]string
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			selector, template = w.Spec.Selector.MatchLabels, w.Spec.Template.Labels
+		case *appsv1.DaemonSet:
+			selector, template = w.Spec.Selector.MatchLabels, w.Spec.Template.Labels
+		case *corev1.Service:
+			selector = w.Spec.Selector
+		default:
+			continue
+		}
+		if len(selector) != 1 || selector["k8s-app"] == "" {
+			t.Errorf("%T %s selects %v, want k8s-app only", o, o.GetName(), selector)
+		}
+		if template != nil && !maps.Equal(template, selector) {
+			t.Errorf("%T %s: pods labelled %v, selected by %v", o, o.GetName(), template, selector)
 		}
 	}
 }

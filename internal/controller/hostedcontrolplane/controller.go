@@ -101,6 +101,9 @@ type scope struct {
 	// left out and why.
 	dataPlane  dataplane.Config
 	notApplied string
+	// notAppliedComing: what notApplied waits for is on its way, so the
+	// control plane is Progressing.
+	notAppliedComing bool
 	// requeue is the soonest another look is wanted.
 	requeue ctrl.Result
 }
@@ -143,7 +146,7 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 // whether the API serves.
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
 	var waiting []string
-	if s.notApplied != "" {
+	if s.notAppliedComing {
 		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
 	}
 	d := r.updateStatus(s.hcp, s.ref, waiting)

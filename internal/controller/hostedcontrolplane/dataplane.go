@@ -49,10 +49,19 @@ const applyTimeout = 20 * time.Second
 // (internal/image's Ref: built from this binary, imported on each node).
 func imageRef() string { return "hypershift.dev/hypershift:" + version.Version }
 
+// konnectivityInputCount is how many inputs the agent has: two Secrets and
+// a port.
+const konnectivityInputCount = 3
+
 // reconcileDataPlaneInputs gathers what the in-cluster objects are rendered
 // from. The Konnectivity agent needs its certificates and the server's
-// port; until they exist its objects are left out and Progressing says
-// why, while the rest of the data plane goes ahead.
+// port; until they exist its objects are left out, the rest of the data
+// plane goes ahead, and DataPlaneAvailable's message says what is missing.
+// While some of the three exist and others not (they are on their way:
+// the HostedCluster controller makes the Secrets, rendering the server
+// allocates the port), Progressing says so too. A control plane with none
+// of them runs no Konnectivity server at all: nothing is on its way, so it
+// is not reported as progressing forever.
 func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := s.hcp
 	addr, port := hcp.Spec.Networking.APIServerAddress()
@@ -69,6 +78,7 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 	s.dataPlane.Konnectivity = k
 	if len(missing) > 0 {
 		s.notApplied = "the Konnectivity agent (kube-system/konnectivity-agent), waiting for " + strings.Join(missing, ", ")
+		s.notAppliedComing = len(missing) < konnectivityInputCount
 	}
 	return ctrl.Result{}, nil
 }
@@ -132,6 +142,14 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 	}
 	applied := make([]client.Object, 0, len(objs))
 	for _, obj := range objs {
+		cur, err := hosted.drift.unchanged(obj, hosted.cached[obj.GetObjectKind().GroupVersionKind().Kind])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if cur != nil {
+			applied = append(applied, cur)
+			continue
+		}
 		out, err := apply(ctx, hosted.client, obj)
 		if err != nil {
 			setCondition(false, hypershiftv1alpha1.ApplyFailedReason, err.Error())

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -27,25 +28,76 @@ type driftRecords struct {
 	applied map[string]appliedRecord
 }
 
+// unchanged returns the cached object when it is still what the last apply
+// of the same rendering left (same UID and resourceVersion): applying it
+// again would change nothing, so a pass in a steady cluster sends no
+// request.
+func (d *driftRecords) unchanged(rendered client.Object, cached cache.Indexer) (client.Object, error) {
+	if cached == nil {
+		return nil, nil
+	}
+	hash, err := renderedHash(rendered)
+	if err != nil {
+		return nil, err
+	}
+	key := rendered.GetName()
+	if ns := rendered.GetNamespace(); ns != "" {
+		key = ns + "/" + key
+	}
+	item, exists, err := cached.GetByKey(key)
+	if err != nil || !exists {
+		return nil, err
+	}
+	cur, ok := item.(client.Object)
+	if !ok {
+		return nil, nil
+	}
+	d.mu.Lock()
+	prev, seen := d.applied[describeObject(rendered)]
+	d.mu.Unlock()
+	if !seen || prev.rendered != hash || prev.uid != cur.GetUID() || prev.resourceVersion != cur.GetResourceVersion() {
+		return nil, nil
+	}
+	out, ok := cur.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, nil
+	}
+	out.GetObjectKind().SetGroupVersionKind(rendered.GetObjectKind().GroupVersionKind())
+	return out, nil
+}
+
+func renderedHash(rendered client.Object) ([32]byte, error) {
+	content, err := json.Marshal(rendered)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(content), nil
+}
+
+func describeObject(o client.Object) string {
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	if ns := o.GetNamespace(); ns != "" {
+		return kind + " " + ns + "/" + o.GetName()
+	}
+	return kind + " " + o.GetName()
+}
+
 // restored records the apply of rendered, which returned out, and says
 // what it restored: an object deleted or changed in the hosted cluster
 // since the previous apply of the same rendering. Nothing is said for the
 // first apply over a connection or of a new rendering (an upgrade), whose
 // writes are the control plane's own.
 func (d *driftRecords) restored(rendered, out client.Object) (string, error) {
-	content, err := json.Marshal(rendered)
+	hash, err := renderedHash(rendered)
 	if err != nil {
 		return "", err
 	}
 	rec := appliedRecord{
-		rendered: sha256.Sum256(content), uid: out.GetUID(),
+		rendered: hash, uid: out.GetUID(),
 		generation: out.GetGeneration(), resourceVersion: out.GetResourceVersion(),
 	}
 	kind := rendered.GetObjectKind().GroupVersionKind().Kind
-	what := kind + " " + rendered.GetName()
-	if ns := rendered.GetNamespace(); ns != "" {
-		what = kind + " " + ns + "/" + rendered.GetName()
-	}
+	what := describeObject(rendered)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.applied == nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -80,6 +81,60 @@ func TestDriftRestored(t *testing.T) {
 				if (a.want == "") != (got == "") || !strings.Contains(got, a.want) {
 					t.Errorf("apply %d: %q, want %q", i, got, a.want)
 				}
+			}
+		})
+	}
+}
+
+// TestDriftUnchanged: the cached object stands in for an apply only while
+// it is exactly what the last apply of the same rendering left.
+func TestDriftUnchanged(t *testing.T) {
+	svc := func(uid types.UID, rv, clusterIP string) *corev1.Service {
+		return &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns", UID: uid, ResourceVersion: rv},
+			Spec:       corev1.ServiceSpec{ClusterIP: clusterIP},
+		}
+	}
+	rendered := svc("", "", "172.31.0.10")
+	for _, tc := range []struct {
+		name     string
+		applied  bool // an apply of rendered returned uid u1, rv 5
+		cached   *corev1.Service
+		rendered *corev1.Service
+		want     bool
+	}{
+		{"never applied over this connection", false, svc("u1", "5", "172.31.0.10"), rendered, false},
+		{"not in the cache (deleted)", true, nil, rendered, false},
+		{"as applied", true, svc("u1", "5", "172.31.0.10"), rendered, true},
+		{"changed since", true, svc("u1", "6", "172.31.0.10"), rendered, false},
+		{"created again", true, svc("u2", "5", "172.31.0.10"), rendered, false},
+		{"a new rendering", true, svc("u1", "5", "172.31.0.10"), svc("", "", "172.31.0.11"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d driftRecords
+			if tc.applied {
+				if _, err := d.restored(rendered, svc("u1", "5", "172.31.0.10")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if tc.cached != nil {
+				cached := tc.cached.DeepCopy()
+				cached.TypeMeta = metav1.TypeMeta{} // as informers hold them
+				if err := indexer.Add(cached); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := d.unchanged(tc.rendered, indexer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != nil) != tc.want {
+				t.Fatalf("unchanged = %v, want an object: %v", got, tc.want)
+			}
+			if got != nil && got.GetObjectKind().GroupVersionKind().Kind != "Service" {
+				t.Errorf("the cached object comes back without its kind: %v", got.GetObjectKind().GroupVersionKind())
 			}
 		})
 	}

@@ -38,6 +38,8 @@ const hostedSyncTimeout = 15 * time.Second
 type hostedCluster struct {
 	client client.Client
 	nodes  corev1listers.NodeLister
+	// cached holds the applied objects as the watches see them, by kind.
+	cached map[string]cache.Indexer
 	drift  driftRecords
 }
 
@@ -112,23 +114,25 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	}
-	watched := []cache.SharedIndexInformer{
-		managed.Core().V1().ConfigMaps().Informer(),
-		managed.Core().V1().Secrets().Informer(),
-		managed.Core().V1().ServiceAccounts().Informer(),
-		managed.Core().V1().Services().Informer(),
-		managed.Core().V1().Endpoints().Informer(),
-		managed.Discovery().V1().EndpointSlices().Informer(),
-		managed.Apps().V1().Deployments().Informer(),
-		managed.Apps().V1().DaemonSets().Informer(),
-		managed.Rbac().V1().ClusterRoles().Informer(),
-		managed.Rbac().V1().ClusterRoleBindings().Informer(),
+	watched := map[string]cache.SharedIndexInformer{
+		"ConfigMap":          managed.Core().V1().ConfigMaps().Informer(),
+		"Secret":             managed.Core().V1().Secrets().Informer(),
+		"ServiceAccount":     managed.Core().V1().ServiceAccounts().Informer(),
+		"Service":            managed.Core().V1().Services().Informer(),
+		"Endpoints":          managed.Core().V1().Endpoints().Informer(),
+		"EndpointSlice":      managed.Discovery().V1().EndpointSlices().Informer(),
+		"Deployment":         managed.Apps().V1().Deployments().Informer(),
+		"DaemonSet":          managed.Apps().V1().DaemonSets().Informer(),
+		"ClusterRole":        managed.Rbac().V1().ClusterRoles().Informer(),
+		"ClusterRoleBinding": managed.Rbac().V1().ClusterRoleBindings().Informer(),
 	}
+	cached := map[string]cache.Indexer{}
 	synced := []cache.InformerSynced{}
-	for _, inf := range watched {
+	for kind, inf := range watched {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return nil, err
 		}
+		cached[kind] = inf.GetIndexer()
 		synced = append(synced, inf.HasSynced)
 	}
 	nodeInformer := nodes.Core().V1().Nodes()
@@ -141,7 +145,7 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	if !cache.WaitForCacheSync(syncCtx.Done(), synced...) {
 		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
 	}
-	return &hostedCluster{client: c, nodes: nodeInformer.Lister()}, nil
+	return &hostedCluster{client: c, nodes: nodeInformer.Lister(), cached: cached}, nil
 }
 
 // readyNodes counts the cluster's Ready nodes.

@@ -79,7 +79,7 @@ func TestKonnectivityOneWayFirewall(t *testing.T) {
 	eventually(t, 2*time.Minute, "DaemonSet kube-system/konnectivity-agent ready on the node", func() error {
 		out, err := kubectl(t, kc, "-n", "kube-system", "get", "daemonset", "konnectivity-agent", "-o", "jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}")
 		if err != nil || out != "1/1" {
-			return fmt.Errorf("ready/desired = %q, %v", out, err)
+			return fmt.Errorf("ready/desired: %s", outcome(out, err))
 		}
 		return nil
 	})
@@ -100,7 +100,7 @@ spec:
 		mustKubectl(t, kc, "wait", "--for=condition=Ready", "pod/echo", "--timeout=120s")
 		eventually(t, time.Minute, "kubectl logs echo through the tunnel", func() error {
 			if out, err := kubectl(t, kc, "logs", "echo"); err != nil || !strings.Contains(out, "hello from echo") {
-				return fmt.Errorf("kubectl logs echo: %v\n%s", err, out)
+				return fmt.Errorf("kubectl logs echo: %s", outcome(out, err))
 			}
 			return nil
 		})
@@ -240,7 +240,7 @@ webhooks:
 			mustKubectl(t, kc, "delete", "configmap", "wh-deny")
 			return fmt.Errorf("ConfigMap wh-deny was created: the webhook was not called yet")
 		case !strings.Contains(out, want):
-			return fmt.Errorf("kubectl create of wh-deny failed without the webhook's answer: %v\n%s", err, out)
+			return fmt.Errorf("kubectl create of wh-deny failed without the webhook's answer: %w\n%s", err, out)
 		}
 		return nil
 	})

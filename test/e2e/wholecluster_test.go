@@ -68,7 +68,7 @@ func TestWholeCluster(t *testing.T) {
 	eventually(t, 3*time.Minute, "cluster DNS "+dnsServer+" to answer kubernetes.default.svc.cluster.local from the node", func() error {
 		got, err := lookupAt(dnsServer, "kubernetes.default.svc.cluster.local.")
 		if err != nil || strings.Join(got, ",") != apiIP.String() {
-			return fmt.Errorf("got %v, %v; want %s", got, err, apiIP)
+			return fmt.Errorf("got %s; want %s", outcome(strings.Join(got, ","), err), apiIP)
 		}
 		return nil
 	})
@@ -188,6 +188,14 @@ func dumpOnFailure(t *testing.T, hs *cli, cluster, kc, nodeDir string) {
 			t.Logf("%s:\n%s", log, lastLines(string(data), 25))
 		}
 	}
+}
+
+// outcome formats a command's output and error for a message.
+func outcome(out string, err error) string {
+	if err != nil {
+		return fmt.Sprintf("%q (%v)", out, err)
+	}
+	return fmt.Sprintf("%q", out)
 }
 
 func lastLines(s string, n int) string {

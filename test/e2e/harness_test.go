@@ -79,8 +79,8 @@ func withoutKubeconfig() []string {
 	return env
 }
 
-// kubectl runs a stock kubectl.
-func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
+// kubectlPath finds a stock kubectl: on PATH, or beside the binary.
+func kubectlPath(t *testing.T) string {
 	t.Helper()
 	path, err := exec.LookPath("kubectl")
 	if err != nil {
@@ -89,7 +89,13 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
 			t.Fatalf("no kubectl on PATH nor at %s: run `make deps`", path)
 		}
 	}
-	cmd := exec.Command(path, append([]string{"--kubeconfig", kubeconfig, "--request-timeout=20s"}, args...)...)
+	return path
+}
+
+// kubectl runs a stock kubectl.
+func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(kubectlPath(t), append([]string{"--kubeconfig", kubeconfig, "--request-timeout=20s"}, args...)...)
 	cmd.Env = withoutKubeconfig()
 	out, err := cmd.CombinedOutput()
 	return string(out), err

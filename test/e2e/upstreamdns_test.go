@@ -164,8 +164,10 @@ func redirectPodDNS(t *testing.T, clusterCIDR string, d *upstreamDNS) (skipReaso
 	}
 	comment := "hypershift e2e " + randomHex(t, 3) + ": cluster DNS upstream"
 	for _, ns := range nameservers {
-		rule := []string{"PREROUTING", "-s", clusterCIDR, "-d", ns + "/32", "-p", "udp", "--dport", "53",
-			"-m", "comment", "--comment", comment, "-j", "DNAT", "--to-destination", d.addr()}
+		rule := []string{
+			"PREROUTING", "-s", clusterCIDR, "-d", ns + "/32", "-p", "udp", "--dport", "53",
+			"-m", "comment", "--comment", comment, "-j", "DNAT", "--to-destination", d.addr(),
+		}
 		iptables(t, "iptables", append([]string{"-w", "-t", "nat", "-I"}, rule...)...)
 		t.Cleanup(func() {
 			if out, err := exec.Command("iptables", append([]string{"-w", "-t", "nat", "-D"}, rule...)...).CombinedOutput(); err != nil {

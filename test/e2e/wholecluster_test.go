@@ -68,7 +68,7 @@ func TestWholeCluster(t *testing.T) {
 	eventually(t, 3*time.Minute, "cluster DNS "+dnsServer+" to answer kubernetes.default.svc.cluster.local from the node", func() error {
 		got, err := lookupAt(dnsServer, "kubernetes.default.svc.cluster.local.")
 		if err != nil || strings.Join(got, ",") != apiIP.String() {
-			return fmt.Errorf("got %v, %v; want %s", got, err, apiIP)
+			return fmt.Errorf("got %s; want %s", outcome(strings.Join(got, ","), err), apiIP)
 		}
 		return nil
 	})
@@ -166,8 +166,9 @@ func nthAddress(t *testing.T, cidr string, n int) net.IP {
 }
 
 // dumpOnFailure logs what a reader needs to see why a whole-cluster test
-// failed: nodes, pods, the data-plane objects, events, describe and the
-// tail of every node log.
+// failed: nodes, pods, the data-plane objects, events, describe, and the
+// tails of every node log and of the konnectivity server's and API
+// server's logs.
 func dumpOnFailure(t *testing.T, hs *cli, cluster, kc, nodeDir string) {
 	if !t.Failed() {
 		return
@@ -182,12 +183,24 @@ func dumpOnFailure(t *testing.T, hs *cli, cluster, kc, nodeDir string) {
 		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), lastLines(out, 40))
 	}
 	t.Logf("hypershift describe cluster %s:\n%s", cluster, hs.run("describe", "cluster", cluster).stdout)
-	logs, _ := filepath.Glob(filepath.Join(nodeDir, "*", "*", "log"))
+	logs, _ := filepath.Glob(filepath.Join(nodeDir, "*", "*", "*.log"))
+	for _, instance := range []string{"konnectivity-server", "kube-apiserver"} {
+		cp, _ := filepath.Glob(filepath.Join(hs.dataDir, "clusters", "clusters-"+cluster, instance+"*", instance+"*.log"))
+		logs = append(logs, cp...)
+	}
 	for _, log := range append(logs, filepath.Join(nodeDir, "node.log")) {
 		if data, err := os.ReadFile(log); err == nil {
 			t.Logf("%s:\n%s", log, lastLines(string(data), 25))
 		}
 	}
+}
+
+// outcome formats a command's output and error for a message.
+func outcome(out string, err error) string {
+	if err != nil {
+		return fmt.Sprintf("%q (%v)", out, err)
+	}
+	return fmt.Sprintf("%q", out)
 }
 
 func lastLines(s string, n int) string {

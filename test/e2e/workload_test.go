@@ -131,7 +131,7 @@ func TestWorkloadModes(t *testing.T) {
 		eventually(t, 10*time.Second, "hello serve answers", func() error {
 			out, err := run("get", fmt.Sprintf("http://127.0.0.1:%d/", port))
 			if err != nil || out != "HTTP 200 hello from "+host+"\n" {
-				return fmt.Errorf("hello get: %q, %v", out, err)
+				return fmt.Errorf("hello get: %s", outcome(out, err))
 			}
 			return nil
 		})

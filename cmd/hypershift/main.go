@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"hypershift.dev/internal/cli"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/components/coredns"
 	"hypershift.dev/internal/components/embedded"
 	"hypershift.dev/internal/components/own"
@@ -16,6 +15,6 @@ func main() {
 	// components, compiled in here only (embedded is the one package that
 	// links k8s.io/kubernetes), and hypershift's own.
 	os.Exit(cli.Execute(append(append(embedded.Components(), own.Components()...),
-		components.Registration{Name: coredns.Name, Main: coredns.Main},
+		coredns.Component,
 	)))
 }

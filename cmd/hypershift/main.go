@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"hypershift.dev/internal/cli"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/components/coredns"
 	"hypershift.dev/internal/components/embedded"
 	"hypershift.dev/internal/components/konnectivity"
@@ -18,6 +17,6 @@ func main() {
 	// links k8s.io/kubernetes), the Konnectivity server and agent, CoreDNS,
 	// and hypershift's own.
 	registry := append(embedded.Components(), konnectivity.Components()...)
-	registry = append(registry, components.Registration{Name: coredns.Name, Main: coredns.Main})
+	registry = append(registry, coredns.Component)
 	os.Exit(cli.Execute(append(registry, own.Components()...)))
 }

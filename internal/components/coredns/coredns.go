@@ -21,6 +21,8 @@ import (
 	"github.com/coredns/coredns/coremain"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"hypershift.dev/internal/components"
+
 	// The plugins of Directives: each registers itself with caddy.
 	_ "github.com/coredns/coredns/plugin/cache"
 	_ "github.com/coredns/coredns/plugin/errors"
@@ -37,6 +39,9 @@ import (
 
 // Name is the component's name: `hypershift component coredns`.
 const Name = "coredns"
+
+// Component is its entry in the binary's component registry (main adds it).
+var Component = components.Registration{Name: Name, Main: Main}
 
 // Directives are the plugins this build runs, in upstream's execution order
 // (core/dnsserver/zdirectives.go: a plugin sees the requests the ones after

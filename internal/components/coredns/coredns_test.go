@@ -57,7 +57,9 @@ func TestServesClusterDNS(t *testing.T) {
 	dnsPort, healthPort, readyPort, metricsPort := freePort(t), freePort(t), freePort(t), freePort(t)
 	dir := t.TempDir()
 	corefile := filepath.Join(dir, "Corefile")
-	writeFile(t, corefile, fmt.Sprintf(`.:%d {
+	// reload looks every 2s (its minimum), so the test sees a reload.
+	corefileFor := func(upstream string) string {
+		return fmt.Sprintf(`.:%d {
     errors
     health 127.0.0.1:%d
     ready 127.0.0.1:%d
@@ -70,11 +72,13 @@ func TestServesClusterDNS(t *testing.T) {
     forward . %s
     cache 30
     loop
-    reload
+    reload 2s 1s
     loadbalance
     log
 }
-`, dnsPort, healthPort, readyPort, datadir.Layout{Root: env.DataDir}.ManagementKubeconfig(), metricsPort, upstream))
+`, dnsPort, healthPort, readyPort, datadir.Layout{Root: env.DataDir}.ManagementKubeconfig(), metricsPort, upstream)
+	}
+	writeFile(t, corefile, corefileFor(upstream))
 
 	cmd := exec.CommandContext(ctx, testenv.Binary(t), "component", "coredns", "-conf", corefile)
 	logs := &strings.Builder{}
@@ -145,6 +149,22 @@ func TestServesClusterDNS(t *testing.T) {
 		t.Errorf("a Service that does not exist: rcode %s, want NXDOMAIN", dns.RcodeToString[rcode])
 	}
 	t.Logf("coredns RSS while serving: %d KiB", rssKiB(t, cmd.Process.Pid))
+
+	// A changed Corefile is reloaded in the same process, which keeps
+	// serving (the pod's ConfigMap is edited the same way).
+	writeFile(t, corefile, corefileFor(startUpstream(t, "reloaded.test.", "192.0.2.54")))
+	testenv.Eventually(t, 30*time.Second, "the new Corefile's upstream to answer", func() (bool, error) {
+		select {
+		case err := <-exited:
+			t.Fatalf("coredns exited on reload: %v\n%s", err, logs.String())
+		default:
+		}
+		got, _ := resolveA(t, "udp", server, "reloaded.test.")
+		return slices.Equal(got, []string{"192.0.2.54"}), fmt.Errorf("reloaded.test. A %v", got)
+	})
+	if got, _ := resolveA(t, "tcp", server, "web.dns-test.svc.cluster.local."); !slices.Equal(got, []string{web.Spec.ClusterIP}) {
+		t.Errorf("after the reload, web A %v, want %s", got, web.Spec.ClusterIP)
+	}
 
 	// SIGTERM stops the servers and ends the process cleanly.
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/testenv"
 )
@@ -20,9 +24,10 @@ import (
 // cluster prints a join command; joins with a bad token, an expired one,
 // another cluster's token or another cluster's CA hash fail plainly and
 // leave nothing; and — as root — the printed command makes this host a real
-// node (containerd + the compiled-in kubelet) that runs a pod from an image
-// the test built, serves `kubectl logs` and `kubectl exec`, and `join
-// --reset` leaves the host as it found it.
+// node (containerd, the compiled-in kubelet, kube-proxy and the API server
+// proxy) that runs a pod from an image the test built, serves `kubectl
+// logs` and `kubectl exec`, and `join --reset` leaves the host as it found
+// it (kube-proxy's chains and the API server address on lo included).
 func TestNoneNodes(t *testing.T) {
 	hs := newCLI(t)
 	hs.must("up", "--detach", "--metrics-bind-address", "0")
@@ -142,6 +147,7 @@ func TestNoneNodes(t *testing.T) {
 			return nil
 		})
 		checkJoinRefusals(t, hs)
+		checkNodeNetworking(t, kc, nodeDir)
 		image := buildHelloImage(t)
 		hs.must("node", "load-image", image, "--node-dir", nodeDir)
 		pod := filepath.Join(t.TempDir(), "pod.yaml")
@@ -201,6 +207,76 @@ spec:
 		foreign.checkSurvived(t)
 		// The cluster is unharmed and a new join is possible.
 		mustKubectl(t, kc, "get", "--raw", "/readyz")
+	})
+}
+
+// checkNodeNetworking checks what the node daemon runs beside the kubelet:
+// kube-proxy, which writes its Service chains in both families (so that the
+// reset check below covers them), and the API server proxy on the
+// cluster's advertise address, added to lo, answering with the cluster's
+// certificate for the name pods use.
+func checkNodeNetworking(t *testing.T, kc, nodeDir string) {
+	t.Helper()
+	// kube-proxy reads Services as the node; the control plane binds
+	// system:node-proxier to system:nodes (internal/dataplane). Applied here
+	// as well so that this test of the node does not depend on it.
+	binding := filepath.Join(t.TempDir(), "node-proxier.yaml")
+	writeFile(t, binding, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: hypershift:node-proxier
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:node-proxier}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:nodes}]
+`)
+	mustKubectl(t, kc, "apply", "-f", binding)
+	running := pidsUnder(t, nodeDir)
+	for _, component := range []string{join.KubeProxy, join.APIServerProxy} {
+		found := false
+		for name := range running {
+			found = found || strings.HasPrefix(name, component+"#")
+		}
+		if !found {
+			t.Errorf("no %s runs under the node (processes naming %s: %v)", component, nodeDir, running)
+		}
+	}
+	eventually(t, time.Minute, "kube-proxy writes its Service chains (iptables and ip6tables)", func() error {
+		for _, family := range []string{"iptables", "ip6tables"} {
+			out, err := exec.Command(family, "-t", "nat", "-S", "KUBE-SERVICES").CombinedOutput()
+			if err != nil {
+				return errorf("%s -t nat -S KUBE-SERVICES: %v: %s", family, err, out)
+			}
+			if family == "iptables" && !strings.Contains(string(out), `default/kubernetes:https cluster IP`) {
+				return errorf("no rule for the kubernetes Service in KUBE-SERVICES:\n%s", out)
+			}
+		}
+		return nil
+	})
+	lo, _ := exec.Command("ip", "-o", "-4", "addr", "show", "dev", "lo").Output()
+	if !strings.Contains(string(lo), " 172.20.0.1/32 ") {
+		t.Errorf("lo lacks the API server address 172.20.0.1/32:\n%s", lo)
+	}
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	for _, c := range cfg.Clusters {
+		roots.AppendCertsFromPEM(c.CertificateAuthorityData)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "kubernetes.default.svc", MinVersion: tls.VersionTLS12},
+	}}
+	eventually(t, 30*time.Second, "the node's API server proxy answers on 172.20.0.1:6443", func() error {
+		resp, err := client.Get("https://172.20.0.1:6443/readyz")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+			return errorf("/readyz: %d %s", resp.StatusCode, body)
+		}
+		return nil
 	})
 }
 
@@ -327,7 +403,12 @@ func readHost(t *testing.T) hostState {
 		}
 		s[dir] = strings.Join(list, " ")
 	}
-	for _, key := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward"} {
+	lo, _ := exec.Command("ip", "-o", "addr", "show", "dev", "lo").Output()
+	s["lo addresses"] = string(lo)
+	for _, key := range []string{
+		"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward",
+		"net/bridge/bridge-nf-call-iptables", "net/ipv4/conf/all/route_localnet",
+	} {
 		v, _ := os.ReadFile("/proc/sys/" + key)
 		s["sysctl "+key] = strings.TrimSpace(string(v))
 	}

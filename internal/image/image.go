@@ -70,7 +70,7 @@ func (o Options) withDefaults() (Options, error) {
 // passwd and group name root and nobody, so that tools and runAsNonRoot
 // checks that look users up find them.
 const (
-	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" //nolint:gosec // user names, no password
 	group  = "root:x:0:\nnobody:x:65534:\n"
 )
 
@@ -203,7 +203,7 @@ func writeLayer(w io.Writer, entries []entry) error {
 // copyFile copies exactly size bytes of path: a file that changed size
 // since it was measured fails rather than yielding a broken layer.
 func copyFile(w io.Writer, path string, size int64) error {
-	f, err := os.Open(path) //nolint:gosec // the binary or CA bundle we were given
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}

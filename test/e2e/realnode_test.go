@@ -147,7 +147,7 @@ func TestNoneNodes(t *testing.T) {
 			return nil
 		})
 		checkJoinRefusals(t, hs)
-		checkNodeNetworking(t, kc, nodeDir)
+		checkNodeNetworking(t, kc, realNodeDir)
 		image := buildHelloImage(t)
 		hs.must("node", "load-image", image, "--node-dir", nodeDir)
 		pod := filepath.Join(t.TempDir(), "pod.yaml")
@@ -215,7 +215,7 @@ spec:
 // reset check below covers them), and the API server proxy on the
 // cluster's advertise address, added to lo, answering with the cluster's
 // certificate for the name pods use.
-func checkNodeNetworking(t *testing.T, kc, nodeDir string) {
+func checkNodeNetworking(t *testing.T, kc, realNodeDir string) {
 	t.Helper()
 	// kube-proxy reads Services as the node; the control plane binds
 	// system:node-proxier to system:nodes (internal/dataplane). Applied here
@@ -229,14 +229,14 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:n
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:nodes}]
 `)
 	mustKubectl(t, kc, "apply", "-f", binding)
-	running := pidsUnder(t, nodeDir)
+	running := pidsUnder(t, realNodeDir) // processes name the resolved node dir
 	for _, component := range []string{join.KubeProxy, join.APIServerProxy} {
 		found := false
 		for name := range running {
 			found = found || strings.HasPrefix(name, component+"#")
 		}
 		if !found {
-			t.Errorf("no %s runs under the node (processes naming %s: %v)", component, nodeDir, running)
+			t.Errorf("no %s runs under the node (processes naming %s: %v)", component, realNodeDir, running)
 		}
 	}
 	eventually(t, time.Minute, "kube-proxy writes its Service chains (iptables and ip6tables)", func() error {

@@ -84,16 +84,21 @@ func Write(w io.Writer, opts Options) error {
 	if err != nil {
 		return err
 	}
-	tag, err := name.NewTag(opts.Ref)
-	if err != nil {
-		return fmt.Errorf("image name %q: %w", opts.Ref, err)
-	}
 	img, err := Build(opts)
 	if err != nil {
 		return err
 	}
+	return Save(w, img, opts.Ref)
+}
+
+// Save writes a built image as a docker-archive tarball tagged ref.
+func Save(w io.Writer, img v1.Image, ref string) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", ref, err)
+	}
 	if err := tarball.Write(tag, img, w); err != nil {
-		return fmt.Errorf("write image %s: %w", opts.Ref, err)
+		return fmt.Errorf("write image %s: %w", ref, err)
 	}
 	return nil
 }

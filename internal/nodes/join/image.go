@@ -22,14 +22,14 @@ import (
 )
 
 // importHypershiftImage streams hypershift's own image (image.Ref(), built
-// from this binary) into the node's containerd, where pods of the data
-// plane (cluster DNS, the konnectivity agent) find it with
+// from this binary by image.Build) into the node's containerd, where pods
+// of the data plane (cluster DNS, the konnectivity agent) find it with
 // imagePullPolicy Never. It is never written to disk.
-func importHypershiftImage(ctx context.Context, n *Node, ctrPath string) error {
+func importHypershiftImage(ctx context.Context, n *Node, ctrPath string, img v1.Image) error {
 	r, w := io.Pipe()
 	written := make(chan error, 1)
 	go func() {
-		err := image.Write(w, image.Options{})
+		err := image.Save(w, img, image.Ref())
 		w.CloseWithError(err)
 		written <- err
 	}()

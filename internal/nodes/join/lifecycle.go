@@ -172,10 +172,11 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		return fmt.Errorf("build hypershift's image: %w", err)
 	}
 	start := time.Now()
-	if err := importHypershiftImage(ctx, n, ctrPath, img); err != nil {
+	imported, err := importHypershiftImage(ctx, n, ctrPath, img)
+	if err != nil {
 		return err
 	}
-	log.Info("imported hypershift's image", "image", image.Ref(), "took", time.Since(start).Round(time.Millisecond).String())
+	log.Info("hypershift's image in containerd", "image", image.Ref(), "imported", imported, "took", time.Since(start).Round(time.Millisecond).String())
 	if err := rt.Apply(ctx, Ref, n.Specs()); err != nil {
 		return err
 	}

@@ -80,6 +80,27 @@ func TestJoinThroughAnInterceptorCreatesNothing(t *testing.T) {
 	}
 }
 
+// A --kubelet-port that is no port is refused before discovery, with
+// nothing created and the token sent nowhere.
+func TestJoinRefusesABadKubeletPort(t *testing.T) {
+	c := jointest.NewCluster(t)
+	srv := c.Genuine(t)
+	nodeDir := filepath.Join(t.TempDir(), "node")
+	for _, port := range []string{"0", "70000", "-1"} {
+		out, err := run(t, "join", "--server", srv.URL, "--token", c.Token.String(), "--ca-cert-hash", c.Hash(t),
+			"--node-dir", nodeDir, "--kubelet-port", port)
+		if err == nil || !strings.Contains(err.Error(), "--kubelet-port "+port+" is not a port") {
+			t.Errorf("--kubelet-port %s: error %v, want it refused\n%s", port, err, out)
+		}
+	}
+	if _, err := os.Stat(nodeDir); err == nil {
+		t.Errorf("the refused join created %s", nodeDir)
+	}
+	if srv.TokenSeen.Load() {
+		t.Error("the token was sent before the flags were checked")
+	}
+}
+
 func TestCreateJoinCommandBoundsTheTTL(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	// No management plane: the bound is checked before anything is asked

@@ -70,7 +70,7 @@ func (o Options) withDefaults() (Options, error) {
 // passwd and group name root and nobody, so that tools and runAsNonRoot
 // checks that look users up find them.
 const (
-	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+	passwd = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" //nolint:gosec // user names, no password
 	group  = "root:x:0:\nnobody:x:65534:\n"
 )
 
@@ -84,16 +84,21 @@ func Write(w io.Writer, opts Options) error {
 	if err != nil {
 		return err
 	}
-	tag, err := name.NewTag(opts.Ref)
-	if err != nil {
-		return fmt.Errorf("image name %q: %w", opts.Ref, err)
-	}
 	img, err := Build(opts)
 	if err != nil {
 		return err
 	}
+	return Save(w, img, opts.Ref)
+}
+
+// Save writes a built image as a docker-archive tarball tagged ref.
+func Save(w io.Writer, img v1.Image, ref string) error {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", ref, err)
+	}
 	if err := tarball.Write(tag, img, w); err != nil {
-		return fmt.Errorf("write image %s: %w", opts.Ref, err)
+		return fmt.Errorf("write image %s: %w", ref, err)
 	}
 	return nil
 }
@@ -203,7 +208,7 @@ func writeLayer(w io.Writer, entries []entry) error {
 // copyFile copies exactly size bytes of path: a file that changed size
 // since it was measured fails rather than yielding a broken layer.
 func copyFile(w io.Writer, path string, size int64) error {
-	f, err := os.Open(path) //nolint:gosec // the binary or CA bundle we were given
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/testenv"
@@ -18,9 +23,10 @@ import (
 // cluster prints a join command; joins with a bad token, an expired one,
 // another cluster's token or another cluster's CA hash fail plainly and
 // leave nothing; and — as root — the printed command makes this host a real
-// node (containerd + the compiled-in kubelet) that runs a pod from an image
-// the test built, serves `kubectl logs` and `kubectl exec`, and `join
-// --reset` leaves the host as it found it.
+// node (containerd, the compiled-in kubelet, kube-proxy and the API server
+// proxy) that runs a pod from an image the test built, serves `kubectl
+// logs` and `kubectl exec`, and `join --reset` leaves the host as it found
+// it (kube-proxy's chains and the API server address on lo included).
 func TestNoneNodes(t *testing.T) {
 	hs := newCLI(t)
 	hs.must("up", "--detach", "--metrics-bind-address", "0")
@@ -140,6 +146,7 @@ func TestNoneNodes(t *testing.T) {
 			return nil
 		})
 		checkJoinRefusals(t, hs)
+		checkNodeNetworking(t, kc, realNodeDir)
 		image := buildHelloImage(t)
 		hs.must("node", "load-image", image, "--node-dir", nodeDir)
 		pod := filepath.Join(t.TempDir(), "pod.yaml")
@@ -199,6 +206,66 @@ spec:
 		foreign.checkSurvived(t)
 		// The cluster is unharmed and a new join is possible.
 		mustKubectl(t, kc, "get", "--raw", "/readyz")
+	})
+}
+
+// checkNodeNetworking checks what the node daemon runs beside the kubelet:
+// kube-proxy, which writes its Service chains in both families (so that the
+// reset check below covers them), and the API server proxy on the
+// cluster's advertise address, added to lo, answering with the cluster's
+// certificate for the name pods use.
+func checkNodeNetworking(t *testing.T, kc, realNodeDir string) {
+	t.Helper()
+	// kube-proxy reads Services as the node: the control plane binds
+	// system:node-proxier to system:nodes (internal/dataplane).
+	running := pidsUnder(t, realNodeDir) // processes name the resolved node dir
+	for _, component := range []string{join.KubeProxy, join.APIServerProxy} {
+		found := false
+		for name := range running {
+			found = found || strings.HasPrefix(name, component+"#")
+		}
+		if !found {
+			t.Errorf("no %s runs under the node (processes naming %s: %v)", component, realNodeDir, running)
+		}
+	}
+	eventually(t, time.Minute, "kube-proxy writes its Service chains (iptables and ip6tables)", func() error {
+		for _, family := range []string{"iptables", "ip6tables"} {
+			out, err := exec.Command(family, "-t", "nat", "-S", "KUBE-SERVICES").CombinedOutput()
+			if err != nil {
+				return errorf("%s -t nat -S KUBE-SERVICES: %v: %s", family, err, out)
+			}
+			if family == "iptables" && !strings.Contains(string(out), `default/kubernetes:https cluster IP`) {
+				return errorf("no rule for the kubernetes Service in KUBE-SERVICES:\n%s", out)
+			}
+		}
+		return nil
+	})
+	lo, _ := exec.Command("ip", "-o", "-4", "addr", "show", "dev", "lo").Output()
+	if !strings.Contains(string(lo), " 172.20.0.1/32 ") {
+		t.Errorf("lo lacks the API server address 172.20.0.1/32:\n%s", lo)
+	}
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	for _, c := range cfg.Clusters {
+		roots.AppendCertsFromPEM(c.CertificateAuthorityData)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "kubernetes.default.svc", MinVersion: tls.VersionTLS12},
+	}}
+	eventually(t, 30*time.Second, "the node's API server proxy answers on 172.20.0.1:6443", func() error {
+		resp, err := client.Get("https://172.20.0.1:6443/readyz")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+			return errorf("/readyz: %d %s", resp.StatusCode, body)
+		}
+		return nil
 	})
 }
 

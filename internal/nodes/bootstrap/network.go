@@ -126,6 +126,6 @@ func ParseNetwork(data map[string]string) (Network, error) {
 	if err != nil || p == 0 {
 		return Network{}, fmt.Errorf("%s/%s %s %q is not a port", JoinInfoNamespace, JoinInfoName, JoinInfoAPIServerPort, port)
 	}
-	n.APIServerPort = int32(p) //nolint:gosec // at most 65535
+	n.APIServerPort = int32(p)
 	return n, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os/exec"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -21,29 +22,48 @@ import (
 	"hypershift.dev/internal/image"
 )
 
+// imageIDLabel marks hypershift's image in the node's containerd with the
+// ID (config digest) of the image imported, so that a later start of the
+// node daemon with the same binary skips the import.
+const imageIDLabel = "hypershift.dev/image-id"
+
 // importHypershiftImage streams hypershift's own image (image.Ref(), built
-// from this binary) into the node's containerd, where pods of the data
-// plane (cluster DNS, the konnectivity agent) find it with
-// imagePullPolicy Never. It is never written to disk.
-func importHypershiftImage(ctx context.Context, n *Node, ctrPath string) error {
+// from this binary by image.Build) into the node's containerd, where pods
+// of the data plane (cluster DNS, the konnectivity agent) find it with
+// imagePullPolicy Never. It is never written to disk. imported is false
+// when containerd holds this very image already.
+func importHypershiftImage(ctx context.Context, n *Node, ctrPath string, img v1.Image) (imported bool, err error) {
+	id, err := img.ConfigName()
+	if err != nil {
+		return false, err
+	}
+	ctr := func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, ctrPath, append([]string{"--address", n.ContainerdSocket(), "--namespace", "k8s.io", "images"}, args...)...) //nolint:gosec // host program, our arguments
+	}
+	label := imageIDLabel + "=" + id.String()
+	if out, err := ctr("ls", "name=="+image.Ref()).Output(); err == nil && strings.Contains(string(out), label) {
+		return false, nil
+	}
 	r, w := io.Pipe()
 	written := make(chan error, 1)
 	go func() {
-		err := image.Write(w, image.Options{})
+		err := image.Save(w, img, image.Ref())
 		w.CloseWithError(err)
 		written <- err
 	}()
-	cmd := exec.CommandContext(ctx, ctrPath, "--address", n.ContainerdSocket(), "--namespace", "k8s.io", "images", "import", "-") //nolint:gosec // host program, our arguments
+	cmd := ctr("import", "-")
 	cmd.Stdin = r
 	out, err := cmd.CombinedOutput()
 	_ = r.CloseWithError(io.ErrClosedPipe) // ends the writer if ctr stopped reading
 	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
-		return fmt.Errorf("build image %s: %w", image.Ref(), werr)
+		return false, fmt.Errorf("build image %s: %w", image.Ref(), werr)
 	}
 	if err != nil {
-		return fmt.Errorf("import image %s: %w: %s", image.Ref(), err, bytes.TrimSpace(out))
+		return false, fmt.Errorf("import image %s: %w: %s", image.Ref(), err, bytes.TrimSpace(out))
 	}
-	return nil
+	// Without the label the next start imports again: no harm.
+	_ = ctr("label", image.Ref(), label).Run()
+	return true, nil
 }
 
 // WriteImage writes a one-layer image holding files (path → content, all

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -149,6 +150,15 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		return err
 	}
 	defer rt.Release()
+	// Building the image reads the whole binary once (its digest): done
+	// while containerd starts.
+	built := make(chan error, 1)
+	var img v1.Image
+	go func() {
+		var err error
+		img, err = image.Build(image.Options{})
+		built <- err
+	}()
 	if err := rt.Apply(ctx, Ref, []components.Spec{n.ContainerdSpec()}); err != nil {
 		return err
 	}
@@ -158,11 +168,15 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 	if err := importPauseImage(ctx, n, ctrPath); err != nil {
 		return err
 	}
+	if err := <-built; err != nil {
+		return fmt.Errorf("build hypershift's image: %w", err)
+	}
 	start := time.Now()
-	if err := importHypershiftImage(ctx, n, ctrPath); err != nil {
+	imported, err := importHypershiftImage(ctx, n, ctrPath, img)
+	if err != nil {
 		return err
 	}
-	log.Info("imported hypershift's image", "image", image.Ref(), "took", time.Since(start).Round(time.Millisecond).String())
+	log.Info("hypershift's image in containerd", "image", image.Ref(), "imported", imported, "took", time.Since(start).Round(time.Millisecond).String())
 	if err := rt.Apply(ctx, Ref, n.Specs()); err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ func (n *Node) KubeletRootDir() string { return n.path("kubelet") }
 
 // LogPath is the log of a node process.
 func (n *Node) LogPath(instance string) string {
-	return n.path(Ref.Namespace, instance, "log")
+	return n.path(Ref.Namespace, instance, instance+".log") // as the process runtime names it
 }
 
 // BootstrapKubeconfigPath holds the pool's token until the kubelet has its

@@ -115,11 +115,11 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	hcp := &hostedcontrolplane.Reconciler{
-		Client:           mgr.GetClient(),
-		Runtime:          opts.Runtime,
-		EndpointHost:     opts.EndpointHost,
-		BindAddress:      bind,
-		Events:           opts.Events,
+		Client:       mgr.GetClient(),
+		Runtime:      opts.Runtime,
+		EndpointHost: opts.EndpointHost,
+		BindAddress:  bind,
+		Events:       opts.Events,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"hypershift.dev/internal/runtime/process"
 )
 
 // removePods stops and removes every pod sandbox through the CRI, as the
@@ -70,15 +73,46 @@ func isShim(pid int, bundle string) bool {
 	return err == nil && cwd == bundle
 }
 
+// shimRecord is a shim seen working in its bundle, by pid and start time:
+// once containerd removed the bundle, that pair is what still names it.
+type shimRecord struct {
+	pid   int
+	start uint64
+}
+
+// recordShims notes the node's shims (found by their bundles) while the
+// bundles exist: removing a pod removes its bundle, and a shim that
+// outlives it (containerd stopped before telling it to exit) has nothing
+// left that ties it to this node but this record.
+func (n *Node) recordShims() []shimRecord {
+	var out []shimRecord
+	for pid := range n.shims() {
+		if start, err := process.StartTime(pid); err == nil {
+			out = append(out, shimRecord{pid: pid, start: start})
+		}
+	}
+	return out
+}
+
 // killShims SIGKILLs the node's shims left after containerd removed what
-// it could, and waits briefly for them to go.
-func (n *Node) killShims() {
-	shims := n.shims()
-	for pid, bundle := range shims {
+// it could — those still in their bundles, and those recorded before the
+// pods were removed that are still the same process (pid and start time) —
+// and waits briefly for them to go.
+func (n *Node) killShims(recorded []shimRecord) {
+	for pid, bundle := range n.shims() {
 		signalIf(pid, syscall.SIGKILL, func() bool { return isShim(pid, bundle) })
 	}
+	same := func(r shimRecord) bool {
+		start, err := process.StartTime(r.pid)
+		return err == nil && start == r.start
+	}
+	for _, r := range recorded {
+		signalIf(r.pid, syscall.SIGKILL, func() bool { return same(r) })
+	}
 	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true,
-		func(context.Context) (bool, error) { return len(n.shims()) == 0, nil })
+		func(context.Context) (bool, error) {
+			return len(n.shims()) == 0 && !slices.ContainsFunc(recorded, same), nil
+		})
 }
 
 // signalIf sends sig to pid if check, run after pinning the process with a

@@ -264,6 +264,7 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	}
 	rt, err := newRuntime(n, log)
 	note(err)
+	shims := n.recordShims()
 	if rt != nil {
 		note(rt.Apply(ctx, Ref, []components.Spec{n.ContainerdSpec()}))
 		if err := waitRunning(ctx, rt, Containerd, 30*time.Second); err != nil {
@@ -274,7 +275,7 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 		note(rt.Delete(ctx, Ref))
 	}
 	// Whatever is left: shims, and containers in the node's cgroups.
-	n.killShims()
+	n.killShims(shims)
 	note(n.killCgroupProcesses())
 	unmounted := unmountAll(dataDir)
 	note(unmounted)

@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// StartTime returns the start time of pid in clock ticks since boot: with
+// the pid, it identifies a process (see procStartTime).
+func StartTime(pid int) (uint64, error) { return procStartTime(pid) }
+
 // procStartTime returns the start time of pid in clock ticks since boot
 // (field 22 of /proc/PID/stat), which together with the pid identifies a
 // process: pids are reused, start times are not.

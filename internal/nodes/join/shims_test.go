@@ -1,0 +1,51 @@
+package join
+
+import (
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"hypershift.dev/internal/runtime/process"
+)
+
+// A shim whose bundle containerd already removed is killed by the record
+// made while the bundle existed; a record whose start time no longer
+// matches (the pid reused by someone else) kills nothing.
+func TestKillShimsByRecord(t *testing.T) {
+	n := &Node{DataDir: t.TempDir()}
+	start := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	orphan, foreign := start(), start()
+	orphanStart, err := process.StartTime(orphan.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreignStart, err := process.StartTime(foreign.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- orphan.Wait() }()
+
+	n.killShims([]shimRecord{
+		{pid: orphan.Process.Pid, start: orphanStart},
+		{pid: foreign.Process.Pid, start: foreignStart + 1},
+	})
+
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the recorded shim was not killed")
+	}
+	var ws syscall.WaitStatus
+	if pid, err := syscall.Wait4(foreign.Process.Pid, &ws, syscall.WNOHANG, nil); pid != 0 || err != nil {
+		t.Fatalf("a process whose start time differs from the record was killed (%v, %v)", ws, err)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -49,20 +48,29 @@ func removePods(ctx context.Context, socket string) error {
 	return errors.Join(errs...)
 }
 
-// shims lists the node's containerd shims (pid to task bundle), from the
-// shim.pid each writes into its bundle under the node's containerd state.
-// A pid counts only while its process still works in that bundle (its
-// cwd): a reused pid is someone else's process.
+// shims lists the node's containerd shims (pid to task bundle): the
+// processes whose working directory is a task bundle under the node's
+// containerd state (a shim runs in its bundle; containerd 1.6 writes no
+// shim.pid for a pod's shim). Containers themselves work in their own
+// root, so they do not match.
 func (n *Node) shims() map[int]string {
-	files, _ := filepath.Glob(filepath.Join(n.containerdState(), "io.containerd.runtime.v2.task", "*", "*", "shim.pid"))
+	dirs, _ := filepath.Glob(filepath.Join(n.containerdState(), "io.containerd.runtime.v2.task", "*", "*"))
+	bundles := map[string]bool{}
+	for _, d := range dirs {
+		bundles[d] = true
+	}
 	out := map[int]string{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	if len(bundles) == 0 {
+		return out
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 && isShim(pid, filepath.Dir(f)) {
-			out[pid] = filepath.Dir(f)
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && bundles[cwd] {
+			out[pid] = cwd
 		}
 	}
 	return out

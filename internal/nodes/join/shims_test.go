@@ -1,7 +1,9 @@
 package join
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -47,5 +49,32 @@ func TestKillShimsByRecord(t *testing.T) {
 	var ws syscall.WaitStatus
 	if pid, err := syscall.Wait4(foreign.Process.Pid, &ws, syscall.WNOHANG, nil); pid != 0 || err != nil {
 		t.Fatalf("a process whose start time differs from the record was killed (%v, %v)", ws, err)
+	}
+}
+
+// A process working in a task bundle of the node's containerd state is a
+// shim of this node; one working anywhere else is not.
+func TestShimsAreFoundByTheirBundle(t *testing.T) {
+	n := &Node{DataDir: t.TempDir()}
+	bundle := filepath.Join(n.containerdState(), "io.containerd.runtime.v2.task", "k8s.io", "0123abcd")
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := func(dir string) int {
+		cmd := exec.Command("sleep", "60")
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	shim, other := run(bundle), run(t.TempDir())
+	got := n.shims()
+	if got[shim] != bundle {
+		t.Errorf("shims() = %v: the process in %s is missing", got, bundle)
+	}
+	if _, ok := got[other]; ok {
+		t.Errorf("shims() = %v: holds a process working outside the node's bundles", got)
 	}
 }

@@ -296,16 +296,20 @@ func checkServicesAndDNS(t *testing.T, kc string, node joinedNode, dnsIP net.IP,
 		}
 	})
 	t.Run("the ClusterIP balances over both pods", func(t *testing.T) {
-		out, err := exec("get", "-n", "20", "http://web.default.svc.cluster.local/")
-		answered := map[string]bool{}
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			if name, ok := strings.CutPrefix(line, "HTTP 200 hello from "); ok {
-				answered[name] = true
+		// kube-proxy programs a new endpoint a moment after it is ready.
+		eventually(t, 30*time.Second, "20 GETs from pod client of http://web.default.svc.cluster.local/ answered by each of "+strings.Join(podNames, ", "), func() error {
+			out, err := exec("get", "-n", "20", "http://web.default.svc.cluster.local/")
+			answered := map[string]bool{}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if name, ok := strings.CutPrefix(line, "HTTP 200 hello from "); ok {
+					answered[name] = true
+				}
 			}
-		}
-		if err != nil || fmt.Sprint(sortedKeys(answered)) != fmt.Sprint(podNames) {
-			t.Errorf("in pod client, 20 GETs of http://web.default.svc.cluster.local/: %v\n%s\nwant answers from each of %v", err, out, podNames)
-		}
+			if err != nil || fmt.Sprint(sortedKeys(answered)) != fmt.Sprint(podNames) {
+				return fmt.Errorf("answered by %v: %s", sortedKeys(answered), outcome(out, err))
+			}
+			return nil
+		})
 		if out, err := exec("get", "http://"+clusterIP+"/"); err != nil || !strings.HasPrefix(out, "HTTP 200 hello from web-") {
 			t.Errorf("in pod client, GET http://%s/ (the ClusterIP): %v\n%s", clusterIP, err, out)
 		}

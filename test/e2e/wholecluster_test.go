@@ -430,10 +430,22 @@ func describeShowsCoreDNS(desc, want string) bool {
 	return false
 }
 
+// describeShowsRestore finds the event the control plane records when it
+// puts back an object changed in the hosted cluster (docs/hosted-clusters.md).
+func describeShowsRestore(desc string) bool {
+	for _, line := range strings.Split(desc, "\n") {
+		if strings.Contains(line, "DataPlaneRestored") && strings.Contains(line, "Deployment kube-system/coredns") {
+			return true
+		}
+	}
+	return false
+}
+
 // checkDataPlaneRestored: the control plane reports the in-cluster
 // objects it applies (condition, status.dataPlane, describe), they carry
 // its label and field manager, and the DNS Deployment scaled to 0 by hand
-// comes back to 2 ready replicas, which describe reports.
+// comes back to 2 ready replicas, which describe reports (the object's
+// line, and a DataPlaneRestored event).
 func checkDataPlaneRestored(t *testing.T, hs *cli, cluster, kc, dnsServer string) {
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	healthy := func() error {
@@ -471,6 +483,9 @@ func checkDataPlaneRestored(t *testing.T, hs *cli, cluster, kc, dnsServer string
 		got, _ := kubectl(t, kc, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.spec.replicas}/{.status.readyReplicas}")
 		if got != "2/2" {
 			return fmt.Errorf("Deployment kube-system/coredns replicas/ready = %q, want 2/2", got)
+		}
+		if desc := hs.run("describe", "cluster", cluster).stdout; !describeShowsRestore(desc) {
+			return fmt.Errorf("describe cluster %s shows no DataPlaneRestored event for Deployment kube-system/coredns:\n%s", cluster, desc)
 		}
 		return healthy()
 	})

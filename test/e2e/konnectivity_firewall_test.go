@@ -84,7 +84,9 @@ func TestKonnectivityOneWayFirewall(t *testing.T) {
 		return nil
 	})
 
-	t.Run("logs, exec and port-forward", func(t *testing.T) {
+	// No comma in a subtest's name: it reaches t.TempDir, and kubectl -f
+	// splits paths at commas.
+	t.Run("kubectl logs exec and port-forward", func(t *testing.T) {
 		pod := filepath.Join(t.TempDir(), "echo.yaml")
 		writeFile(t, pod, `apiVersion: v1
 kind: Pod

@@ -8,6 +8,7 @@ package image
 import (
 	"archive/tar"
 	"crypto/sha256"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,9 @@ func Save(w io.Writer, img v1.Image, ref string) error {
 func Build(opts Options) (v1.Image, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkStatic(opts.Executable); err != nil {
 		return nil, err
 	}
 	entries, err := layerEntries(opts)
@@ -280,4 +284,21 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// checkStatic refuses an executable that needs a dynamic loader: the image
+// holds no C library, so such a binary (hypershift built with cgo) would
+// fail in every pod with "no such file or directory".
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil // not ELF: nothing to load dynamically
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked (built with cgo), but hypershift's image has no C library: build it static with CGO_ENABLED=0 (make build does)", path)
+		}
+	}
+	return nil
 }

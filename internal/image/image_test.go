@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -180,4 +181,17 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A binary that needs the dynamic loader would fail in every pod (the
+// image has no C library): building the image from one is refused.
+func TestBuildRefusesADynamicallyLinkedBinary(t *testing.T) {
+	const dynamic = "/bin/sh" // Debian's shell needs ld.so and libc
+	if _, err := os.Stat(dynamic); err != nil {
+		t.Skipf("no %s on this host: %v", dynamic, err)
+	}
+	_, err := Build(Options{Executable: dynamic, CABundle: filepath.Join(t.TempDir(), "missing.crt")})
+	if err == nil || !strings.Contains(err.Error(), "dynamically linked") || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("Build from %s: %v; want a refusal that says it is dynamically linked and how to build it static", dynamic, err)
+	}
 }

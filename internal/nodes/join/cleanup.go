@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +39,11 @@ func removePods(ctx context.Context, socket string) error {
 	}
 	var errs []error
 	for _, sb := range list.Items {
-		if _, err := cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+		_, err := cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+		if err != nil && dropStaleNetns(ctx, cri, sb.Id) {
+			_, err = cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("stop pod %s/%s: %w", sb.Metadata.GetNamespace(), sb.Metadata.GetName(), err))
 		}
 		if _, err := cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
@@ -79,6 +84,58 @@ func (n *Node) shims() map[int]string {
 func isShim(pid int, bundle string) bool {
 	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
 	return err == nil && cwd == bundle
+}
+
+// dropStaleNetns handles a sandbox whose network namespace is already gone
+// but whose file stayed: a stop interrupted between unmounting the
+// namespace and removing its file (the kubelet stopped mid-way, or the
+// pod's shim died). CNI DEL then fails on "unknown FS magic" forever. The
+// file is the one this node's containerd names in the sandbox's own spec;
+// it is removed only when it is a plain file under a netns directory, not
+// a namespace, so DEL sees a namespace that no longer exists, which CNI
+// plugins accept. Reports whether it removed one.
+func dropStaleNetns(ctx context.Context, cri runtimeapi.RuntimeServiceClient, id string) bool {
+	status, err := cri.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		return false
+	}
+	path := sandboxNetnsPath(status.GetInfo()["info"])
+	if path == "" || (filepath.Dir(path) != "/var/run/netns" && filepath.Dir(path) != "/run/netns") {
+		return false
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil || fs.Type == unix.NSFS_MAGIC {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+		return false
+	}
+	return os.Remove(path) == nil
+}
+
+// sandboxNetnsPath reads the network namespace path from containerd's
+// verbose sandbox info (its runtime spec's namespaces).
+func sandboxNetnsPath(info string) string {
+	var v struct {
+		RuntimeSpec struct {
+			Linux struct {
+				Namespaces []struct {
+					Type string `json:"type"`
+					Path string `json:"path"`
+				} `json:"namespaces"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if json.Unmarshal([]byte(info), &v) != nil {
+		return ""
+	}
+	for _, ns := range v.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" {
+			return ns.Path
+		}
+	}
+	return ""
 }
 
 // shimRecord is a shim seen working in its bundle, by pid and start time:

@@ -78,3 +78,15 @@ func TestShimsAreFoundByTheirBundle(t *testing.T) {
 		t.Errorf("shims() = %v: holds a process working outside the node's bundles", got)
 	}
 }
+
+func TestSandboxNetnsPath(t *testing.T) {
+	info := `{"pid":0,"runtimeSpec":{"linux":{"namespaces":[{"type":"pid"},{"type":"network","path":"/var/run/netns/cni-1234"},{"type":"mount"}]}}}`
+	if got := sandboxNetnsPath(info); got != "/var/run/netns/cni-1234" {
+		t.Errorf("sandboxNetnsPath = %q, want /var/run/netns/cni-1234", got)
+	}
+	for _, bad := range []string{"", "{", `{"runtimeSpec":{"linux":{"namespaces":[{"type":"network"}]}}}`} {
+		if got := sandboxNetnsPath(bad); got != "" {
+			t.Errorf("sandboxNetnsPath(%q) = %q, want none", bad, got)
+		}
+	}
+}

@@ -43,6 +43,21 @@ type realJoinResult struct {
 	KubeletRSSMiB    *dist `json:"kubelet_rss_mib,omitempty"`
 	ContainerdRSSMiB *dist `json:"containerd_rss_mib,omitempty"`
 	NodeDaemonRSSMiB *dist `json:"node_daemon_rss_mib,omitempty"`
+	// DNSS is from starting the join line until cluster DNS (the kube-dns
+	// ClusterIP, through the node's kube-proxy) answered
+	// kubernetes.default.svc.cluster.local from the host.
+	DNSS *dist `json:"join_to_dns_s,omitempty"`
+	// DataPlaneRSSMiB is, once DNS answered, the RSS (and anonymous RSS) of
+	// each data-plane process of the node by component: kube-proxy and the
+	// API server proxy (node processes), coredns and konnectivity-agent
+	// (pods, found in the node's own cgroup root).
+	DataPlaneRSSMiB map[string]memoryMiB `json:"data_plane_rss_mib,omitempty"`
+}
+
+// memoryMiB is one process's resident memory.
+type memoryMiB struct {
+	RSS  float64 `json:"rss"`
+	Anon float64 `json:"anon"`
 }
 
 // realJoinSkipReason says why this host cannot run the phase, or "".
@@ -122,7 +137,7 @@ func runRealJoin(ctx context.Context, opts *options) *realJoinResult {
 	}
 	fmt.Printf("   cluster %s Available with its join line after %.1fs\n", name, res.CreateClusterS)
 
-	var ready, resets, kubelet, containerd, daemon []float64
+	var ready, resets, kubelet, containerd, daemon, dns []float64
 	for round := 1; round <= res.Rounds && ctx.Err() == nil; round++ {
 		if round > 1 {
 			// Every round joins with a token of its own.
@@ -143,6 +158,10 @@ func runRealJoin(ctx context.Context, opts *options) *realJoinResult {
 			kubelet = appendPositive(kubelet, r.rss["kubelet"])
 			containerd = appendPositive(containerd, r.rss["containerd"])
 			daemon = appendPositive(daemon, r.rss["hypershift node"])
+			dns = appendPositive(dns, r.dnsS)
+			if len(r.dataPlane) > 0 {
+				res.DataPlaneRSSMiB = r.dataPlane
+			}
 		}
 		if r.resetS > 0 {
 			resets = append(resets, r.resetS)
@@ -154,22 +173,27 @@ func runRealJoin(ctx context.Context, opts *options) *realJoinResult {
 			res.Error = fmt.Sprintf("round %d: %v", round, err)
 			break
 		}
-		fmt.Printf("   round %d: node %s Ready, join exited after %.2fs (it reported %.1fs); kubelet %.0f MiB, containerd %.0f MiB; reset %.2fs\n",
-			round, r.node, r.readyS, r.reportedS, r.rss["kubelet"], r.rss["containerd"], r.resetS)
+		fmt.Printf("   round %d: node %s Ready, join exited after %.2fs (it reported %.1fs), cluster DNS answered after %.2fs; kubelet %.0f MiB, containerd %.0f MiB; data plane %v; reset %.2fs\n",
+			round, r.node, r.readyS, r.reportedS, r.dnsS, r.rss["kubelet"], r.rss["containerd"], r.dataPlane, r.resetS)
 	}
 	res.ReadyS = summarizeIfAny(ready)
 	res.ResetS = summarizeIfAny(resets)
 	res.KubeletRSSMiB = summarizeIfAny(kubelet)
 	res.ContainerdRSSMiB = summarizeIfAny(containerd)
 	res.NodeDaemonRSSMiB = summarizeIfAny(daemon)
+	res.DNSS = summarizeIfAny(dns)
 	return res
 }
 
 type joinRoundResult struct {
 	node                      string
 	readyS, reportedS, resetS float64
+	// dnsS is from the start of the join until cluster DNS answered.
+	dnsS float64
 	// rss by process name, MiB.
 	rss map[string]float64
+	// dataPlane is the data-plane processes' memory once DNS answered.
+	dataPlane map[string]memoryMiB
 }
 
 var readyLine = regexp.MustCompile(`node (\S+) is Ready \((\d+(?:\.\d+)?)s\)`)
@@ -213,6 +237,12 @@ func joinRound(ctx context.Context, p *plane, kube kubernetes.Interface, args []
 			r.rss[pr.component] = round1(r.rss[pr.component] + mem.rss/1024)
 		}
 	}
+	dnsS, err := waitClusterDNS(ctx, kube, start)
+	if err != nil {
+		return r, err
+	}
+	r.dnsS = dnsS
+	r.dataPlane = dataPlaneMemory(nodeDir)
 	return r, nil
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -187,6 +189,15 @@ func realJoinRows(j *realJoinResult, row func(name string, s status, value, note
 		}
 		row("real node RSS once Ready (p50)", j.status, fmt.Sprintf("kubelet %.0f / containerd %.0f MiB", j.KubeletRSSMiB.P50, j.ContainerdRSSMiB.P50),
 			fmt.Sprintf("node daemon (hypershift node run) %.0f MiB; node %s", daemon, j.Node))
+	}
+	if j.DNSS != nil {
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(j.DataPlaneRSSMiB)) {
+			m := j.DataPlaneRSSMiB[c]
+			parts = append(parts, fmt.Sprintf("%s %.0f (anon %.0f)", c, m.RSS, m.Anon))
+		}
+		row("real node join → cluster DNS answers p50/max", j.status, fmt.Sprintf("%.2f / %.2f s", j.DNSS.P50, j.DNSS.Max),
+			"data-plane RSS MiB: "+strings.Join(parts, ", "))
 	}
 }
 

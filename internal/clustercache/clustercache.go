@@ -43,6 +43,11 @@ const (
 	DefaultProbePath        = "/readyz"
 )
 
+// AdminProbePath is the probe of a cache that holds admin credentials: an
+// admin may always read it, so a 403 means the credentials lost their
+// rights.
+const AdminProbePath = "/api/v1/namespaces/kube-system"
+
 // Options configure a Cache.
 type Options[T any] struct {
 	// Connect builds what a connection holds from the cluster's REST

@@ -51,10 +51,6 @@ type hostedClusters struct {
 	events chan event.GenericEvent
 }
 
-// hostedProbePath is what the health check reads: the admin may always
-// read it, so a 403 means the credentials lost their rights.
-const hostedProbePath = "/api/v1/namespaces/kube-system"
-
 func newHostedClusters() *hostedClusters {
 	h := &hostedClusters{events: make(chan event.GenericEvent, 1024)}
 	h.cache = clustercache.New(clustercache.Options[*hostedCluster]{
@@ -67,7 +63,7 @@ func newHostedClusters() *hostedClusters {
 			cfg.WarningHandler = rest.NoWarnings{}
 		},
 		OnDisconnect: func(key types.NamespacedName, _ *hostedCluster, _ string) { h.enqueue(key) },
-		ProbePath:    hostedProbePath,
+		ProbePath:    clustercache.AdminProbePath,
 		Log:          ctrl.Log.WithName("hostedcontrolplane").WithName("clustercache"),
 	})
 	return h

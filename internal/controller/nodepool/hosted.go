@@ -76,10 +76,6 @@ type hostedClusters struct {
 	events chan event.GenericEvent
 }
 
-// hostedProbePath is what the health check reads: the admin may always
-// read it, so a 403 means the credentials lost their rights.
-const hostedProbePath = "/api/v1/namespaces/kube-system"
-
 func newHostedClusters() *hostedClusters {
 	h := &hostedClusters{events: make(chan event.GenericEvent, 4096)}
 	h.cache = clustercache.New(clustercache.Options[*hostedCluster]{
@@ -89,7 +85,7 @@ func newHostedClusters() *hostedClusters {
 			cfg.UserAgent = "hypershift-nodepool-controller"
 		},
 		OnDisconnect: func(_ types.NamespacedName, hc *hostedCluster, _ string) { hc.enqueueUsers() },
-		ProbePath:    hostedProbePath,
+		ProbePath:    clustercache.AdminProbePath,
 		Log:          ctrl.Log.WithName("nodepool").WithName("clustercache"),
 	})
 	return h

@@ -44,7 +44,7 @@ func waitClusterDNS(ctx context.Context, kube kubernetes.Interface, start time.T
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("cluster DNS did not answer within 3 minutes of the join: %v", lastErr)
+	return 0, fmt.Errorf("cluster DNS did not answer within 3 minutes of the join: %w", lastErr)
 }
 
 // dataPlaneMemory samples the node's data-plane processes: kube-proxy and

@@ -44,6 +44,9 @@ func waitClusterDNS(ctx context.Context, kube kubernetes.Interface, start time.T
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if lastErr == nil {
+		lastErr = ctx.Err()
+	}
 	return 0, fmt.Errorf("cluster DNS did not answer within 3 minutes of the join: %w", lastErr)
 }
 

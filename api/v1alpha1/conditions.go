@@ -1,99 +1,118 @@
 package v1alpha1
 
+// ConditionType is the type of a condition of a HostedCluster,
+// HostedControlPlane or NodePool (metav1.Condition.Type), as Cluster API's
+// clusterv1.ConditionType.
+type ConditionType string
+
+// String returns the type as metav1.Condition.Type takes it.
+func (t ConditionType) String() string { return string(t) }
+
+// ConditionReason is the reason of a condition of a HostedCluster,
+// HostedControlPlane or NodePool (metav1.Condition.Reason).
+type ConditionReason string
+
+// String returns the reason as metav1.Condition.Reason takes it.
+func (r ConditionReason) String() string { return string(r) }
+
 // Condition types, named as HyperShift names them where the concept is the same.
 const (
 	// Available means the hosted control plane serves its API.
-	Available = "Available"
+	Available ConditionType = "Available"
 	// Progressing means the control plane is being created or changed.
-	Progressing = "Progressing"
+	Progressing ConditionType = "Progressing"
 	// Degraded means a component of the control plane is not healthy.
-	Degraded = "Degraded"
+	Degraded ConditionType = "Degraded"
 	// EtcdAvailable means the hosted cluster's etcd is healthy.
-	EtcdAvailable = "EtcdAvailable"
+	EtcdAvailable ConditionType = "EtcdAvailable"
 	// KubeAPIServerAvailable means the hosted kube-apiserver answers /readyz.
-	KubeAPIServerAvailable = "KubeAPIServerAvailable"
+	KubeAPIServerAvailable ConditionType = "KubeAPIServerAvailable"
 	// ValidConfiguration means the spec can be acted upon.
-	ValidConfiguration = "ValidConfiguration"
+	ValidConfiguration ConditionType = "ValidConfiguration"
 	// ReconciliationActive is False while spec.pausedUntil holds reconciliation.
-	ReconciliationActive = "ReconciliationActive"
+	ReconciliationActive ConditionType = "ReconciliationActive"
 	// DataPlaneAvailable means the objects the control plane applies in the
 	// hosted cluster (cluster DNS, the Konnectivity agent, the kubernetes
 	// Service's endpoints) exist as applied and their workloads are ready.
 	// It is separate from Available: a cluster without nodes serves its
 	// API, while its DNS pods cannot run.
-	DataPlaneAvailable = "DataPlaneAvailable"
+	DataPlaneAvailable ConditionType = "DataPlaneAvailable"
 
 	// NodePool condition types.
 
 	// NodePoolReady means every requested node is Ready.
-	NodePoolReady = "Ready"
+	NodePoolReady ConditionType = "Ready"
 	// NodePoolAllMachinesReady means every machine of the pool exists.
-	NodePoolAllMachinesReady = "AllMachinesReady"
+	NodePoolAllMachinesReady ConditionType = "AllMachinesReady"
 	// NodePoolAllNodesHealthy means every node of the pool reports Ready.
-	NodePoolAllNodesHealthy = "AllNodesHealthy"
+	NodePoolAllNodesHealthy ConditionType = "AllNodesHealthy"
 	// NodePoolValidPlatformConfig means the pool's platform is usable.
-	NodePoolValidPlatformConfig = "ValidPlatformConfig"
+	NodePoolValidPlatformConfig ConditionType = "ValidPlatformConfig"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
 const (
-	AsExpectedReason             = "AsExpected"
-	ReconciliationPausedReason   = "ReconciliationPaused"
-	WaitingForComponentsReason   = "WaitingForComponents"
-	ComponentNotReadyReason      = "ComponentNotReady"
-	ComponentsReadyReason        = "ComponentsReady"
-	RuntimeErrorReason           = "RuntimeError"
-	InvalidConfigurationReason   = "InvalidConfiguration"
-	UnsupportedReason            = "Unsupported"
-	WaitingForControlPlaneReason = "WaitingForControlPlane"
-	DeletingReason               = "Deleting"
-	HostedClusterNotFoundReason  = "HostedClusterNotFound"
+	AsExpectedReason             ConditionReason = "AsExpected"
+	ReconciliationPausedReason   ConditionReason = "ReconciliationPaused"
+	WaitingForComponentsReason   ConditionReason = "WaitingForComponents"
+	ComponentNotReadyReason      ConditionReason = "ComponentNotReady"
+	ComponentsReadyReason        ConditionReason = "ComponentsReady"
+	RuntimeErrorReason           ConditionReason = "RuntimeError"
+	InvalidConfigurationReason   ConditionReason = "InvalidConfiguration"
+	UnsupportedReason            ConditionReason = "Unsupported"
+	WaitingForControlPlaneReason ConditionReason = "WaitingForControlPlane"
+	DeletingReason               ConditionReason = "Deleting"
+	HostedClusterNotFoundReason  ConditionReason = "HostedClusterNotFound"
 	// ControlPlaneNamespaceConflictReason: the control-plane namespace
 	// NS-NAME exists and belongs to another HostedCluster (or was not made
 	// by hypershift); the cluster is refused, nothing is created for it.
-	ControlPlaneNamespaceConflictReason = "ControlPlaneNamespaceConflict"
+	ControlPlaneNamespaceConflictReason ConditionReason = "ControlPlaneNamespaceConflict"
 
 	// DataPlaneAvailable reasons.
 
 	// WaitingForKubeAPIServerReason: the hosted API server is not available
 	// yet, so nothing is applied in the hosted cluster.
-	WaitingForKubeAPIServerReason = "WaitingForKubeAPIServer"
+	WaitingForKubeAPIServerReason ConditionReason = "WaitingForKubeAPIServer"
 	// NoNodesReason: the hosted cluster has no Ready node, so the data
 	// plane's pods are Pending.
-	NoNodesReason = "NoNodes"
+	NoNodesReason ConditionReason = "NoNodes"
 	// DataPlaneNotReadyReason: an applied object is missing or its
 	// workload has not all its replicas ready.
-	DataPlaneNotReadyReason = "DataPlaneNotReady"
+	DataPlaneNotReadyReason ConditionReason = "DataPlaneNotReady"
 	// ApplyFailedReason: applying the objects to the hosted cluster failed.
-	ApplyFailedReason = "ApplyFailed"
-	// DataPlaneRestoredReason (an Event of the HostedControlPlane): an
-	// object of the data plane was deleted or changed in the hosted cluster
-	// and applied again.
-	DataPlaneRestoredReason = "DataPlaneRestored"
+	ApplyFailedReason ConditionReason = "ApplyFailed"
 
 	// NodePool reasons.
 
 	// WaitingForHostedClusterReason: the pool's HostedCluster is not
 	// Available yet.
-	WaitingForHostedClusterReason = "WaitingForHostedCluster"
+	WaitingForHostedClusterReason ConditionReason = "WaitingForHostedCluster"
 	// HostedClusterDeletingReason: the pool's HostedCluster is being deleted.
-	HostedClusterDeletingReason = "HostedClusterDeleting"
+	HostedClusterDeletingReason ConditionReason = "HostedClusterDeleting"
 	// HostedClusterUnreachableReason: the hosted API server does not answer.
-	HostedClusterUnreachableReason = "HostedClusterUnreachable"
+	HostedClusterUnreachableReason ConditionReason = "HostedClusterUnreachable"
 	// WaitingForNodesReason: machines run but have not all registered a
 	// Ready node.
-	WaitingForNodesReason = "WaitingForNodes"
+	WaitingForNodesReason ConditionReason = "WaitingForNodes"
 	// ScalingDownReason: nodes are drained before their machines go.
-	ScalingDownReason = "ScalingDown"
+	ScalingDownReason ConditionReason = "ScalingDown"
 	// NodesNotReadyReason: some of the pool's nodes are not Ready.
-	NodesNotReadyReason = "NodesNotReady"
+	NodesNotReadyReason ConditionReason = "NodesNotReady"
 	// AgentNotRunningReason: the platform cannot run the pool's machines
 	// (the simulated node agent is not running).
-	AgentNotRunningReason = "AgentNotRunning"
+	AgentNotRunningReason ConditionReason = "AgentNotRunning"
 	// EnabledReason and DisabledReason say whether autoscaling or
 	// autorepair is on.
-	EnabledReason  = "Enabled"
-	DisabledReason = "Disabled"
+	EnabledReason  ConditionReason = "Enabled"
+	DisabledReason ConditionReason = "Disabled"
+)
+
+// Event reasons (not condition reasons: an Event's reason is a plain string).
+const (
+	// DataPlaneRestoredReason (an Event of the HostedControlPlane): an
+	// object of the data plane was deleted or changed in the hosted cluster
+	// and applied again.
+	DataPlaneRestoredReason = "DataPlaneRestored"
 )
 
 // Reasons the NodePool controller gives on the CertificateSigningRequests it

@@ -54,8 +54,8 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func conditionStatus(s hypershiftv1alpha1.HostedClusterStatus, typ string) string {
-	if c := meta.FindStatusCondition(s.Conditions, typ); c != nil {
+func conditionStatus(s hypershiftv1alpha1.HostedClusterStatus, typ hypershiftv1alpha1.ConditionType) string {
+	if c := meta.FindStatusCondition(s.Conditions, typ.String()); c != nil {
 		return string(c.Status)
 	}
 	return "Unknown"

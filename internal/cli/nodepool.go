@@ -190,7 +190,7 @@ func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client,
 		if err != nil {
 			return false, nil
 		}
-		cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady)
+		cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String())
 		if cond == nil {
 			return false, nil
 		}
@@ -238,7 +238,7 @@ func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
 					desired = fmt.Sprintf("%d-%d", np.Spec.AutoScaling.Min, np.Spec.AutoScaling.Max)
 				}
 				msg := ""
-				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady); cond != nil && cond.Status != metav1.ConditionTrue {
+				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String()); cond != nil && cond.Status != metav1.ConditionTrue {
 					msg = cond.Message
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,

@@ -34,7 +34,7 @@ func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key
 			if err := cannotRun(hc); err != nil {
 				return false, err
 			}
-			cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available)
+			cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
 			return cond != nil && cond.Status == metav1.ConditionTrue, nil
 		case apierrors.IsNotFound(err):
 			return false, fmt.Errorf("hosted cluster %s was deleted while waiting", key)
@@ -59,7 +59,7 @@ func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key
 // (ValidConfiguration=False: unsupported, or a control-plane namespace that
 // another owner holds), so waiting longer changes nothing.
 func cannotRun(hc *hypershiftv1alpha1.HostedCluster) error {
-	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
+	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.ObservedGeneration != hc.Generation {
 		return nil
 	}
@@ -83,14 +83,14 @@ func printConditionChanges(cmd *cobra.Command, start time.Time, conds []metav1.C
 }
 
 func timeoutError(key client.ObjectKey, timeout time.Duration, conds []metav1.Condition) error {
-	cond := meta.FindStatusCondition(conds, hypershiftv1alpha1.Available)
+	cond := meta.FindStatusCondition(conds, hypershiftv1alpha1.Available.String())
 	why := "the operator has not reported any status: is `hypershift up` (or `hypershift operator`) running?"
 	if cond != nil {
 		why = fmt.Sprintf("condition Available is %s (%s): %s", cond.Status, cond.Reason, cond.Message)
 	}
 	var notes []string
 	for _, c := range conds {
-		if c.Type == hypershiftv1alpha1.Degraded && c.Status == metav1.ConditionTrue {
+		if c.Type == hypershiftv1alpha1.Degraded.String() && c.Status == metav1.ConditionTrue {
 			notes = append(notes, "Degraded: "+c.Message)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 // older generation was, nor while the cluster is only starting.
 func TestCannotRun(t *testing.T) {
 	conflict := metav1.Condition{
-		Type: hypershiftv1alpha1.ValidConfiguration, Status: metav1.ConditionFalse, ObservedGeneration: 2,
-		Reason:  hypershiftv1alpha1.ControlPlaneNamespaceConflictReason,
+		Type: hypershiftv1alpha1.ValidConfiguration.String(), Status: metav1.ConditionFalse, ObservedGeneration: 2,
+		Reason:  hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String(),
 		Message: "control-plane namespace a-b-c belongs to HostedCluster a/b-c",
 	}
 	cases := []struct {
@@ -25,7 +25,7 @@ func TestCannotRun(t *testing.T) {
 		want       string
 	}{
 		{"no status yet", 2, nil, ""},
-		{"valid", 2, []metav1.Condition{{Type: hypershiftv1alpha1.ValidConfiguration, Status: metav1.ConditionTrue, ObservedGeneration: 2}}, ""},
+		{"valid", 2, []metav1.Condition{{Type: hypershiftv1alpha1.ValidConfiguration.String(), Status: metav1.ConditionTrue, ObservedGeneration: 2}}, ""},
 		{"invalid for an older generation", 3, []metav1.Condition{conflict}, ""},
 		{"invalid for this generation", 2, []metav1.Condition{conflict}, "hosted cluster a-b/c cannot run (ControlPlaneNamespaceConflict): control-plane namespace a-b-c belongs to HostedCluster a/b-c"},
 	}

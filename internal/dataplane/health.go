@@ -38,17 +38,17 @@ func Health(o Observed) ([]hypershiftv1alpha1.DataPlaneObjectStatus, metav1.Cond
 		}
 		statuses = append(statuses, s)
 	}
-	cond := metav1.Condition{Type: hypershiftv1alpha1.DataPlaneAvailable}
+	cond := metav1.Condition{Type: hypershiftv1alpha1.DataPlaneAvailable.String()}
 	switch {
 	case len(unhealthy) > 0 && o.ReadyNodes == 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, hypershiftv1alpha1.NoNodesReason
+		cond.Status, cond.Reason = metav1.ConditionFalse, hypershiftv1alpha1.NoNodesReason.String()
 		cond.Message = "The hosted cluster has no Ready node: the data plane's pods are Pending until one joins (" +
 			strings.Join(unhealthy, "; ") + ")"
 	case len(unhealthy) > 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, hypershiftv1alpha1.DataPlaneNotReadyReason
+		cond.Status, cond.Reason = metav1.ConditionFalse, hypershiftv1alpha1.DataPlaneNotReadyReason.String()
 		cond.Message = strings.Join(unhealthy, "; ")
 	default:
-		cond.Status, cond.Reason = metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason
+		cond.Status, cond.Reason = metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason.String()
 		cond.Message = fmt.Sprintf("All %d objects in the hosted cluster are as applied and ready", len(o.Objects))
 	}
 	if o.NotApplied != "" {

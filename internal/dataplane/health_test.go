@@ -49,7 +49,7 @@ func TestHealth(t *testing.T) {
 		{
 			name:       "all ready",
 			observed:   Observed{Objects: []client.Object{service, deployment(2, 2, 2, 1, 1), daemonSet(3, 3, 3)}, ReadyNodes: 3},
-			wantStatus: metav1.ConditionTrue, wantReason: hypershiftv1alpha1.AsExpectedReason,
+			wantStatus: metav1.ConditionTrue, wantReason: hypershiftv1alpha1.AsExpectedReason.String(),
 			wantMessage: "All 3 objects",
 			wantObjects: []hypershiftv1alpha1.DataPlaneObjectStatus{
 				{Kind: "Service", Namespace: "kube-system", Name: "kube-dns", Healthy: true},
@@ -60,7 +60,7 @@ func TestHealth(t *testing.T) {
 		{
 			name:       "no nodes: pods pending",
 			observed:   Observed{Objects: []client.Object{service, deployment(2, 0, 2, 1, 1), daemonSet(0, 0, 0)}},
-			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.NoNodesReason,
+			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.NoNodesReason.String(),
 			wantMessage: "no Ready node",
 			wantObjects: []hypershiftv1alpha1.DataPlaneObjectStatus{
 				{Kind: "Service", Namespace: "kube-system", Name: "kube-dns", Healthy: true},
@@ -71,7 +71,7 @@ func TestHealth(t *testing.T) {
 		{
 			name:       "scaled down by hand, reapplied, not yet available",
 			observed:   Observed{Objects: []client.Object{deployment(2, 1, 2, 3, 3)}, ReadyNodes: 2},
-			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.DataPlaneNotReadyReason,
+			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.DataPlaneNotReadyReason.String(),
 			wantMessage: "Deployment kube-system/coredns: 1 of 2 replicas available",
 			wantObjects: []hypershiftv1alpha1.DataPlaneObjectStatus{
 				{Kind: "Deployment", Namespace: "kube-system", Name: "coredns", Ready: "1/2", Message: "1 of 2 replicas available (2 updated)"},
@@ -80,7 +80,7 @@ func TestHealth(t *testing.T) {
 		{
 			name:       "spec not observed yet",
 			observed:   Observed{Objects: []client.Object{deployment(2, 2, 2, 4, 3)}, ReadyNodes: 2},
-			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.DataPlaneNotReadyReason,
+			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.DataPlaneNotReadyReason.String(),
 			wantMessage: "has not seen the latest spec",
 			wantObjects: []hypershiftv1alpha1.DataPlaneObjectStatus{
 				{Kind: "Deployment", Namespace: "kube-system", Name: "coredns", Ready: "2/2", Message: "the deployment controller has not seen the latest spec yet"},
@@ -89,7 +89,7 @@ func TestHealth(t *testing.T) {
 		{
 			name:       "agent pods not ready",
 			observed:   Observed{Objects: []client.Object{daemonSet(3, 2, 3)}, ReadyNodes: 3},
-			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.DataPlaneNotReadyReason,
+			wantStatus: metav1.ConditionFalse, wantReason: hypershiftv1alpha1.DataPlaneNotReadyReason.String(),
 			wantMessage: "DaemonSet kube-system/konnectivity-agent: 2 of 3 pods ready",
 			wantObjects: []hypershiftv1alpha1.DataPlaneObjectStatus{
 				{Kind: "DaemonSet", Namespace: "kube-system", Name: "konnectivity-agent", Ready: "2/3", Message: "2 of 3 pods ready (3 updated)"},
@@ -98,7 +98,7 @@ func TestHealth(t *testing.T) {
 		{
 			name:       "agent not applied yet: said, not counted",
 			observed:   Observed{Objects: []client.Object{deployment(2, 2, 2, 1, 1)}, ReadyNodes: 1, NotApplied: "the Konnectivity agent: Secret konnectivity-ca does not exist yet"},
-			wantStatus: metav1.ConditionTrue, wantReason: hypershiftv1alpha1.AsExpectedReason,
+			wantStatus: metav1.ConditionTrue, wantReason: hypershiftv1alpha1.AsExpectedReason.String(),
 			wantMessage: "not applied yet: the Konnectivity agent",
 			wantObjects: []hypershiftv1alpha1.DataPlaneObjectStatus{
 				{Kind: "Deployment", Namespace: "kube-system", Name: "coredns", Ready: "2/2", Healthy: true},
@@ -107,7 +107,7 @@ func TestHealth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects, cond := Health(tc.observed)
-			if cond.Type != hypershiftv1alpha1.DataPlaneAvailable || cond.Status != tc.wantStatus || cond.Reason != tc.wantReason {
+			if cond.Type != hypershiftv1alpha1.DataPlaneAvailable.String() || cond.Status != tc.wantStatus || cond.Reason != tc.wantReason {
 				t.Errorf("condition %s=%s reason %s, want %s reason %s (message %q)", cond.Type, cond.Status, cond.Reason, tc.wantStatus, tc.wantReason, cond.Message)
 			}
 			if !strings.Contains(cond.Message, tc.wantMessage) {

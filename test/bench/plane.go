@@ -140,7 +140,7 @@ func (p *plane) createCluster(ctx context.Context, hc *hypershiftv1alpha1.Hosted
 }
 
 func isAvailable(hc *hypershiftv1alpha1.HostedCluster) bool {
-	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available)
+	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
 	return c != nil && c.Status == metav1.ConditionTrue
 }
 
@@ -172,7 +172,7 @@ func (p *plane) waitAvailable(ctx context.Context, name string, timeout time.Dur
 }
 
 func conditionSummary(hc *hypershiftv1alpha1.HostedCluster) string {
-	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available)
+	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
 	if c == nil {
 		return "no Available condition"
 	}

@@ -110,7 +110,7 @@ func TestDataPlane(t *testing.T) {
 	t.Run("no nodes: API available, DNS pods wait for one", func(t *testing.T) {
 		hs.must("create", "cluster", "none", "--name", "n", "--wait", "--timeout", "3m")
 		hc := waitDataPlane(t, mgmt, "n", metav1.ConditionFalse, hypershiftv1alpha1.NoNodesReason)
-		if !meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) {
+		if !meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) {
 			t.Errorf("a cluster without nodes is not Available: %+v", hc.Status.Conditions)
 		}
 		desc := hs.must("describe", "cluster", "n")
@@ -134,13 +134,13 @@ func waitDescribe(t *testing.T, hs *cli, name, pattern string) {
 
 // waitDataPlane waits until the HostedCluster reports DataPlaneAvailable
 // with status and reason, and returns it.
-func waitDataPlane(t *testing.T, mgmt, name string, status metav1.ConditionStatus, reason string) *hypershiftv1alpha1.HostedCluster {
+func waitDataPlane(t *testing.T, mgmt, name string, status metav1.ConditionStatus, reason hypershiftv1alpha1.ConditionReason) *hypershiftv1alpha1.HostedCluster {
 	t.Helper()
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	eventually(t, 2*time.Minute, name+" DataPlaneAvailable="+string(status), func() error {
 		getJSON(t, mgmt, hc, "-n", "clusters", "get", "hostedclusters.hypershift.dev", name)
-		c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.DataPlaneAvailable)
-		if c == nil || c.Status != status || c.Reason != reason {
+		c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.DataPlaneAvailable.String())
+		if c == nil || c.Status != status || c.Reason != reason.String() {
 			return errorf("DataPlaneAvailable %+v", c)
 		}
 		return nil

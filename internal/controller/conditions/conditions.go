@@ -13,18 +13,18 @@ import (
 
 // Set sets a condition True or False, keeping its transition time when the
 // status is unchanged.
-func Set(conds *[]metav1.Condition, generation int64, typ string, status bool, reason, message string) {
+func Set(conds *[]metav1.Condition, generation int64, typ hypershiftv1alpha1.ConditionType, status bool, reason hypershiftv1alpha1.ConditionReason, message string) {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
 	}
-	Apply(conds, generation, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message})
+	Apply(conds, generation, metav1.Condition{Type: typ.String(), Status: s, Reason: reason.String(), Message: message})
 }
 
 // SetUnknown says a condition cannot be told yet (what it depends on has
 // not reported).
-func SetUnknown(conds *[]metav1.Condition, generation int64, typ, reason, message string) {
-	Apply(conds, generation, metav1.Condition{Type: typ, Status: metav1.ConditionUnknown, Reason: reason, Message: message})
+func SetUnknown(conds *[]metav1.Condition, generation int64, typ hypershiftv1alpha1.ConditionType, reason hypershiftv1alpha1.ConditionReason, message string) {
+	Apply(conds, generation, metav1.Condition{Type: typ.String(), Status: metav1.ConditionUnknown, Reason: reason.String(), Message: message})
 }
 
 // Apply sets derived conditions, stamped with the generation they were
@@ -43,21 +43,21 @@ func Apply(conds *[]metav1.Condition, generation int64, derived ...metav1.Condit
 // it says when the source changed rather than when this controller noticed;
 // when it does not, the time is kept. A source that has no such condition
 // yet is mirrored as Unknown with the given reason and message.
-func Mirror(conds *[]metav1.Condition, generation int64, typ string, source []metav1.Condition, unknownReason, unknownMessage string) {
-	src := meta.FindStatusCondition(source, typ)
+func Mirror(conds *[]metav1.Condition, generation int64, typ hypershiftv1alpha1.ConditionType, source []metav1.Condition, unknownReason hypershiftv1alpha1.ConditionReason, unknownMessage string) {
+	src := meta.FindStatusCondition(source, typ.String())
 	if src == nil {
 		SetUnknown(conds, generation, typ, unknownReason, unknownMessage)
 		return
 	}
 	Apply(conds, generation, metav1.Condition{
-		Type: typ, Status: src.Status, Reason: src.Reason, Message: src.Message,
+		Type: typ.String(), Status: src.Status, Reason: src.Reason, Message: src.Message,
 		LastTransitionTime: src.LastTransitionTime,
 	})
 }
 
 // IsTrue reports whether the condition is present and True.
-func IsTrue(conds []metav1.Condition, typ string) bool {
-	return meta.IsStatusConditionTrue(conds, typ)
+func IsTrue(conds []metav1.Condition, typ hypershiftv1alpha1.ConditionType) bool {
+	return meta.IsStatusConditionTrue(conds, typ.String())
 }
 
 // PausedFor says whether reconciliation is paused by a pausedUntil value
@@ -87,12 +87,12 @@ func SetPaused(conds *[]metav1.Condition, generation int64, paused bool, pausedU
 func Paused(paused bool, pausedUntil *string) metav1.Condition {
 	if paused {
 		return metav1.Condition{
-			Type: hypershiftv1alpha1.ReconciliationActive, Status: metav1.ConditionFalse,
-			Reason: hypershiftv1alpha1.ReconciliationPausedReason, Message: "Reconciliation paused until " + *pausedUntil,
+			Type: hypershiftv1alpha1.ReconciliationActive.String(), Status: metav1.ConditionFalse,
+			Reason: hypershiftv1alpha1.ReconciliationPausedReason.String(), Message: "Reconciliation paused until " + *pausedUntil,
 		}
 	}
 	return metav1.Condition{
-		Type: hypershiftv1alpha1.ReconciliationActive, Status: metav1.ConditionTrue,
-		Reason: hypershiftv1alpha1.AsExpectedReason, Message: "Reconciliation active",
+		Type: hypershiftv1alpha1.ReconciliationActive.String(), Status: metav1.ConditionTrue,
+		Reason: hypershiftv1alpha1.AsExpectedReason.String(), Message: "Reconciliation active",
 	}
 }

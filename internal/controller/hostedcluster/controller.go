@@ -156,8 +156,8 @@ func (r *Reconciler) recordTransitions(before, after *hypershiftv1alpha1.HostedC
 			continue
 		}
 		eventType := corev1.EventTypeNormal
-		degraded := c.Type == hypershiftv1alpha1.Degraded && c.Status == metav1.ConditionTrue
-		lostAvailability := c.Type == hypershiftv1alpha1.Available && c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue
+		degraded := c.Type == hypershiftv1alpha1.Degraded.String() && c.Status == metav1.ConditionTrue
+		lostAvailability := c.Type == hypershiftv1alpha1.Available.String() && c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue
 		if degraded || lostAvailability {
 			eventType = corev1.EventTypeWarning
 		}

@@ -35,7 +35,7 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	key := client.ObjectKeyFromObject(hc)
 	testenv.Eventually(t, 3*time.Minute, "Available", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available), err
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()), err
 	})
 
 	// Status tells where and what.
@@ -88,8 +88,8 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "ReconciliationActive=False", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
-		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ReconciliationActive)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ReconciliationPausedReason, err
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ReconciliationActive.String())
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ReconciliationPausedReason.String(), err
 	})
 	patch = client.MergeFrom(hc.DeepCopy())
 	hc.Spec.PausedUntil = nil
@@ -129,10 +129,10 @@ func TestUnsupportedSpecIsReported(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
-		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
 		return cond != nil && cond.Status == metav1.ConditionFalse, err
 	})
-	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
+	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
 	if cond.Message != "spec.etcd.managementType Unmanaged is not supported yet: use Managed" {
 		t.Errorf("message %q", cond.Message)
 	}

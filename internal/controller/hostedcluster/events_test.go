@@ -20,8 +20,8 @@ func TestAvailableFalseIsAWarningOnlyWhenLost(t *testing.T) {
 		want   string
 	}{
 		{"first report", nil, "Normal "},
-		{"from Unknown while starting", []metav1.Condition{{Type: hypershiftv1alpha1.Available, Status: metav1.ConditionUnknown}}, "Normal "},
-		{"lost", []metav1.Condition{{Type: hypershiftv1alpha1.Available, Status: metav1.ConditionTrue}}, "Warning "},
+		{"from Unknown while starting", []metav1.Condition{{Type: hypershiftv1alpha1.Available.String(), Status: metav1.ConditionUnknown}}, "Normal "},
+		{"lost", []metav1.Condition{{Type: hypershiftv1alpha1.Available.String(), Status: metav1.ConditionTrue}}, "Warning "},
 	}
 	for _, tc := range cases {
 		rec := events.NewFakeRecorder(4)
@@ -30,8 +30,8 @@ func TestAvailableFalseIsAWarningOnlyWhenLost(t *testing.T) {
 		before.Status.Conditions = tc.before
 		after := before.DeepCopy()
 		after.Status.Conditions = []metav1.Condition{{
-			Type: hypershiftv1alpha1.Available, Status: metav1.ConditionFalse,
-			Reason: hypershiftv1alpha1.WaitingForComponentsReason, Message: "Waiting for etcd and kube-apiserver to be ready",
+			Type: hypershiftv1alpha1.Available.String(), Status: metav1.ConditionFalse,
+			Reason: hypershiftv1alpha1.WaitingForComponentsReason.String(), Message: "Waiting for etcd and kube-apiserver to be ready",
 		}}
 		r.recordTransitions(before, after)
 		select {

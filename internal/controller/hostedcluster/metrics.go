@@ -85,7 +85,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, typ := range mirrored {
 		for _, status := range []string{"True", "False", "Unknown"} {
 			ch <- prometheus.MustNewConstMetric(m.clustersDesc, prometheus.GaugeValue,
-				float64(counts[[2]string{typ, status}]), typ, status)
+				float64(counts[[2]string{typ.String(), status}]), typ.String(), status)
 		}
 	}
 }

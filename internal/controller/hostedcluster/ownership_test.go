@@ -38,7 +38,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	}
 	testenv.Eventually(t, 3*time.Minute, "a/b-c Available", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(first), first)
-		return meta.IsStatusConditionTrue(first.Status.Conditions, hypershiftv1alpha1.Available), err
+		return meta.IsStatusConditionTrue(first.Status.Conditions, hypershiftv1alpha1.Available.String()), err
 	})
 	rootCA := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a-b-c", Name: pki.RootCAName}, rootCA); err != nil {
@@ -57,16 +57,16 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	var cond *metav1.Condition
 	testenv.Eventually(t, time.Minute, "a-b/c refused with ControlPlaneNamespaceConflict", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(second), second)
-		cond = meta.FindStatusCondition(second.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, err
+		cond = meta.FindStatusCondition(second.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String(), err
 	})
 	for _, want := range []string{"a-b-c", "HostedCluster a/b-c", string(first.UID), "a-b/c"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("conflict message %q does not name %q", cond.Message, want)
 		}
 	}
-	if avail := meta.FindStatusCondition(second.Status.Conditions, hypershiftv1alpha1.Available); avail == nil ||
-		avail.Status != metav1.ConditionFalse || avail.Reason != hypershiftv1alpha1.ControlPlaneNamespaceConflictReason {
+	if avail := meta.FindStatusCondition(second.Status.Conditions, hypershiftv1alpha1.Available.String()); avail == nil ||
+		avail.Status != metav1.ConditionFalse || avail.Reason != hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String() {
 		t.Errorf("a-b/c Available: %+v", avail)
 	}
 	// Nothing is made for it, and none of a/b-c's credentials reach it.
@@ -93,7 +93,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "the hand-made HostedControlPlane refused", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(rogue), rogue)
-		cond = meta.FindStatusCondition(rogue.Status.Conditions, hypershiftv1alpha1.Degraded)
+		cond = meta.FindStatusCondition(rogue.Status.Conditions, hypershiftv1alpha1.Degraded.String())
 		return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, string(hcp.UID)), err
 	})
 	if len(rogue.Status.Components) != 0 {
@@ -190,8 +190,8 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 	var cond *metav1.Condition
 	testenv.Eventually(t, time.Minute, "clusters/foreign refused", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(foreign), foreign)
-		cond = meta.FindStatusCondition(foreign.Status.Conditions, hypershiftv1alpha1.ValidConfiguration)
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, err
+		cond = meta.FindStatusCondition(foreign.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String(), err
 	})
 	if !strings.Contains(cond.Message, "not created by hypershift") || !strings.Contains(cond.Message, "clusters-foreign") {
 		t.Errorf("conflict message %q", cond.Message)
@@ -203,8 +203,8 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 	})
 	testenv.Eventually(t, time.Minute, "clusters/legacy refuses the planted client CA", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(legacy), legacy)
-		cond = meta.FindStatusCondition(legacy.Status.Conditions, hypershiftv1alpha1.Available)
-		return cond != nil && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, err
+		cond = meta.FindStatusCondition(legacy.Status.Conditions, hypershiftv1alpha1.Available.String())
+		return cond != nil && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String(), err
 	})
 	if !strings.Contains(cond.Message, "Secret clusters-legacy/"+pki.ClientCAName) {
 		t.Errorf("refusal message %q does not name the planted Secret", cond.Message)

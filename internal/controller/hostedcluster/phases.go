@@ -197,7 +197,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		r.Metrics.forget(s.hc)
 	}
 	for _, typ := range mirrored {
-		r.emitted.Delete(string(s.hc.UID) + "/" + typ)
+		r.emitted.Delete(string(s.hc.UID) + "/" + typ.String())
 	}
 	controllerutil.RemoveFinalizer(s.hc, Finalizer)
 	if err := r.Client.Update(ctx, s.hc); err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // mirrored are the HostedControlPlane conditions a HostedCluster reports.
-var mirrored = []string{
+var mirrored = []hypershiftv1alpha1.ConditionType{
 	hypershiftv1alpha1.Available,
 	hypershiftv1alpha1.Progressing,
 	hypershiftv1alpha1.Degraded,
@@ -36,7 +36,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 			hc.Status.ControlPlaneNamespace = s.ns
 		}
 		hc.Status.KubeConfig = nil
-		for _, typ := range []string{hypershiftv1alpha1.ValidConfiguration, hypershiftv1alpha1.Available} {
+		for _, typ := range []hypershiftv1alpha1.ConditionType{hypershiftv1alpha1.ValidConfiguration, hypershiftv1alpha1.Available} {
 			conditions.Set(&hc.Status.Conditions, hc.Generation, typ, false,
 				hypershiftv1alpha1.ControlPlaneNamespaceConflictReason, s.conflict)
 		}
@@ -68,7 +68,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 func mirrorControlPlane(conds *[]metav1.Condition, generation int64, hcp []metav1.Condition) {
 	for _, typ := range mirrored {
 		conditions.Mirror(conds, generation, typ, hcp,
-			hypershiftv1alpha1.WaitingForComponentsReason, "The hosted control plane has not reported "+typ+" yet")
+			hypershiftv1alpha1.WaitingForComponentsReason, "The hosted control plane has not reported "+typ.String()+" yet")
 	}
 }
 

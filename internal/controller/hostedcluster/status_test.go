@@ -13,8 +13,8 @@ import (
 func TestMirrorControlPlane(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Hour))
-	cond := func(status metav1.ConditionStatus, reason, msg string, at metav1.Time) metav1.Condition {
-		return metav1.Condition{Type: hypershiftv1alpha1.Available, Status: status, Reason: reason, Message: msg, LastTransitionTime: at}
+	cond := func(status metav1.ConditionStatus, reason hypershiftv1alpha1.ConditionReason, msg string, at metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: hypershiftv1alpha1.Available.String(), Status: status, Reason: reason.String(), Message: msg, LastTransitionTime: at}
 	}
 	tests := []struct {
 		name     string
@@ -57,7 +57,7 @@ func TestMirrorControlPlane(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			conds := append([]metav1.Condition(nil), tc.hc...)
 			mirrorControlPlane(&conds, 7, tc.hcp)
-			got := meta.FindStatusCondition(conds, hypershiftv1alpha1.Available)
+			got := meta.FindStatusCondition(conds, hypershiftv1alpha1.Available.String())
 			if got == nil {
 				t.Fatalf("no Available condition in %+v", conds)
 			}
@@ -75,9 +75,9 @@ func TestMirrorControlPlane(t *testing.T) {
 			// Every mirrored type is reported, Unknown when the control
 			// plane has not said.
 			for _, typ := range mirrored {
-				if c := meta.FindStatusCondition(conds, typ); c == nil {
+				if c := meta.FindStatusCondition(conds, typ.String()); c == nil {
 					t.Errorf("%s not reported", typ)
-				} else if meta.FindStatusCondition(tc.hcp, typ) == nil && c.Status != metav1.ConditionUnknown {
+				} else if meta.FindStatusCondition(tc.hcp, typ.String()) == nil && c.Status != metav1.ConditionUnknown {
 					t.Errorf("%s = %s, want Unknown: the control plane has not reported it", typ, c.Status)
 				}
 			}

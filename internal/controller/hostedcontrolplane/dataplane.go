@@ -120,7 +120,7 @@ func (r *Reconciler) konnectivityInputs(ctx context.Context, namespace string, p
 // their health in status.dataPlane and DataPlaneAvailable.
 func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := s.hcp
-	setCondition := func(status bool, reason, message string) {
+	setCondition := func(status bool, reason hypershiftv1alpha1.ConditionReason, message string) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.DataPlaneAvailable, status, reason, message)
 	}
 	if !s.available {

@@ -90,7 +90,7 @@ func deriveStatus(statuses []hypershiftv1alpha1.ComponentStatus, paused bool, pa
 
 // componentCondition is typ True when at least need of the instances run,
 // and says which do not otherwise.
-func componentCondition(typ string, instances []hypershiftv1alpha1.ComponentStatus, need int) (bool, metav1.Condition) {
+func componentCondition(typ hypershiftv1alpha1.ConditionType, instances []hypershiftv1alpha1.ComponentStatus, need int) (bool, metav1.Condition) {
 	var running, other []string
 	for _, s := range instances {
 		if s.Phase == hypershiftv1alpha1.ComponentRunning {
@@ -113,12 +113,12 @@ func componentCondition(typ string, instances []hypershiftv1alpha1.ComponentStat
 	return false, condition(typ, false, hypershiftv1alpha1.ComponentNotReadyReason, msg)
 }
 
-func condition(typ string, status bool, reason, message string) metav1.Condition {
+func condition(typ hypershiftv1alpha1.ConditionType, status bool, reason hypershiftv1alpha1.ConditionReason, message string) metav1.Condition {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
 	}
-	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
+	return metav1.Condition{Type: typ.String(), Status: s, Reason: reason.String(), Message: message}
 }
 
 // updateStatus reports the runtime's view and returns what it derived.

@@ -72,7 +72,7 @@ func inPhase(i int, phase hypershiftv1alpha1.ComponentPhase, msg string) func([]
 
 type want struct {
 	status  metav1.ConditionStatus
-	reason  string
+	reason  hypershiftv1alpha1.ConditionReason
 	message string // a part of the message
 }
 
@@ -85,7 +85,7 @@ func TestDeriveStatus(t *testing.T) {
 		etcd     = hypershiftv1alpha1.EtcdAvailable
 		api      = hypershiftv1alpha1.KubeAPIServerAvailable
 	)
-	allGood := map[string]want{
+	allGood := map[hypershiftv1alpha1.ConditionType]want{
 		avail:    {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "available"},
 		progress: {metav1.ConditionFalse, hypershiftv1alpha1.ComponentsReadyReason, "All components are running"},
 		degraded: {metav1.ConditionFalse, hypershiftv1alpha1.AsExpectedReason, "No component is failing"},
@@ -95,21 +95,21 @@ func TestDeriveStatus(t *testing.T) {
 		components  []hypershiftv1alpha1.ComponentStatus
 		paused      bool
 		waiting     []string
-		want        map[string]want
+		want        map[hypershiftv1alpha1.ConditionType]want
 		available   bool
 		allRunning  bool
 		onlyPausedC bool
 	}{
 		{
 			name: "all running", components: singleReplica(), available: true, allRunning: true,
-			want: merge(allGood, map[string]want{
+			want: merge(allGood, map[hypershiftv1alpha1.ConditionType]want{
 				etcd: {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "etcd-0 running"},
 				api:  {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "kube-apiserver running"},
 			}),
 		},
 		{
 			name: "HA all running", components: highlyAvailable(), available: true, allRunning: true,
-			want: merge(allGood, map[string]want{
+			want: merge(allGood, map[hypershiftv1alpha1.ConditionType]want{
 				etcd: {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "etcd-0, etcd-1, etcd-2 running"},
 				api:  {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "kube-apiserver-proxy running"},
 			}),
@@ -117,7 +117,7 @@ func TestDeriveStatus(t *testing.T) {
 		{
 			name:       "HA one etcd member down keeps quorum",
 			components: highlyAvailable(crashing(2, 3, "exit status 1", "member lost")), available: true,
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				etcd:     {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "etcd-0, etcd-1 running"},
 				avail:    {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "available"},
 				progress: {metav1.ConditionTrue, hypershiftv1alpha1.WaitingForComponentsReason, "etcd-2 is BackOff"},
@@ -129,7 +129,7 @@ func TestDeriveStatus(t *testing.T) {
 			components: highlyAvailable(
 				crashing(1, 1, "signal: killed", ""),
 				inPhase(2, hypershiftv1alpha1.ComponentStopped, "")),
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				etcd:     {metav1.ConditionFalse, hypershiftv1alpha1.ComponentNotReadyReason, "etcd-1 is BackOff; etcd-2 is Stopped"},
 				avail:    {metav1.ConditionFalse, hypershiftv1alpha1.WaitingForComponentsReason, "Waiting for etcd"},
 				progress: {metav1.ConditionTrue, hypershiftv1alpha1.WaitingForComponentsReason, "etcd-1 is BackOff; etcd-2 is Stopped"},
@@ -139,7 +139,7 @@ func TestDeriveStatus(t *testing.T) {
 		{
 			name:       "apiserver down",
 			components: singleReplica(inPhase(1, hypershiftv1alpha1.ComponentUnhealthy, "readyz: etcd failed")),
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				etcd:     {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "etcd-0 running"},
 				api:      {metav1.ConditionFalse, hypershiftv1alpha1.ComponentNotReadyReason, "kube-apiserver is Unhealthy: readyz: etcd failed"},
 				avail:    {metav1.ConditionFalse, hypershiftv1alpha1.WaitingForComponentsReason, "kube-apiserver"},
@@ -150,7 +150,7 @@ func TestDeriveStatus(t *testing.T) {
 		{
 			name:       "proxy not ready",
 			components: highlyAvailable(inPhase(5, hypershiftv1alpha1.ComponentStarting, "")),
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				etcd:     {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "etcd-0, etcd-1, etcd-2 running"},
 				api:      {metav1.ConditionFalse, hypershiftv1alpha1.ComponentNotReadyReason, "kube-apiserver-proxy is Starting"},
 				avail:    {metav1.ConditionFalse, hypershiftv1alpha1.WaitingForComponentsReason, "Waiting"},
@@ -162,7 +162,7 @@ func TestDeriveStatus(t *testing.T) {
 			name:       "a component crash-looping",
 			components: singleReplica(crashing(2, 7, "exit status 255", "F1123 unable to load client CA")),
 			available:  true,
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				api:      {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "kube-apiserver running"},
 				avail:    {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "available"},
 				progress: {metav1.ConditionTrue, hypershiftv1alpha1.WaitingForComponentsReason, "kube-controller-manager is BackOff"},
@@ -184,7 +184,7 @@ func TestDeriveStatus(t *testing.T) {
 				}
 			}),
 			available: true, allRunning: true,
-			want: merge(allGood, map[string]want{
+			want: merge(allGood, map[hypershiftv1alpha1.ConditionType]want{
 				etcd: {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "etcd-0 running"},
 			}),
 		},
@@ -195,7 +195,7 @@ func TestDeriveStatus(t *testing.T) {
 				{Name: "kube-control-plane", Component: components.KubeControlPlane, Phase: hypershiftv1alpha1.ComponentRunning, PID: 11, StartedAt: &started},
 			},
 			available: true, allRunning: true,
-			want: merge(allGood, map[string]want{
+			want: merge(allGood, map[hypershiftv1alpha1.ConditionType]want{
 				api: {metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason, "kube-control-plane running"},
 			}),
 		},
@@ -204,14 +204,14 @@ func TestDeriveStatus(t *testing.T) {
 			// wait for inputs that are still coming.
 			name: "all running, data plane waiting", components: singleReplica(), available: true, allRunning: true,
 			waiting: []string{"the Konnectivity agent: Secret konnectivity-ca does not exist yet"},
-			want: merge(allGood, map[string]want{
+			want: merge(allGood, map[hypershiftv1alpha1.ConditionType]want{
 				progress: {metav1.ConditionTrue, hypershiftv1alpha1.WaitingForComponentsReason, "the Konnectivity agent: Secret konnectivity-ca"},
 			}),
 		},
 		{
 			name:       "nothing started yet",
 			components: nil,
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				etcd:  {metav1.ConditionFalse, hypershiftv1alpha1.ComponentNotReadyReason, "not started yet"},
 				api:   {metav1.ConditionFalse, hypershiftv1alpha1.ComponentNotReadyReason, "not started yet"},
 				avail: {metav1.ConditionFalse, hypershiftv1alpha1.WaitingForComponentsReason, "Waiting"},
@@ -224,7 +224,7 @@ func TestDeriveStatus(t *testing.T) {
 			name:       "paused",
 			components: singleReplica(crashing(0, 9, "exit status 1", ""), crashing(1, 9, "exit status 1", "")),
 			paused:     true, onlyPausedC: true,
-			want: map[string]want{
+			want: map[hypershiftv1alpha1.ConditionType]want{
 				hypershiftv1alpha1.ReconciliationActive: {metav1.ConditionFalse, hypershiftv1alpha1.ReconciliationPausedReason, "paused until true"},
 			},
 		},
@@ -236,12 +236,12 @@ func TestDeriveStatus(t *testing.T) {
 				t.Errorf("available=%v allRunning=%v, want %v and %v", got.available, got.allRunning, tc.available, tc.allRunning)
 			}
 			for typ, w := range tc.want {
-				c := meta.FindStatusCondition(got.conditions, typ)
+				c := meta.FindStatusCondition(got.conditions, typ.String())
 				if c == nil {
 					t.Errorf("no %s condition in %+v", typ, got.conditions)
 					continue
 				}
-				if c.Status != w.status || c.Reason != w.reason || !strings.Contains(c.Message, w.message) {
+				if c.Status != w.status || c.Reason != w.reason.String() || !strings.Contains(c.Message, w.message) {
 					t.Errorf("%s = %s/%s %q, want %s/%s containing %q", typ, c.Status, c.Reason, c.Message, w.status, w.reason, w.message)
 				}
 			}
@@ -255,8 +255,8 @@ func TestDeriveStatus(t *testing.T) {
 	}
 }
 
-func merge(maps ...map[string]want) map[string]want {
-	out := map[string]want{}
+func merge(maps ...map[hypershiftv1alpha1.ConditionType]want) map[hypershiftv1alpha1.ConditionType]want {
+	out := map[hypershiftv1alpha1.ConditionType]want{}
 	for _, m := range maps {
 		for k, v := range m {
 			out[k] = v

@@ -82,8 +82,8 @@ func TestPass(t *testing.T) {
 	if !slices.Contains(got.Finalizers, finalizer) {
 		t.Errorf("finalizers %v lack %s", got.Finalizers, finalizer)
 	}
-	if got.Status.Replicas != 3 || !meta.IsStatusConditionTrue(got.Status.Conditions, hypershiftv1alpha1.ReconciliationActive) ||
-		meta.FindStatusCondition(got.Status.Conditions, hypershiftv1alpha1.NodePoolReady) == nil {
+	if got.Status.Replicas != 3 || !meta.IsStatusConditionTrue(got.Status.Conditions, hypershiftv1alpha1.ReconciliationActive.String()) ||
+		meta.FindStatusCondition(got.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String()) == nil {
 		t.Errorf("status not written: %+v", got.Status)
 	}
 
@@ -99,8 +99,8 @@ func TestPass(t *testing.T) {
 	}, noRemove); err != nil {
 		t.Fatal(err)
 	}
-	cond := meta.FindStatusCondition(stored().Status.Conditions, hypershiftv1alpha1.ReconciliationActive)
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != hypershiftv1alpha1.ReconciliationPausedReason {
+	cond := meta.FindStatusCondition(stored().Status.Conditions, hypershiftv1alpha1.ReconciliationActive.String())
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != hypershiftv1alpha1.ReconciliationPausedReason.String() {
 		t.Errorf("ReconciliationActive = %+v, want False/%s", cond, hypershiftv1alpha1.ReconciliationPausedReason)
 	}
 
@@ -117,8 +117,8 @@ func TestPass(t *testing.T) {
 	if err != nil || res.RequeueAfter != time.Second {
 		t.Fatalf("delete pass: %+v, %v", res, err)
 	}
-	cond = meta.FindStatusCondition(stored().Status.Conditions, hypershiftv1alpha1.NodePoolReady)
-	if cond == nil || cond.Reason != hypershiftv1alpha1.DeletingReason {
+	cond = meta.FindStatusCondition(stored().Status.Conditions, hypershiftv1alpha1.NodePoolReady.String())
+	if cond == nil || cond.Reason != hypershiftv1alpha1.DeletingReason.String() {
 		t.Errorf("Ready = %+v, want reason %s from the delete path", cond, hypershiftv1alpha1.DeletingReason)
 	}
 	_, err = pass(noRemove, func(ctx context.Context, obj *hypershiftv1alpha1.NodePool) (ctrl.Result, error) {

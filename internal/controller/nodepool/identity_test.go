@@ -62,7 +62,7 @@ func TestNodeIdentity(t *testing.T) {
 	}
 	testenv.Eventually(t, 3*time.Minute, "HostedCluster Available", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available), err
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()), err
 	})
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
@@ -83,7 +83,7 @@ func TestNodeIdentity(t *testing.T) {
 	// Both pools reconciled against the hosted cluster (they report nodes).
 	testenv.Eventually(t, time.Minute, "both pools to report their nodes", func() (bool, error) {
 		for _, name := range []string{"victim", "other"} {
-			if meta.FindStatusCondition(status(name).Conditions, hypershiftv1alpha1.NodePoolAllNodesHealthy) == nil {
+			if meta.FindStatusCondition(status(name).Conditions, hypershiftv1alpha1.NodePoolAllNodesHealthy.String()) == nil {
 				return false, nil
 			}
 		}

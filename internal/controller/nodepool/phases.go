@@ -52,7 +52,7 @@ func (r *Reconciler) reconcilePlatformConfig(_ context.Context, s *scope) (ctrl.
 // API once it is Available.
 func (r *Reconciler) reconcileHostedCluster(ctx context.Context, s *scope) (ctrl.Result, error) {
 	np := s.np
-	notReady := func(reason, msg string) {
+	notReady := func(reason hypershiftv1alpha1.ConditionReason, msg string) {
 		conditions.Set(&np.Status.Conditions, np.Generation, hypershiftv1alpha1.NodePoolReady, false, reason, msg)
 	}
 	key := types.NamespacedName{Namespace: np.Namespace, Name: np.Spec.ClusterName}

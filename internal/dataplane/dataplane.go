@@ -8,9 +8,9 @@ package dataplane
 
 import (
 	"fmt"
-	"math/big"
 	"net/netip"
 
+	"hypershift.dev/internal/clusternet"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -23,12 +23,6 @@ const (
 	// FieldManager is the server-side apply field manager of the objects.
 	FieldManager = "hypershift.dev/hosted-cluster-config"
 
-	// DefaultClusterDomain is the DNS domain of Services and pods.
-	DefaultClusterDomain = "cluster.local"
-	// DNSServiceIndex is the cluster DNS Service's address: the 10th of
-	// the service network, as kubeadm chooses it.
-	DNSServiceIndex = 10
-
 	kubeSystem = "kube-system"
 )
 
@@ -36,7 +30,7 @@ const (
 type Config struct {
 	// ServiceCIDR is the hosted cluster's service network.
 	ServiceCIDR string
-	// ClusterDomain defaults to DefaultClusterDomain.
+	// ClusterDomain defaults to clusternet.ClusterDomain.
 	ClusterDomain string
 	// APIServerAddress and APIServerPort are where pods and nodes reach the
 	// hosted API server (spec.networking.apiServer: each node's local
@@ -66,9 +60,9 @@ type Konnectivity struct {
 // to apply them (RBAC and configuration before the workloads that use them).
 func Render(cfg Config) ([]client.Object, error) {
 	if cfg.ClusterDomain == "" {
-		cfg.ClusterDomain = DefaultClusterDomain
+		cfg.ClusterDomain = clusternet.ClusterDomain
 	}
-	dnsIP, err := ServiceIP(cfg.ServiceCIDR, DNSServiceIndex)
+	dnsIP, err := clusternet.ClusterDNSIP(cfg.ServiceCIDR)
 	if err != nil {
 		return nil, err
 	}
@@ -104,23 +98,4 @@ func Render(cfg Config) ([]client.Object, error) {
 		o.SetLabels(labels)
 	}
 	return objs, nil
-}
-
-// ServiceIP is the index-th address of a service network (the 1st is the
-// `kubernetes` Service, the 10th cluster DNS).
-func ServiceIP(cidr string, index int64) (netip.Addr, error) {
-	prefix, err := netip.ParsePrefix(cidr)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("spec.networking.serviceNetwork[0].cidr %q: %w", cidr, err)
-	}
-	prefix = prefix.Masked()
-	size := new(big.Int).Lsh(big.NewInt(1), uint(prefix.Addr().BitLen()-prefix.Bits()))
-	if big.NewInt(index).Cmp(size) >= 0 {
-		return netip.Addr{}, fmt.Errorf("spec.networking.serviceNetwork[0].cidr %s: too small for address %d", cidr, index)
-	}
-	n := new(big.Int).SetBytes(prefix.Addr().AsSlice())
-	n.Add(n, big.NewInt(index))
-	b := n.FillBytes(make([]byte, len(prefix.Addr().AsSlice())))
-	addr, _ := netip.AddrFromSlice(b)
-	return addr, nil
 }

@@ -151,22 +151,3 @@ func TestRenderRefusesBadInput(t *testing.T) {
 		})
 	}
 }
-
-func TestServiceIP(t *testing.T) {
-	for _, tc := range []struct {
-		cidr  string
-		index int64
-		want  string
-	}{
-		{"172.31.0.0/16", 10, "172.31.0.10"},
-		{"10.96.0.0/12", 10, "10.96.0.10"},
-		{"10.0.0.250/24", 10, "10.0.0.10"}, // masked first
-		{"10.0.0.0/28", 10, "10.0.0.10"},
-		{"fd00::/108", 10, "fd00::a"},
-	} {
-		got, err := ServiceIP(tc.cidr, tc.index)
-		if err != nil || got.String() != tc.want {
-			t.Errorf("ServiceIP(%s, %d) = %v, %v; want %s", tc.cidr, tc.index, got, err, tc.want)
-		}
-	}
-}

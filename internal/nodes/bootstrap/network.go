@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusternet"
 )
 
 // Keys of the join information that describe the cluster's network: what
@@ -19,13 +20,6 @@ const (
 	JoinInfoAPIServerAdvertiseAddress = "apiServerAdvertiseAddress"
 	JoinInfoAPIServerPort             = "apiServerPort"
 )
-
-// ClusterDomain is the DNS domain of every hosted cluster.
-const ClusterDomain = "cluster.local"
-
-// clusterDNSIndex is the cluster DNS Service's address within the service
-// network, as kubeadm picks it: the 10th.
-const clusterDNSIndex = 10
 
 // Network is what a node needs to know of its cluster's network.
 type Network struct {
@@ -45,7 +39,7 @@ func NetworkOf(n hypershiftv1alpha1.ClusterNetworking) (Network, error) {
 	if len(n.ServiceNetwork) == 0 || len(n.ClusterNetwork) == 0 {
 		return Network{}, fmt.Errorf("spec.networking needs a serviceNetwork and a clusterNetwork entry")
 	}
-	dns, err := ClusterDNSIP(n.ServiceNetwork[0].CIDR)
+	dns, err := clusternet.ClusterDNSIP(n.ServiceNetwork[0].CIDR)
 	if err != nil {
 		return Network{}, err
 	}
@@ -54,27 +48,10 @@ func NetworkOf(n hypershiftv1alpha1.ClusterNetworking) (Network, error) {
 		ServiceCIDR:               n.ServiceNetwork[0].CIDR,
 		ClusterCIDR:               n.ClusterNetwork[0].CIDR,
 		ClusterDNS:                dns.String(),
-		ClusterDomain:             ClusterDomain,
+		ClusterDomain:             clusternet.ClusterDomain,
 		APIServerAdvertiseAddress: addr,
 		APIServerPort:             port,
 	}, nil
-}
-
-// ClusterDNSIP is the 10th address of the service network: the cluster DNS
-// Service's ClusterIP and the kubelet's clusterDNS.
-func ClusterDNSIP(serviceCIDR string) (netip.Addr, error) {
-	prefix, err := netip.ParsePrefix(serviceCIDR)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("service network %q: %w", serviceCIDR, err)
-	}
-	addr := prefix.Masked().Addr()
-	for range clusterDNSIndex {
-		addr = addr.Next()
-	}
-	if !prefix.Contains(addr) {
-		return netip.Addr{}, fmt.Errorf("service network %s is too small for the cluster DNS address (its %dth)", serviceCIDR, clusterDNSIndex)
-	}
-	return addr, nil
 }
 
 func (n Network) joinInfo() map[string]any {

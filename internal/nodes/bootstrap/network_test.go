@@ -30,27 +30,6 @@ func TestNetworkOf(t *testing.T) {
 	}
 }
 
-func TestClusterDNSIP(t *testing.T) {
-	for cidr, want := range map[string]string{
-		"172.31.0.0/16": "172.31.0.10",
-		"10.96.5.7/12":  "10.96.0.10", // the network's, not the given address's
-		"fd00::/108":    "fd00::a",
-		"10.0.0.0/29":   "", // 8 addresses: no 10th
-		"nonsense":      "",
-	} {
-		got, err := ClusterDNSIP(cidr)
-		if want == "" {
-			if err == nil {
-				t.Errorf("ClusterDNSIP(%s) = %s, want an error", cidr, got)
-			}
-			continue
-		}
-		if err != nil || got.String() != want {
-			t.Errorf("ClusterDNSIP(%s) = %s, %v; want %s", cidr, got, err, want)
-		}
-	}
-}
-
 // Join information without the network (published by an older operator)
 // is refused with the keys it lacks; malformed values name the key.
 func TestParseNetwork(t *testing.T) {

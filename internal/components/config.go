@@ -5,6 +5,7 @@ import (
 
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 )
 
 // Component names: the compiled-in Kubernetes components, and hypershift's
@@ -35,8 +36,9 @@ var HighlyAvailable = Replicas{Etcd: 3, KubeAPIServer: 2, Controllers: 2}
 type Config struct {
 	// Name identifies the control plane (its namespace, NS-NAME).
 	Name string
-	// Dir is the directory that holds one directory per instance.
-	Dir string
+	// Layout is what the runtime offers the instances: their directory
+	// and how they reach each other.
+	Layout runtime.Layout
 	// PKI holds the control plane's certificates and keys.
 	PKI *pki.ControlPlane
 	// Replicas of each component; zero means SingleReplica.
@@ -160,9 +162,9 @@ func (cfg Config) apiServerPort(i int) int {
 }
 
 // Render returns the control plane's instances in start order.
-func Render(cfg Config) ([]Spec, error) {
+func Render(cfg Config) ([]runtime.Spec, error) {
 	r := cfg.replicas()
-	var specs []Spec
+	var specs []runtime.Spec
 	for i := range r.Etcd {
 		specs = append(specs, renderEtcd(cfg, i))
 	}

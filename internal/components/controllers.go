@@ -7,6 +7,7 @@ import (
 
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 )
 
 // Controllers a management plane runs: it hosts no workloads, so it needs
@@ -25,26 +26,26 @@ func endpointInstance(cfg Config) string {
 // share: their kubeconfig for every API call, a loopback serving port, and
 // leader election when controllers are replicated.
 func controllerArgs(cfg Config, name string) []string {
-	kubeconfig := path(cfg.Dir, name, "kubeconfig")
+	kubeconfig := path(cfg.Layout.Dir, name, "kubeconfig")
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
-		"--cert-dir=" + path(cfg.Dir, name, "certs"),
+		"--cert-dir=" + path(cfg.Layout.Dir, name, "certs"),
 		fmt.Sprintf("--leader-elect=%t", cfg.replicas().Controllers > 1),
 		"--profiling=false",
 	}
 }
 
-func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
+func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeControllerManager, i, cfg.replicas().Controllers)
 	p := cfg.PKI
-	dir := func(f string) string { return path(cfg.Dir, name, f) }
+	dir := func(f string) string { return path(cfg.Layout.Dir, name, f) }
 	kc, err := localKubeconfig(cfg, name, p.KubeControllerManager)
 	if err != nil {
-		return Spec{}, err
+		return runtime.Spec{}, err
 	}
 	args := append(controllerArgs(cfg, name),
 		"--root-ca-file="+dir("root-ca.crt"),
@@ -73,44 +74,44 @@ func renderKubeControllerManager(cfg Config, i int) (Spec, error) {
 			fmt.Sprintf("--node-cidr-mask-size=%d", cfg.NodeCIDRMaskSize),
 		)
 	}
-	files := []File{
+	files := []runtime.File{
 		{Path: "kubeconfig", Content: kc, Secret: true},
 		{Path: "root-ca.crt", Content: p.RootCA.CertPEM},
 		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
 	}
 	if !cfg.Management {
 		files = append(files,
-			File{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
-			File{Path: "client-ca.key", Content: p.ClientCA.KeyPEM, Secret: true},
-			File{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
-			File{Path: "kubelet-ca.key", Content: p.KubeletCA.KeyPEM, Secret: true},
+			runtime.File{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
+			runtime.File{Path: "client-ca.key", Content: p.ClientCA.KeyPEM, Secret: true},
+			runtime.File{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
+			runtime.File{Path: "kubelet-ca.key", Content: p.KubeletCA.KeyPEM, Secret: true},
 		)
 	}
-	return Spec{
+	return runtime.Spec{
 		Name:      name,
 		Component: KubeControllerManager,
 		After:     []string{endpointInstance(cfg)},
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{"https": cfg.Ports[name]},
-		Readiness: Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
 	}, nil
 }
 
-func renderKubeScheduler(cfg Config, i int) (Spec, error) {
+func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeScheduler, i, cfg.replicas().Controllers)
 	kc, err := localKubeconfig(cfg, name, cfg.PKI.KubeScheduler)
 	if err != nil {
-		return Spec{}, err
+		return runtime.Spec{}, err
 	}
-	return Spec{
+	return runtime.Spec{
 		Name:      name,
 		Component: KubeScheduler,
 		After:     []string{endpointInstance(cfg)},
 		Args:      controllerArgs(cfg, name),
-		Files:     []File{{Path: "kubeconfig", Content: kc, Secret: true}},
+		Files:     []runtime.File{{Path: "kubeconfig", Content: kc, Secret: true}},
 		Ports:     map[string]int{"https": cfg.Ports[name]},
-		Readiness: Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
 	}, nil
 }
 

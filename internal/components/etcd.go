@@ -3,20 +3,23 @@ package components
 import (
 	"fmt"
 	"strings"
+
+	"hypershift.dev/internal/runtime"
 )
 
-func renderEtcd(cfg Config, i int) Spec {
+func renderEtcd(cfg Config, i int) runtime.Spec {
 	n := cfg.replicas().Etcd
 	name := instanceName(Etcd, i, n)
 	p := cfg.PKI
-	dir := func(f string) string { return path(cfg.Dir, name, f) }
+	dir := func(f string) string { return path(cfg.Layout.Dir, name, f) }
 	peerURL := func(m int) string { return fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(m, "peer")]) }
 	clientURL := fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(i, "client")])
 	members := make([]string, n)
 	for m := range n {
 		members[m] = instanceName(Etcd, m, n) + "=" + peerURL(m)
 	}
-	return Spec{
+	return runtime.Spec{
+		StopLast:  true,
 		Name:      name,
 		Component: Etcd,
 		Args: []string{
@@ -42,7 +45,7 @@ func renderEtcd(cfg Config, i int) Spec {
 			"--logger=zap",
 			"--log-level=warn",
 		},
-		Files: []File{
+		Files: []runtime.File{
 			{Path: "ca.crt", Content: p.EtcdCA.CertPEM},
 			{Path: "server.crt", Content: p.EtcdServer.CertPEM},
 			{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true},
@@ -54,7 +57,7 @@ func renderEtcd(cfg Config, i int) Spec {
 			"peer":    cfg.Ports[etcdPort(i, "peer")],
 			"metrics": cfg.Ports[etcdPort(i, "metrics")],
 		},
-		Readiness: Probe{Scheme: "http", Port: cfg.Ports[etcdPort(i, "metrics")], Path: "/health"},
+		Readiness: runtime.Probe{Scheme: "http", Port: cfg.Ports[etcdPort(i, "metrics")], Path: "/health"},
 		// GOGC=50: ~6 MiB less heap when idle.
 		Env: cfg.hostedEnv(),
 	}

@@ -16,9 +16,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 )
 
-// goldenSpec is a Spec as its golden file shows it: the same fields in the
+// goldenSpec is a runtime.Spec as its golden file shows it: the same fields in the
 // same order, plus what each file holds and the probe's CA, so that a
 // change to an encryption config, audit policy or kubeconfig shows in
 // review. Key material never appears: keys, certificates and other opaque
@@ -72,7 +73,7 @@ func digest(b []byte) string {
 }
 
 // goldenView converts specs for their golden file.
-func goldenView(t *testing.T, specs []Spec) []goldenSpec {
+func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 	t.Helper()
 	out := make([]goldenSpec, 0, len(specs))
 	for _, s := range specs {
@@ -97,7 +98,7 @@ func goldenView(t *testing.T, specs []Spec) []goldenSpec {
 
 // goldenContent shows a file: text as lines, structured secret files with
 // their key fields replaced, everything else (keys, certificates) by digest.
-func goldenContent(t *testing.T, f File) goldenFile {
+func goldenContent(t *testing.T, f runtime.File) goldenFile {
 	t.Helper()
 	g := goldenFile{Path: f.Path, Secret: f.Secret}
 	base := filepath.Base(f.Path)
@@ -152,13 +153,13 @@ func lines(b []byte) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-// TestGoldenViewHasEverySpecField: a field added to Spec (or Probe) must be
+// TestGoldenViewHasEverySpecField: a field added to runtime.Spec (or Probe) must be
 // added to the golden view too, or golden files would stop showing it.
 func TestGoldenViewHasEverySpecField(t *testing.T) {
 	for _, pair := range [][2]reflect.Type{
-		{reflect.TypeFor[Spec](), reflect.TypeFor[goldenSpec]()},
-		{reflect.TypeFor[Probe](), reflect.TypeFor[goldenProbe]()},
-		{reflect.TypeFor[File](), reflect.TypeFor[goldenFile]()},
+		{reflect.TypeFor[runtime.Spec](), reflect.TypeFor[goldenSpec]()},
+		{reflect.TypeFor[runtime.Probe](), reflect.TypeFor[goldenProbe]()},
+		{reflect.TypeFor[runtime.File](), reflect.TypeFor[goldenFile]()},
 	} {
 		for i := range pair[0].NumField() {
 			f := pair[0].Field(i)
@@ -175,7 +176,7 @@ func goldenScenarios() []struct {
 	cfg  Config
 } {
 	management := testConfig()
-	management.Name, management.Dir, management.Management = "management", "/var/lib/hypershift/management", true
+	management.Name, management.Layout.Dir, management.Management = "management", "/var/lib/hypershift/management", true
 	ha := testConfig()
 	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
 	single := testConfig()

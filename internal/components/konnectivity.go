@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"sigs.k8s.io/yaml"
+
+	"hypershift.dev/internal/runtime"
 )
 
 // KonnectivityServer is the instance (and compiled-in component) that ends
@@ -33,14 +35,14 @@ const maxSocketPath = 99
 // the data dir is so deep that the first path is too long for a socket.
 func (cfg Config) konnectivitySocket() (string, error) {
 	for _, p := range []string{
-		path(cfg.Dir, KonnectivityServer, "konnectivity.sock"),
-		filepath.Join(cfg.Dir, "konnectivity.sock"),
+		path(cfg.Layout.Dir, KonnectivityServer, "konnectivity.sock"),
+		filepath.Join(cfg.Layout.Dir, "konnectivity.sock"),
 	} {
 		if len(p) <= maxSocketPath {
 			return p, nil
 		}
 	}
-	p := filepath.Join(cfg.Dir, "konnectivity.sock")
+	p := filepath.Join(cfg.Layout.Dir, "konnectivity.sock")
 	return "", fmt.Errorf("%s: unix socket path %s is %d bytes, the limit is %d: use a shorter data dir (--data-dir)",
 		KonnectivityServer, p, len(p), maxSocketPath)
 }
@@ -48,15 +50,15 @@ func (cfg Config) konnectivitySocket() (string, error) {
 // renderKonnectivityServer is the one tunnel server of a control plane:
 // every API server, also of a replicated control plane, uses it over its
 // unix socket, so an agent's one connection serves all of them.
-func renderKonnectivityServer(cfg Config) (Spec, error) {
+func renderKonnectivityServer(cfg Config) (runtime.Spec, error) {
 	socket, err := cfg.konnectivitySocket()
 	if err != nil {
-		return Spec{}, err
+		return runtime.Spec{}, err
 	}
-	dir := func(f string) string { return path(cfg.Dir, KonnectivityServer, f) }
+	dir := func(f string) string { return path(cfg.Layout.Dir, KonnectivityServer, f) }
 	agent, health, admin := cfg.Ports[KonnectivityPort], cfg.Ports[konnectivityHealthPort], cfg.Ports[konnectivityAdminPort]
 	p := cfg.PKI
-	return Spec{
+	return runtime.Spec{
 		Name:      KonnectivityServer,
 		Component: KonnectivityServer,
 		Args: []string{
@@ -78,7 +80,7 @@ func renderKonnectivityServer(cfg Config) (Spec, error) {
 			"--server-count=1",
 			"--proxy-strategies=destHost,default",
 		},
-		Files: []File{
+		Files: []runtime.File{
 			{Path: "ca.crt", Content: p.KonnectivityCA.CertPEM},
 			{Path: "server.crt", Content: p.KonnectivityServer.CertPEM},
 			{Path: "server.key", Content: p.KonnectivityServer.KeyPEM, Secret: true},
@@ -86,17 +88,17 @@ func renderKonnectivityServer(cfg Config) (Spec, error) {
 		Ports: map[string]int{"agent": agent, "health": health, "admin": admin},
 		// /healthz, not /readyz: the server is ready for the API servers
 		// before any agent connects (a cluster without nodes has none).
-		Readiness: Probe{Scheme: "http", Port: health, Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/healthz"},
 	}, nil
 }
 
 // egressSelectorFile is an API server's egress selector configuration: its
 // traffic to the cluster (kubelets, pods, services, webhooks) goes through
 // the Konnectivity server's socket.
-func (cfg Config) egressSelectorFile() (File, error) {
+func (cfg Config) egressSelectorFile() (runtime.File, error) {
 	socket, err := cfg.konnectivitySocket()
 	if err != nil {
-		return File{}, err
+		return runtime.File{}, err
 	}
 	content, err := yaml.Marshal(map[string]any{
 		"apiVersion": "apiserver.k8s.io/v1beta1",
@@ -110,7 +112,7 @@ func (cfg Config) egressSelectorFile() (File, error) {
 		}},
 	})
 	if err != nil {
-		return File{}, fmt.Errorf("egress selector configuration: %w", err)
+		return runtime.File{}, fmt.Errorf("egress selector configuration: %w", err)
 	}
-	return File{Path: "egress-selector.yaml", Content: content}, nil
+	return runtime.File{Path: "egress-selector.yaml", Content: content}, nil
 }

@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"hypershift.dev/internal/runtime"
 )
 
 // egressSocket reads the unix socket an API server's egress selector
 // configuration (the file its flag names) sends `cluster` traffic to.
-func egressSocket(t *testing.T, dir string, s Spec) string {
+func egressSocket(t *testing.T, dir string, s runtime.Spec) string {
 	t.Helper()
 	var file string
 	for _, a := range s.Args {
@@ -54,7 +56,7 @@ func egressSocket(t *testing.T, dir string, s Spec) string {
 	return ""
 }
 
-func serverSocket(t *testing.T, specs []Spec) string {
+func serverSocket(t *testing.T, specs []runtime.Spec) string {
 	t.Helper()
 	var socket string
 	n := 0
@@ -96,7 +98,7 @@ func TestKonnectivityServesEveryAPIServer(t *testing.T) {
 					continue
 				}
 				apiServers++
-				if got := egressSocket(t, cfg.Dir, s); got != socket {
+				if got := egressSocket(t, cfg.Layout.Dir, s); got != socket {
 					t.Errorf("%s dials %q, the server listens on %q", s.Name, got, socket)
 				}
 				if slices.Contains(s.After, KonnectivityServer) {
@@ -106,7 +108,7 @@ func TestKonnectivityServesEveryAPIServer(t *testing.T) {
 			if apiServers != max(cfg.replicas().KubeAPIServer, 1) && !cfg.SingleProcess {
 				t.Errorf("%d API servers checked", apiServers)
 			}
-			firstAPIServer := slices.IndexFunc(specs, func(s Spec) bool {
+			firstAPIServer := slices.IndexFunc(specs, func(s runtime.Spec) bool {
 				return s.Component == KubeAPIServer || s.Component == KubeControlPlane
 			})
 			if slices.Index(names(specs), KonnectivityServer) > firstAPIServer {
@@ -130,7 +132,7 @@ func TestKonnectivitySocketPath(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Dir = tt.dir
+			cfg.Layout.Dir = tt.dir
 			specs, err := Render(cfg)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), KonnectivityServer) {

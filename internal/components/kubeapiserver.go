@@ -6,16 +6,17 @@ import (
 	"strconv"
 
 	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/runtime"
 )
 
-func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
+func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeAPIServer, i, cfg.replicas().KubeAPIServer)
 	p := cfg.PKI
 	port := cfg.apiServerPort(i)
-	dir := func(f string) string { return path(cfg.Dir, name, f) }
+	dir := func(f string) string { return path(cfg.Layout.Dir, name, f) }
 	encryption, err := encryptionConfig(cfg.EncryptionKey)
 	if err != nil {
-		return Spec{}, err
+		return runtime.Spec{}, err
 	}
 	args := []string{
 		"--etcd-servers=" + etcdServers(cfg),
@@ -58,7 +59,7 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 		// server address is reachable from the hosted cluster's pods.
 		"--endpoint-reconciler-type=none",
 	}
-	files := []File{
+	files := []runtime.File{
 		{Path: "etcd-ca.crt", Content: p.EtcdCA.CertPEM},
 		{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM},
 		{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true},
@@ -79,7 +80,7 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 	if !cfg.Management {
 		egress, err := cfg.egressSelectorFile()
 		if err != nil {
-			return Spec{}, fmt.Errorf("%s: %w", name, err)
+			return runtime.Spec{}, fmt.Errorf("%s: %w", name, err)
 		}
 		args = append(args, "--egress-selector-config-file="+dir(egress.Path))
 		// The API server opens the socket only when it dials into the
@@ -88,13 +89,13 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 		// moments fails as during a restart of it.
 		files = append(files, egress)
 	}
-	return Spec{
+	return runtime.Spec{
 		Name:      name,
 		Component: KubeAPIServer,
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{"https": port},
-		Readiness: Probe{Scheme: "https", Host: cfg.apiServerBindAddress(), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+		Readiness: runtime.Probe{Scheme: "https", Host: cfg.apiServerBindAddress(), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
 		// GOGC=50: ~38 MiB less heap when idle.
 		Env: cfg.hostedEnv(),
 	}, nil
@@ -103,23 +104,23 @@ func renderKubeAPIServer(cfg Config, i int) (Spec, error) {
 // renderKubeAPIServerProxy is the stable endpoint of replicated API servers:
 // a TCP proxy (TLS passes through) run as its own supervised process, so
 // the endpoint does not depend on the operator.
-func renderKubeAPIServerProxy(cfg Config) Spec {
+func renderKubeAPIServerProxy(cfg Config) runtime.Spec {
 	port, health := cfg.Ports[EndpointPort], cfg.Ports[proxyHealthPort]
 	flags := endpointproxy.Config{
 		Listen:        net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(port)),
 		HealthListen:  net.JoinHostPort(loopback, strconv.Itoa(health)),
-		BackendCAFile: path(cfg.Dir, KubeAPIServerProxy, "ca.crt"),
+		BackendCAFile: path(cfg.Layout.Dir, KubeAPIServerProxy, "ca.crt"),
 	}
 	for i := range cfg.replicas().KubeAPIServer {
 		flags.Backends = append(flags.Backends, net.JoinHostPort(loopback, strconv.Itoa(cfg.apiServerPort(i))))
 	}
-	return Spec{
+	return runtime.Spec{
 		Name:      KubeAPIServerProxy,
 		Component: KubeAPIServerProxy,
 		Args:      flags.Args(),
-		Files:     []File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
+		Files:     []runtime.File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
 		Ports:     map[string]int{"https": port, "health": health},
 		// Ready while it routes to at least one ready API server.
-		Readiness: Probe{Scheme: "http", Port: health, Path: "/readyz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/readyz"},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -42,7 +43,7 @@ func testPorts(r Replicas) map[string]int {
 func testConfig() Config {
 	return Config{
 		Name:             "clusters-demo",
-		Dir:              "/var/lib/hypershift/clusters/clusters-demo",
+		Layout:           runtime.Layout{Dir: "/var/lib/hypershift/clusters/clusters-demo"},
 		PKI:              fakePKI(),
 		Ports:            testPorts(SingleReplica),
 		EncryptionKey:    []byte("0123456789abcdef0123456789abcdef"),
@@ -134,7 +135,7 @@ func TestRenderIsPure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := slices.IndexFunc(a, func(s Spec) bool { return s.Name == KubeAPIServer })
+	api := slices.IndexFunc(a, func(s runtime.Spec) bool { return s.Name == KubeAPIServer })
 	if a[api].Hash() == c[api].Hash() {
 		t.Error("changing the API server port did not change its spec hash")
 	}
@@ -214,7 +215,7 @@ func TestSingleProcessKeepsEverything(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(args, cfg.Dir+"/kube-apiserver/") || !strings.Contains(args, cfg.Dir+"/kube-control-plane/kube-controller-manager/kubeconfig") {
+	if strings.Contains(args, cfg.Layout.Dir+"/kube-apiserver/") || !strings.Contains(args, cfg.Layout.Dir+"/kube-control-plane/kube-controller-manager/kubeconfig") {
 		t.Errorf("paths not moved under %s: %s", KubeControlPlane, args)
 	}
 	api := separate[2]
@@ -223,7 +224,7 @@ func TestSingleProcessKeepsEverything(t *testing.T) {
 	}
 }
 
-func names(specs []Spec) []string {
+func names(specs []runtime.Spec) []string {
 	var out []string
 	for _, s := range specs {
 		out = append(out, s.Name)

@@ -3,6 +3,8 @@ package components
 import (
 	"path/filepath"
 	"strings"
+
+	"hypershift.dev/internal/runtime"
 )
 
 // KubeControlPlane is the instance (and compiled-in component) that runs
@@ -15,21 +17,21 @@ const KubeControlPlane = "kube-control-plane"
 // single-replica control plane into one instance: each keeps its own flags
 // and files, moved into a subdirectory of the shared instance directory.
 // The instance is ready when the API server is; it starts after etcd.
-func singleProcess(cfg Config, specs []Spec) []Spec {
+func singleProcess(cfg Config, specs []runtime.Spec) []runtime.Spec {
 	folded := map[string]bool{KubeAPIServer: true, KubeControllerManager: true, KubeScheduler: true}
-	combined := Spec{
+	combined := runtime.Spec{
 		Name:      KubeControlPlane,
 		Component: KubeControlPlane,
 		Ports:     map[string]int{},
 	}
-	var out []Spec
+	var out []runtime.Spec
 	for _, s := range specs {
 		if !folded[s.Name] {
 			out = append(out, s)
 			continue
 		}
-		from := filepath.Join(cfg.Dir, s.Name) + string(filepath.Separator)
-		to := filepath.Join(cfg.Dir, KubeControlPlane, s.Name) + string(filepath.Separator)
+		from := filepath.Join(cfg.Layout.Dir, s.Name) + string(filepath.Separator)
+		to := filepath.Join(cfg.Layout.Dir, KubeControlPlane, s.Name) + string(filepath.Separator)
 		if len(combined.Args) > 0 {
 			combined.Args = append(combined.Args, "--")
 		}

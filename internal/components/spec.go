@@ -1,79 +1,14 @@
 // Package components renders the control-plane components (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler) as runtime-neutral
-// specs: the command line, the files it reads, its ports and its health
-// probe. Rendering is pure — the same config gives the same specs — so specs
-// are pinned by golden files, and every runtime runs the same thing. It also
-// defines the Registry, the one table of the components the binary runs
-// (docs/components.md).
+// specs (runtime.Spec): the command line, the files it reads, its ports and
+// its health probe. Rendering is pure — the same config gives the same specs
+// — so specs are pinned by golden files, and every runtime runs the same
+// thing. It also defines the Registry, the one table of the components the
+// binary runs (docs/components.md).
 package components
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"path/filepath"
-	"sort"
 )
-
-// File is a file a component reads, relative to its directory.
-type File struct {
-	Path    string `json:"path"`
-	Content []byte `json:"-"`
-	// Secret files are written 0600, others 0644.
-	Secret bool `json:"secret,omitempty"`
-}
-
-// Probe is an HTTP(S) health check.
-type Probe struct {
-	Scheme string `json:"scheme"`
-	// Host is the address probed; empty means 127.0.0.1.
-	Host string `json:"host,omitempty"`
-	Port int    `json:"port"`
-	Path string `json:"path"`
-	// CAPEM verifies the server; empty means the server's certificate is
-	// self-signed and only the answer matters.
-	CAPEM []byte `json:"-"`
-}
-
-// Spec is one component instance, ready for a runtime.
-type Spec struct {
-	// Name of the instance, unique within a control plane (etcd-0,
-	// kube-apiserver, …). Its directory is Dir/Name.
-	Name string `json:"name"`
-	// Component is the compiled-in component run by
-	// `hypershift component <Component>`.
-	Component string `json:"component"`
-	// Command, when set, is an executable of the host run instead of a
-	// compiled-in component (a node's containerd).
-	Command string `json:"command,omitempty"`
-	// Args are the component's upstream flags.
-	Args []string `json:"args"`
-	// Files are written into the instance directory before it starts.
-	Files []File `json:"files"`
-	// Ports the instance listens on, by name.
-	Ports map[string]int `json:"ports"`
-	// Readiness says when the instance serves.
-	Readiness Probe `json:"readiness"`
-	// After names instances that must be ready before this one starts
-	// (a controller started before its API server only crash-loops).
-	After []string `json:"after,omitempty"`
-	// Env adds environment variables.
-	Env []string `json:"env,omitempty"`
-}
-
-// Hash identifies the spec's content: a runtime restarts an instance whose
-// hash changed.
-func (s Spec) Hash() string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(s)
-	files := append([]File(nil), s.Files...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	for _, f := range files {
-		h.Write([]byte(f.Path))
-		h.Write(f.Content)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
 
 func path(dir, name, file string) string { return filepath.Join(dir, name, file) }

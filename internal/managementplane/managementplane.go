@@ -78,7 +78,7 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	}
 	specs, err := components.Render(components.Config{
 		Name:          ref.Name,
-		Dir:           rt.Dir(ref),
+		Layout:        rt.Layout(ref),
 		PKI:           certs,
 		Ports:         ports,
 		ServiceCIDR:   serviceCIDR,

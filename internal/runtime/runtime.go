@@ -1,14 +1,16 @@
-// Package runtime defines how rendered control-plane components are run.
-// The process runtime (runtime/process) runs them as supervised local OS
-// processes; a kube runtime runs the same specs as pods.
+// Package runtime defines how rendered control-plane components are run:
+// the workload description every runtime takes (Spec: command line, files,
+// ports, probe, stop order), what a runtime offers the instances it runs
+// (Layout: their directory and how they reach each other), and what it
+// reports (InstanceStatus). The process runtime (runtime/process) runs specs
+// as supervised local OS processes; the kube runtime (runtime/kube) runs the
+// same specs as pods of a management cluster.
 package runtime
 
 import (
 	"context"
 	"errors"
-
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/components"
+	"time"
 )
 
 // ControlPlaneRef names one control plane: its namespace (NS-NAME for a
@@ -30,14 +32,68 @@ var ErrNotOwner = errors.New("control plane belongs to another owner")
 
 // Runtime runs the components of control planes.
 type Runtime interface {
+	// Layout says where a control plane's instances find their files and
+	// how they reach each other; the renderer renders for it.
+	Layout(ref ControlPlaneRef) Layout
 	// Ports returns the named ports of a control plane, allocating each
 	// once and keeping it.
 	Ports(ctx context.Context, ref ControlPlaneRef, names []string) (map[string]int, error)
 	// Apply makes the running instances of a control plane match specs:
 	// it starts missing ones, restarts changed ones and stops others.
-	Apply(ctx context.Context, ref ControlPlaneRef, specs []components.Spec) error
-	// Status reports each instance of a control plane.
-	Status(ref ControlPlaneRef) []hypershiftv1alpha1.ComponentStatus
+	Apply(ctx context.Context, ref ControlPlaneRef, specs []Spec) error
+	// Status reports each instance of a control plane, sorted by name.
+	Status(ref ControlPlaneRef) []InstanceStatus
 	// Delete stops a control plane and removes its data.
 	Delete(ctx context.Context, ref ControlPlaneRef) error
+}
+
+// Layout is what a runtime offers the instances of one control plane.
+type Layout struct {
+	// Dir holds one directory per instance (Dir/<instance name>), as the
+	// instances see it: every path in a Spec's arguments lies under it.
+	Dir string
+	// Pods: each instance runs in a network namespace of its own (a pod),
+	// listens on all of that namespace's addresses, and is reached by the
+	// others at Host(instance). Otherwise all instances share the host's
+	// network: they listen on loopback, on ports the runtime allocated, and
+	// Host is nil.
+	Pods bool
+	// Host returns the name other instances reach an instance (etcd-1) or a
+	// replicated component (kube-apiserver) at; set when Pods.
+	Host func(name string) string
+}
+
+// Phase is an instance's state.
+type Phase string
+
+// Phases.
+const (
+	// Starting: started, not ready yet.
+	Starting Phase = "Starting"
+	// Running: running and passing its readiness probe.
+	Running Phase = "Running"
+	// Unhealthy: running, but its probe fails.
+	Unhealthy Phase = "Unhealthy"
+	// BackOff: exited, waiting to be started again.
+	BackOff Phase = "BackOff"
+	// Stopped: not running.
+	Stopped Phase = "Stopped"
+)
+
+// InstanceStatus is what a runtime observes of one instance.
+type InstanceStatus struct {
+	// Name of the instance (Spec.Name) and the Component it runs.
+	Name, Component string
+	Phase           Phase
+	// PID of the process, for runtimes that run processes; 0 otherwise.
+	PID int
+	// Restarts counts how often the instance was started again.
+	Restarts int
+	// LastExitReason says why the instance last exited.
+	LastExitReason string
+	// Message adds detail, such as a failing probe's error.
+	Message string
+	// StartedAt is when the current process or container started; zero
+	// when unknown.
+	StartedAt time.Time
 }

@@ -21,6 +21,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 )
 
 // baselineResult is baseline_start_s: the same binary's etcd and
@@ -176,7 +177,7 @@ func getBody(ctx context.Context, c *http.Client, url string) (int, string) {
 // renderBaseline makes the certificates and renders the components exactly
 // as the operator does for a hosted cluster, and returns etcd and
 // kube-apiserver in that order.
-func renderBaseline(dir string) ([]components.Spec, *pki.ControlPlane, error) {
+func renderBaseline(dir string) ([]runtime.Spec, *pki.ControlPlane, error) {
 	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("172.31.0.1")}
 	if ip := hostnet.HostIPv4(); ip != nil {
 		ips = append(ips, ip)
@@ -204,7 +205,7 @@ func renderBaseline(dir string) ([]components.Spec, *pki.ControlPlane, error) {
 	all, err := components.Render(components.Config{
 		Name:             "clusters-baseline",
 		Replicas:         components.SingleReplica,
-		Dir:              dir,
+		Layout:           runtime.Layout{Dir: dir},
 		PKI:              certs,
 		Ports:            ports,
 		ServiceCIDR:      "172.31.0.0/16",
@@ -215,7 +216,7 @@ func renderBaseline(dir string) ([]components.Spec, *pki.ControlPlane, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("render baseline components: %w", err)
 	}
-	var specs []components.Spec
+	var specs []runtime.Spec
 	for _, want := range []string{components.Etcd, components.KubeAPIServer} {
 		for _, s := range all {
 			if s.Component == want {
@@ -232,7 +233,7 @@ func renderBaseline(dir string) ([]components.Spec, *pki.ControlPlane, error) {
 
 // startComponent writes the spec's files and starts it as the process
 // runtime does: in its directory, in its own session, output to a log.
-func startComponent(bin, dir string, spec components.Spec) (*exec.Cmd, error) {
+func startComponent(bin, dir string, spec runtime.Spec) (*exec.Cmd, error) {
 	instDir := filepath.Join(dir, spec.Name)
 	for _, f := range spec.Files {
 		mode := os.FileMode(0o644)

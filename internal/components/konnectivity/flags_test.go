@@ -9,6 +9,7 @@ import (
 
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -20,7 +21,7 @@ func TestRenderedServerFlagsAreUpstreams(t *testing.T) {
 		ports[name] = 20001 + i
 	}
 	specs, err := components.Render(components.Config{
-		Name: "clusters-demo", Dir: "/var/lib/hypershift/clusters/clusters-demo", PKI: &pki.ControlPlane{},
+		Name: "clusters-demo", Layout: runtime.Layout{Dir: "/var/lib/hypershift/clusters/clusters-demo"}, PKI: &pki.ControlPlane{},
 		Ports: ports, EncryptionKey: make([]byte, 32), BindAddress: "192.0.2.10",
 	})
 	if err != nil {

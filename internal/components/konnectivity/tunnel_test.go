@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	konnectivityclient "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/pkg/client"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/components/konnectivity"
 	"hypershift.dev/internal/pki"
@@ -74,10 +73,10 @@ func testTunnel(t *testing.T, root string) {
 	// presents a client certificate of another cluster's Konnectivity CA.
 	foreign := agentSpec("foreign-agent", agentPort, agentPorts["foreign-health"], agentPorts["foreign-admin"],
 		certs.KonnectivityCA, other.KonnectivityAgent)
-	if err := rt.Apply(ctx, ref, []components.Spec{server, foreign}); err != nil {
+	if err := rt.Apply(ctx, ref, []runtime.Spec{server, foreign}); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(t, rt, ref, server.Name, hypershiftv1alpha1.ComponentRunning)
+	waitPhase(t, rt, ref, server.Name, runtime.Running)
 
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, "reached through the tunnel")
@@ -106,10 +105,10 @@ func testTunnel(t *testing.T, root string) {
 	// This cluster's agent connects, and the tunnel carries traffic.
 	good := agentSpec(konnectivity.Agent, agentPort, agentPorts["good-health"], agentPorts["good-admin"],
 		certs.KonnectivityCA, certs.KonnectivityAgent)
-	if err := rt.Apply(ctx, ref, []components.Spec{server, foreign, good}); err != nil {
+	if err := rt.Apply(ctx, ref, []runtime.Spec{server, foreign, good}); err != nil {
 		t.Fatal(err)
 	}
-	waitPhase(t, rt, ref, good.Name, hypershiftv1alpha1.ComponentRunning)
+	waitPhase(t, rt, ref, good.Name, runtime.Running)
 	var body string
 	testenv.Eventually(t, time.Minute, "a request through the tunnel", func() (bool, error) {
 		body, err = tunnelGet(ctx, socket, backendAddr)
@@ -121,7 +120,7 @@ func testTunnel(t *testing.T, root string) {
 
 	// Without the agent the same dial fails again: the agent, not the
 	// server, reached the backend.
-	if err := rt.Apply(ctx, ref, []components.Spec{server, foreign}); err != nil {
+	if err := rt.Apply(ctx, ref, []runtime.Spec{server, foreign}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "dials to fail once the agent is gone", func() (bool, error) {
@@ -132,14 +131,14 @@ func testTunnel(t *testing.T, root string) {
 
 // renderServer renders a hosted control plane and returns its Konnectivity
 // server, the server's unix socket and its agent port.
-func renderServer(ctx context.Context, t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, certs *pki.ControlPlane) (components.Spec, string, int) {
+func renderServer(ctx context.Context, t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, certs *pki.ControlPlane) (runtime.Spec, string, int) {
 	t.Helper()
 	ports, err := rt.Ports(ctx, ref, components.PortNames(components.SingleReplica))
 	if err != nil {
 		t.Fatal(err)
 	}
 	specs, err := components.Render(components.Config{
-		Name: ref.Namespace, Dir: rt.Dir(ref), PKI: certs, Ports: ports,
+		Name: ref.Namespace, Layout: rt.Layout(ref), PKI: certs, Ports: ports,
 		EncryptionKey: make([]byte, 32), ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14", NodeCIDRMaskSize: 24,
 	})
 	if err != nil {
@@ -156,12 +155,12 @@ func renderServer(ctx context.Context, t *testing.T, rt *process.Runtime, ref ru
 		}
 	}
 	t.Fatalf("no %s with a unix socket among %d specs", components.KonnectivityServer, len(specs))
-	return components.Spec{}, "", 0
+	return runtime.Spec{}, "", 0
 }
 
 // agentSpec is an agent as a node runs it, dialing the server on loopback.
-func agentSpec(name string, serverPort, health, admin int, ca, cert pki.KeyPair) components.Spec {
-	return components.Spec{
+func agentSpec(name string, serverPort, health, admin int, ca, cert pki.KeyPair) runtime.Spec {
+	return runtime.Spec{
 		Name:      name,
 		Component: konnectivity.Agent,
 		Args: []string{
@@ -173,13 +172,13 @@ func agentSpec(name string, serverPort, health, admin int, ca, cert pki.KeyPair)
 			"--agent-identifiers=ipv4=127.0.0.1",
 			"--sync-interval=200ms", "--sync-interval-cap=1s",
 		},
-		Files: []components.File{
+		Files: []runtime.File{
 			{Path: "ca.crt", Content: ca.CertPEM},
 			{Path: "tls.crt", Content: cert.CertPEM},
 			{Path: "tls.key", Content: cert.KeyPEM, Secret: true},
 		},
 		Ports:     map[string]int{"health": health, "admin": admin},
-		Readiness: components.Probe{Scheme: "http", Port: health, Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/healthz"},
 	}
 }
 
@@ -229,7 +228,7 @@ func get(ctx context.Context, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func waitPhase(t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, name string, phase hypershiftv1alpha1.ComponentPhase) {
+func waitPhase(t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, name string, phase runtime.Phase) {
 	t.Helper()
 	testenv.Eventually(t, time.Minute, name+" "+string(phase), func() (bool, error) {
 		for _, s := range rt.Status(ref) {

@@ -9,6 +9,7 @@ import (
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/simulated"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 )
 
 // samples set every field of each own component's configuration away from
@@ -92,7 +93,7 @@ func TestRenderedProxyArgsParse(t *testing.T) {
 		return pki.KeyPair{CertPEM: []byte(name + ".crt"), KeyPEM: []byte(name + ".key")}
 	}
 	specs, err := components.Render(components.Config{
-		Name: "clusters-demo", Dir: "/var/lib/hypershift/clusters/clusters-demo",
+		Name: "clusters-demo", Layout: runtime.Layout{Dir: "/var/lib/hypershift/clusters/clusters-demo"},
 		PKI: &pki.ControlPlane{
 			EtcdCA: kp("etcd-ca"), RootCA: kp("root-ca"), ClientCA: kp("client-ca"), KubeletCA: kp("kubelet-ca"),
 			FrontProxyCA: kp("front-proxy-ca"), EtcdServer: kp("etcd-server"), EtcdPeer: kp("etcd-peer"),
@@ -107,7 +108,7 @@ func TestRenderedProxyArgsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(specs, func(s components.Spec) bool { return s.Component == endpointproxy.Name })
+	i := slices.IndexFunc(specs, func(s runtime.Spec) bool { return s.Component == endpointproxy.Name })
 	if i < 0 {
 		t.Fatalf("no %s in a highly available control plane", endpointproxy.Name)
 	}

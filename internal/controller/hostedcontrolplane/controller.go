@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 type scope struct {
 	hcp   *hypershiftv1alpha1.HostedControlPlane
 	ref   runtime.ControlPlaneRef
-	specs []components.Spec
+	specs []runtime.Spec
 	ports map[string]int
 	// available: the hosted API serves (from the components' states).
 	available bool
@@ -160,7 +160,7 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) render(ctx context.Context, s *scope) ([]components.Spec, error) {
+func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, error) {
 	hcp, ref := s.hcp, s.ref
 	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: hcp.Namespace, ReadOnly: true}
 	certs, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{})
@@ -187,7 +187,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]components.Spec, e
 	net := hcp.Spec.Networking
 	cfg := components.Config{
 		Name:             hcp.Namespace,
-		Dir:              runtimeDir(r.Runtime, ref),
+		Layout:           r.Runtime.Layout(ref),
 		PKI:              certs,
 		Replicas:         replicas,
 		Ports:            ports,
@@ -202,16 +202,6 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]components.Spec, e
 		cfg.NodeCIDRMaskSize = 24
 	}
 	return components.Render(cfg)
-}
-
-// runtimeDir asks runtimes that keep files locally where they keep them.
-func runtimeDir(rt runtime.Runtime, ref runtime.ControlPlaneRef) string {
-	if d, ok := rt.(interface {
-		Dir(runtime.ControlPlaneRef) string
-	}); ok {
-		return d.Dir(ref)
-	}
-	return "/var/lib/hypershift"
 }
 
 func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {

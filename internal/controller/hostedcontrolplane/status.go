@@ -123,7 +123,7 @@ func condition(typ hypershiftv1alpha1.ConditionType, status bool, reason hypersh
 
 // updateStatus reports the runtime's view and returns what it derived.
 func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef, waiting []string) derived {
-	statuses := r.Runtime.Status(ref)
+	statuses := componentStatuses(r.Runtime.Status(ref))
 	hcp.Status.Components = statuses
 	d := deriveStatus(statuses, false, nil, waiting...)
 	conditions.Apply(&hcp.Status.Conditions, hcp.Generation, d.conditions...)
@@ -138,6 +138,29 @@ func joinMessages(msgs []string) string {
 	out := strings.Join(msgs, "; ")
 	if len(out) > 32000 {
 		out = out[:32000]
+	}
+	return out
+}
+
+// componentStatuses converts the runtime's view of each instance to the
+// API's.
+func componentStatuses(in []runtime.InstanceStatus) []hypershiftv1alpha1.ComponentStatus {
+	out := make([]hypershiftv1alpha1.ComponentStatus, 0, len(in))
+	for _, s := range in {
+		c := hypershiftv1alpha1.ComponentStatus{
+			Name:           s.Name,
+			Component:      s.Component,
+			Phase:          hypershiftv1alpha1.ComponentPhase(s.Phase),
+			PID:            int32(s.PID),      //nolint:gosec // pids fit in int32
+			Restarts:       int32(s.Restarts), //nolint:gosec // restart counts fit in int32
+			LastExitReason: s.LastExitReason,
+			Message:        s.Message,
+		}
+		if !s.StartedAt.IsZero() {
+			t := metav1.NewTime(s.StartedAt)
+			c.StartedAt = &t
+		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -15,11 +15,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/daemon"
 	"hypershift.dev/internal/image"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/process"
 )
 
@@ -159,7 +158,7 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		img, err = image.Build(image.Options{})
 		built <- err
 	}()
-	if err := rt.Apply(ctx, Ref, []components.Spec{n.ContainerdSpec()}); err != nil {
+	if err := rt.Apply(ctx, Ref, []runtime.Spec{n.ContainerdSpec()}); err != nil {
 		return err
 	}
 	if err := waitRunning(ctx, rt, Containerd, 2*time.Minute); err != nil {
@@ -190,7 +189,7 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 func waitRunning(ctx context.Context, rt *process.Runtime, name string, timeout time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		for _, s := range rt.Status(Ref) {
-			if s.Name == name && s.Phase == hypershiftv1alpha1.ComponentRunning {
+			if s.Name == name && s.Phase == runtime.Running {
 				return true, nil
 			}
 		}
@@ -266,7 +265,7 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	note(err)
 	shims := n.recordShims()
 	if rt != nil {
-		note(rt.Apply(ctx, Ref, []components.Spec{n.ContainerdSpec()}))
+		note(rt.Apply(ctx, Ref, []runtime.Spec{n.ContainerdSpec()}))
 		if err := waitRunning(ctx, rt, Containerd, 30*time.Second); err != nil {
 			note(err)
 		} else {

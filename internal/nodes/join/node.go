@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"hypershift.dev/internal/atomicfile"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/runtime"
@@ -149,23 +148,23 @@ func (n *Node) BootstrapKubeconfigPath() string { return n.path("bootstrap-kubec
 
 // Specs renders the node's processes: containerd, the kubelet, the API
 // server proxy and kube-proxy.
-func (n *Node) Specs() []components.Spec {
-	return []components.Spec{n.ContainerdSpec(), n.kubeletSpec(), n.apiServerProxySpec(), n.kubeProxySpec()}
+func (n *Node) Specs() []runtime.Spec {
+	return []runtime.Spec{n.ContainerdSpec(), n.kubeletSpec(), n.apiServerProxySpec(), n.kubeProxySpec()}
 }
 
 // ContainerdSpec renders the node's containerd alone.
-func (n *Node) ContainerdSpec() components.Spec {
+func (n *Node) ContainerdSpec() runtime.Spec {
 	dir := n.path(Ref.Namespace, Containerd)
-	return components.Spec{
+	return runtime.Spec{
 		Name:    Containerd,
 		Command: n.ContainerdPath,
 		Args:    []string{"--config", filepath.Join(dir, "config.toml")},
-		Files: []components.File{
+		Files: []runtime.File{
 			{Path: "config.toml", Content: []byte(n.containerdConfig(filepath.Join(dir, "cni.conflist.tmpl")))},
 			{Path: "cni.conflist.tmpl", Content: []byte(n.cniTemplate())},
 		},
 		Ports:     map[string]int{portContainerdMetrics: n.Ports[portContainerdMetrics]},
-		Readiness: components.Probe{Scheme: "http", Port: n.Ports[portContainerdMetrics], Path: "/v1/metrics"},
+		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portContainerdMetrics], Path: "/v1/metrics"},
 	}
 }
 
@@ -232,13 +231,13 @@ func (n *Node) cniTemplate() string {
 	return string(data) + "\n"
 }
 
-func (n *Node) kubeletSpec() components.Spec {
+func (n *Node) kubeletSpec() runtime.Spec {
 	dir := n.path(Ref.Namespace, Kubelet)
-	files := []components.File{
+	files := []runtime.File{
 		{Path: "config.yaml", Content: []byte(n.kubeletConfig(filepath.Join(dir, "client-ca.crt")))},
 		{Path: "client-ca.crt", Content: []byte(n.ClientCA)},
 	}
-	return components.Spec{
+	return runtime.Spec{
 		Name:      Kubelet,
 		Component: Kubelet,
 		Args: []string{
@@ -253,7 +252,7 @@ func (n *Node) kubeletSpec() components.Spec {
 		},
 		Files:     files,
 		Ports:     map[string]int{portKubelet: n.Ports[portKubelet], portKubeletHealthz: n.Ports[portKubeletHealthz]},
-		Readiness: components.Probe{Scheme: "http", Port: n.Ports[portKubeletHealthz], Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portKubeletHealthz], Path: "/healthz"},
 		After:     []string{Containerd},
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/runtime"
 )
 
 // kube-proxy's well-known ports, on loopback only.
@@ -24,15 +24,15 @@ const (
 // the component that makes it work. It runs with the kubelet's rotated
 // client certificate (the node's identity; system:node-proxier is bound to
 // system:nodes), which exists once the kubelet is ready.
-func (n *Node) kubeProxySpec() components.Spec {
+func (n *Node) kubeProxySpec() runtime.Spec {
 	dir := n.path(Ref.Namespace, KubeProxy)
-	return components.Spec{
+	return runtime.Spec{
 		Name:      KubeProxy,
 		Component: KubeProxy,
 		Args:      []string{"--config=" + filepath.Join(dir, "config.yaml")},
-		Files:     []components.File{{Path: "config.yaml", Content: []byte(n.kubeProxyConfig())}},
+		Files:     []runtime.File{{Path: "config.yaml", Content: []byte(n.kubeProxyConfig())}},
 		Ports:     map[string]int{"kube-proxy-metrics": kubeProxyMetricsPort, "kube-proxy-healthz": kubeProxyHealthzPort},
-		Readiness: components.Probe{Scheme: "http", Port: kubeProxyHealthzPort, Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: kubeProxyHealthzPort, Path: "/healthz"},
 		After:     []string{Kubelet},
 	}
 }
@@ -68,7 +68,7 @@ func (n *Node) kubeProxyConfig() string {
 // cluster's advertise address, which join adds to lo, forwarding to the
 // server the node joined, health-checked with the pinned CA. Pods reach
 // the `kubernetes` Service through it.
-func (n *Node) apiServerProxySpec() components.Spec {
+func (n *Node) apiServerProxySpec() runtime.Spec {
 	dir := n.path(Ref.Namespace, APIServerProxy)
 	cfg := endpointproxy.Config{
 		Listen:        n.APIServerAddress(),
@@ -76,13 +76,13 @@ func (n *Node) apiServerProxySpec() components.Spec {
 		BackendCAFile: filepath.Join(dir, "ca.crt"),
 		Backends:      []string{serverHostPort(n.Server)},
 	}
-	return components.Spec{
+	return runtime.Spec{
 		Name:      APIServerProxy,
 		Component: endpointproxy.Name,
 		Args:      cfg.Args(),
-		Files:     []components.File{{Path: "ca.crt", Content: []byte(n.CA)}},
+		Files:     []runtime.File{{Path: "ca.crt", Content: []byte(n.CA)}},
 		Ports:     map[string]int{portAPIServerProxy: n.Ports[portAPIServerProxy]},
-		Readiness: components.Probe{Scheme: "http", Port: n.Ports[portAPIServerProxy], Path: "/readyz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portAPIServerProxy], Path: "/readyz"},
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 )
@@ -25,15 +23,15 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 	rt, spec := startEtcd(t, root, ref)
 	t.Cleanup(func() { rt.Stop(ctx, ref) })
 	before := status(rt, ref)
-	if before.StartedAt == nil {
+	if before.StartedAt.IsZero() {
 		t.Fatal("a started process has no StartedAt")
 	}
 	rt.Release()
 
-	adopt := func(t *testing.T) hypershiftv1alpha1.ComponentStatus {
+	adopt := func(t *testing.T) runtime.InstanceStatus {
 		t.Helper()
 		rt2 := newRuntime(t, root)
-		if err := rt2.Apply(ctx, ref, []components.Spec{spec}); err != nil {
+		if err := rt2.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
 			t.Fatal(err)
 		}
 		first := status(rt2, ref)
@@ -43,10 +41,10 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 
 	t.Run("pid record with start time", func(t *testing.T) {
 		first := adopt(t)
-		if first.Phase != hypershiftv1alpha1.ComponentRunning || first.PID != before.PID {
+		if first.Phase != runtime.Running || first.PID != before.PID {
 			t.Errorf("first status after adoption: phase %s pid %d, want Running pid %d", first.Phase, first.PID, before.PID)
 		}
-		if first.StartedAt == nil || !first.StartedAt.Equal(before.StartedAt) {
+		if !first.StartedAt.Equal(before.StartedAt) {
 			t.Errorf("StartedAt after adoption %v, want the original %v", first.StartedAt, before.StartedAt)
 		}
 	})
@@ -67,11 +65,11 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := adopt(t)
-		if first.Phase != hypershiftv1alpha1.ComponentRunning {
+		if first.Phase != runtime.Running {
 			t.Errorf("first status after adoption: phase %s, want Running", first.Phase)
 		}
 		// From the kernel's start time: boot time has whole seconds.
-		if first.StartedAt == nil || first.StartedAt.Sub(before.StartedAt.Time).Abs() > 2*time.Second {
+		if first.StartedAt.Sub(before.StartedAt).Abs() > 2*time.Second {
 			t.Errorf("StartedAt from /proc %v, want about %v", first.StartedAt, before.StartedAt)
 		}
 	})

@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
-	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/runtime"
 )
 
 // Supervision timing.
@@ -66,8 +64,8 @@ type instance struct {
 	ready func(name string) bool
 
 	mu     sync.Mutex
-	spec   components.Spec
-	status hypershiftv1alpha1.ComponentStatus
+	spec   runtime.Spec
+	status runtime.InstanceStatus
 
 	respec  chan struct{}
 	stop    chan struct{}
@@ -75,7 +73,7 @@ type instance struct {
 	done    chan struct{}
 }
 
-func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onChange func(), ready func(string) bool) *instance {
+func newInstance(dir, binary string, spec runtime.Spec, log logr.Logger, onChange func(), ready func(string) bool) *instance {
 	in := &instance{
 		ready:    ready,
 		name:     spec.Name,
@@ -84,7 +82,7 @@ func newInstance(dir, binary string, spec components.Spec, log logr.Logger, onCh
 		log:      log.WithValues("component", spec.Name),
 		onChange: onChange,
 		spec:     spec,
-		status:   hypershiftv1alpha1.ComponentStatus{Name: spec.Name, Component: spec.Component, Phase: hypershiftv1alpha1.ComponentStopped},
+		status:   runtime.InstanceStatus{Name: spec.Name, Component: spec.Component, Phase: runtime.Stopped},
 		respec:   make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		release:  make(chan struct{}),
@@ -111,11 +109,10 @@ func (in *instance) adoptable(hash string) (pidRecord, bool) {
 
 // adoptedStatus is the status of an adopted process: Running, with its
 // pid and start time.
-func adoptedStatus(s hypershiftv1alpha1.ComponentStatus, rec pidRecord) hypershiftv1alpha1.ComponentStatus {
-	started := metav1.NewTime(rec.startedAt())
-	s.Phase = hypershiftv1alpha1.ComponentRunning
-	s.PID = int32(rec.PID) //nolint:gosec // pids fit in int32
-	s.StartedAt = &started
+func adoptedStatus(s runtime.InstanceStatus, rec pidRecord) runtime.InstanceStatus {
+	s.Phase = runtime.Running
+	s.PID = rec.PID
+	s.StartedAt = rec.startedAt()
 	s.Message = ""
 	return s
 }
@@ -124,7 +121,7 @@ func (in *instance) pidPath() string { return filepath.Join(in.dir, "pid.json") 
 func (in *instance) logPath() string { return filepath.Join(in.dir, in.name+".log") }
 
 // setSpec replaces the spec; a changed spec restarts the process.
-func (in *instance) setSpec(spec components.Spec) {
+func (in *instance) setSpec(spec runtime.Spec) {
 	in.mu.Lock()
 	changed := in.spec.Hash() != spec.Hash()
 	in.spec = spec
@@ -137,19 +134,19 @@ func (in *instance) setSpec(spec components.Spec) {
 	}
 }
 
-func (in *instance) currentSpec() components.Spec {
+func (in *instance) currentSpec() runtime.Spec {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.spec
 }
 
-func (in *instance) getStatus() hypershiftv1alpha1.ComponentStatus {
+func (in *instance) getStatus() runtime.InstanceStatus {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return *in.status.DeepCopy()
+	return in.status
 }
 
-func (in *instance) update(f func(s *hypershiftv1alpha1.ComponentStatus)) {
+func (in *instance) update(f func(s *runtime.InstanceStatus)) {
 	in.mu.Lock()
 	before := in.status.Phase
 	f(&in.status)
@@ -168,13 +165,13 @@ func (in *instance) run() {
 		p, err := in.adoptOrStart()
 		if errors.Is(err, errInterrupted) {
 			// Stopped or released before the process existed.
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) { s.Phase = hypershiftv1alpha1.ComponentStopped })
+			in.update(func(s *runtime.InstanceStatus) { s.Phase = runtime.Stopped })
 			return
 		}
 		if err != nil {
 			in.log.Error(err, "start failed")
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-				s.Phase = hypershiftv1alpha1.ComponentBackOff
+			in.update(func(s *runtime.InstanceStatus) {
+				s.Phase = runtime.BackOff
 				s.LastExitReason = "StartFailed"
 				s.Message = err.Error()
 				s.PID = 0
@@ -194,8 +191,8 @@ func (in *instance) run() {
 			if err := removePidRecord(in.pidPath()); err != nil {
 				in.log.Error(err, "remove pid file")
 			}
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-				s.Phase = hypershiftv1alpha1.ComponentStopped
+			in.update(func(s *runtime.InstanceStatus) {
+				s.Phase = runtime.Stopped
 				s.PID = 0
 			})
 			return
@@ -215,8 +212,8 @@ func (in *instance) run() {
 		reason := exitReason(exitErr)
 		tail := LogTail(in.logPath(), 5)
 		in.log.Info("exited, restarting after back-off", "reason", reason, "backoff", backoff.String())
-		in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-			s.Phase = hypershiftv1alpha1.ComponentBackOff
+		in.update(func(s *runtime.InstanceStatus) {
+			s.Phase = runtime.BackOff
 			s.Restarts++
 			s.LastExitReason = reason
 			s.Message = tail
@@ -242,7 +239,7 @@ func (in *instance) wait(d time.Duration) action {
 		return actionExited
 	case <-in.stop:
 		_ = removePidRecord(in.pidPath())
-		in.update(func(s *hypershiftv1alpha1.ComponentStatus) { s.Phase = hypershiftv1alpha1.ComponentStopped })
+		in.update(func(s *runtime.InstanceStatus) { s.Phase = runtime.Stopped })
 		return actionStop
 	case <-in.release:
 		return actionRelease
@@ -257,7 +254,7 @@ func (in *instance) adoptOrStart() (*proc, error) {
 	if rec, ok := readPidRecord(in.pidPath()); ok && alive(rec.PID, rec.StartTime) {
 		if rec.Hash == hash {
 			in.log.Info("adopted running process", "pid", rec.PID)
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) { *s = adoptedStatus(*s, rec) })
+			in.update(func(s *runtime.InstanceStatus) { *s = adoptedStatus(*s, rec) })
 			return &proc{pid: rec.PID, startTime: rec.StartTime, started: rec.startedAt()}, nil
 		}
 		in.log.Info("running process has an old spec, replacing it", "pid", rec.PID)
@@ -278,8 +275,8 @@ var errInterrupted = errors.New("interrupted")
 // returns false when the instance is stopped or released meanwhile.
 func (in *instance) waitForDependencies(after []string) bool {
 	if len(after) > 0 {
-		in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-			s.Phase = hypershiftv1alpha1.ComponentStarting
+		in.update(func(s *runtime.InstanceStatus) {
+			s.Phase = runtime.Starting
 			s.Message = "waiting for " + strings.Join(after, ", ")
 		})
 	}
@@ -305,7 +302,7 @@ func (in *instance) waitForDependencies(after []string) bool {
 	}
 }
 
-func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
+func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 	if err := os.MkdirAll(in.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", in.dir, err)
 	}
@@ -351,16 +348,16 @@ func (in *instance) start(spec components.Spec, hash string) (*proc, error) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	now := metav1.Now()
-	if err := writePidRecord(in.pidPath(), pidRecord{PID: pid, StartTime: startTime, Hash: hash, StartedAt: &now.Time}); err != nil {
+	now := time.Now()
+	if err := writePidRecord(in.pidPath(), pidRecord{PID: pid, StartTime: startTime, Hash: hash, StartedAt: &now, StopLast: spec.StopLast}); err != nil {
 		_ = cmd.Process.Kill()
 		return nil, err
 	}
 	in.log.Info("started", "pid", pid)
-	in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-		s.Phase = hypershiftv1alpha1.ComponentStarting
-		s.PID = int32(pid) //nolint:gosec // pids fit in int32
-		s.StartedAt = &now
+	in.update(func(s *runtime.InstanceStatus) {
+		s.Phase = runtime.Starting
+		s.PID = pid
+		s.StartedAt = now
 		s.Message = ""
 	})
 	return &proc{pid: pid, startTime: startTime, started: time.Now(), exited: exited}, nil
@@ -405,8 +402,8 @@ func (in *instance) watch(p *proc) (action, error) {
 			failingSince = time.Time{}
 			failures = 0
 			interval = probeSlow
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-				s.Phase = hypershiftv1alpha1.ComponentRunning
+			in.update(func(s *runtime.InstanceStatus) {
+				s.Phase = runtime.Running
 				s.Message = ""
 			})
 		case !wasReady:
@@ -421,8 +418,8 @@ func (in *instance) watch(p *proc) (action, error) {
 				continue
 			}
 			interval = probeFast * 5
-			in.update(func(s *hypershiftv1alpha1.ComponentStatus) {
-				s.Phase = hypershiftv1alpha1.ComponentUnhealthy
+			in.update(func(s *runtime.InstanceStatus) {
+				s.Phase = runtime.Unhealthy
 				s.Message = err.Error()
 			})
 			if time.Since(failingSince) > livenessTimeout {

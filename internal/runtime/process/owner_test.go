@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
@@ -32,7 +31,7 @@ func TestForeignOwnerDirIsNeitherUsedNorDeleted(t *testing.T) {
 		t.Fatalf("owner marker %q (%v), want %q", got, err, owner.Owner)
 	}
 	spec := etcdSpec(t, dir)
-	if err := rt.Apply(ctx, owner, []components.Spec{spec}); err != nil {
+	if err := rt.Apply(ctx, owner, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "etcd running", running(rt, owner))
@@ -47,7 +46,7 @@ func TestForeignOwnerDirIsNeitherUsedNorDeleted(t *testing.T) {
 			if _, err := r.Ports(ctx, intruder, []string{"client"}); !errors.Is(err, runtime.ErrNotOwner) {
 				t.Errorf("runtime %d: Ports for %+v: %v, want ErrNotOwner", i, intruder, err)
 			}
-			err := r.Apply(ctx, intruder, []components.Spec{spec})
+			err := r.Apply(ctx, intruder, []runtime.Spec{spec})
 			if !errors.Is(err, runtime.ErrNotOwner) || !strings.Contains(err.Error(), owner.Owner) {
 				t.Errorf("runtime %d: Apply for %+v: %v, want ErrNotOwner naming %s", i, intruder, err, owner.Owner)
 			}

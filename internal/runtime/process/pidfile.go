@@ -20,6 +20,8 @@ type pidRecord struct {
 	// operator that adopts it. Records written before it existed fall
 	// back to the start time the kernel keeps.
 	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// StopLast is the spec's: the instance is stopped after the others.
+	StopLast bool `json:"stopLast,omitempty"`
 }
 
 // startedAt returns when the recorded process started.

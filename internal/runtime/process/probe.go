@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/runtime"
 )
 
 // newProber returns a function that runs p once.
-func newProber(p components.Probe) func(ctx context.Context) error {
+func newProber(p runtime.Probe) func(ctx context.Context) error {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if len(p.CAPEM) > 0 {
 		pool := x509.NewCertPool()

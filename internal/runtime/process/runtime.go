@@ -20,7 +20,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
@@ -99,6 +98,12 @@ func (r *Runtime) reserveKnownPorts() {
 // Dir returns the directory of a control plane.
 func (r *Runtime) Dir(ref runtime.ControlPlaneRef) string {
 	return filepath.Join(r.root, ref.Namespace)
+}
+
+// Layout implements runtime.Runtime: the instances share this host's
+// network and keep their files under Dir(ref).
+func (r *Runtime) Layout(ref runtime.ControlPlaneRef) runtime.Layout {
+	return runtime.Layout{Dir: r.Dir(ref)}
 }
 
 // Ports implements runtime.Runtime. Ports are chosen once and kept in
@@ -186,7 +191,7 @@ func (r *Runtime) freePorts(n int) ([]int, error) {
 }
 
 // Apply implements runtime.Runtime.
-func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []components.Spec) error {
+func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec) error {
 	r.mu.Lock()
 	if err := r.claim(ref); err != nil {
 		r.mu.Unlock()
@@ -228,7 +233,7 @@ func (r *Runtime) readiness(ref runtime.ControlPlaneRef) func(string) bool {
 		r.mu.Lock()
 		in := r.planes[ref][name]
 		r.mu.Unlock()
-		return in != nil && in.getStatus().Phase == hypershiftv1alpha1.ComponentRunning
+		return in != nil && in.getStatus().Phase == runtime.Running
 	}
 }
 
@@ -241,10 +246,10 @@ func (r *Runtime) notifier(ref runtime.ControlPlaneRef) func() {
 }
 
 // Status implements runtime.Runtime.
-func (r *Runtime) Status(ref runtime.ControlPlaneRef) []hypershiftv1alpha1.ComponentStatus {
+func (r *Runtime) Status(ref runtime.ControlPlaneRef) []runtime.InstanceStatus {
 	r.mu.Lock()
 	plane := r.planes[ref]
-	out := make([]hypershiftv1alpha1.ComponentStatus, 0, len(plane))
+	out := make([]runtime.InstanceStatus, 0, len(plane))
 	for _, in := range plane {
 		out = append(out, in.getStatus())
 	}
@@ -261,7 +266,7 @@ func (r *Runtime) Stop(_ context.Context, ref runtime.ControlPlaneRef) {
 	r.mu.Unlock()
 	var servers, datastores []*instance
 	for _, in := range plane {
-		if isDatastore(in.name) {
+		if in.currentSpec().StopLast {
 			datastores = append(datastores, in)
 		} else {
 			servers = append(servers, in)
@@ -336,18 +341,18 @@ func stopAll(instances []*instance) {
 	}
 }
 
-// isDatastore reports whether an instance is an etcd member.
-func isDatastore(name string) bool { return strings.HasPrefix(name, components.Etcd) }
-
 // StopOrphans stops every process recorded in a pid file under dir, for
-// control planes that no running supervisor owns. etcd members stop last.
+// control planes that no running supervisor owns. Instances recorded with
+// StopLast stop last; so do etcd members recorded before the record said
+// so (their directory is etcd-N).
 func StopOrphans(dir string, log logr.Logger) {
 	var servers, datastores []string
 	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "pid.json" {
 			return nil //nolint:nilerr // keep sweeping
 		}
-		if isDatastore(filepath.Base(filepath.Dir(path))) {
+		rec, _ := readPidRecord(path)
+		if rec.StopLast || strings.HasPrefix(filepath.Base(filepath.Dir(path)), components.Etcd+"-") {
 			datastores = append(datastores, path)
 		} else {
 			servers = append(servers, path)

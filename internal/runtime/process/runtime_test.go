@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/process"
@@ -24,7 +23,7 @@ import (
 
 // etcdSpec is a plain-HTTP single-member etcd: a real component that starts
 // in well under a second.
-func etcdSpec(t *testing.T, dir string, extra ...string) components.Spec {
+func etcdSpec(t *testing.T, dir string, extra ...string) runtime.Spec {
 	t.Helper()
 	port := func() int {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,12 +45,12 @@ func etcdSpec(t *testing.T, dir string, extra ...string) components.Spec {
 		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", metrics),
 		"--log-level=warn",
 	}
-	return components.Spec{
+	return runtime.Spec{
 		Name:      "etcd-0",
 		Component: components.Etcd,
 		Args:      append(args, extra...),
-		Files:     []components.File{{Path: "secret.key", Content: []byte("k"), Secret: true}},
-		Readiness: components.Probe{Scheme: "http", Port: metrics, Path: "/health"},
+		Files:     []runtime.File{{Path: "secret.key", Content: []byte("k"), Secret: true}},
+		Readiness: runtime.Probe{Scheme: "http", Port: metrics, Path: "/health"},
 	}
 }
 
@@ -75,26 +74,26 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func status(rt *process.Runtime, ref runtime.ControlPlaneRef) hypershiftv1alpha1.ComponentStatus {
+func status(rt *process.Runtime, ref runtime.ControlPlaneRef) runtime.InstanceStatus {
 	for _, s := range rt.Status(ref) {
 		if s.Name == "etcd-0" {
 			return s
 		}
 	}
-	return hypershiftv1alpha1.ComponentStatus{}
+	return runtime.InstanceStatus{}
 }
 
 func running(rt *process.Runtime, ref runtime.ControlPlaneRef) func() bool {
-	return func() bool { return status(rt, ref).Phase == hypershiftv1alpha1.ComponentRunning }
+	return func() bool { return status(rt, ref).Phase == runtime.Running }
 }
 
 // startEtcd runs a real etcd as ref's one component and waits until it
 // runs.
-func startEtcd(t *testing.T, root string, ref runtime.ControlPlaneRef) (*process.Runtime, components.Spec) {
+func startEtcd(t *testing.T, root string, ref runtime.ControlPlaneRef) (*process.Runtime, runtime.Spec) {
 	t.Helper()
 	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
 	rt := newRuntime(t, root)
-	if err := rt.Apply(context.Background(), ref, []components.Spec{spec}); err != nil {
+	if err := rt.Apply(context.Background(), ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "etcd running", running(rt, ref))
@@ -127,7 +126,7 @@ func TestSupervisionRestartAdoptStop(t *testing.T) {
 	}
 	waitFor(t, "restart", func() bool {
 		s := status(rt, ref)
-		return s.Restarts == 1 && s.PID != first.PID && s.Phase == hypershiftv1alpha1.ComponentRunning
+		return s.Restarts == 1 && s.PID != first.PID && s.Phase == runtime.Running
 	})
 	if got := status(rt, ref).LastExitReason; got != "Signaled: killed" {
 		t.Errorf("last exit reason %q, want %q", got, "Signaled: killed")
@@ -141,7 +140,7 @@ func TestSupervisionRestartAdoptStop(t *testing.T) {
 		t.Fatal("release stopped the process")
 	}
 	rt2 := newRuntime(t, root)
-	if err := rt2.Apply(ctx, ref, []components.Spec{spec}); err != nil {
+	if err := rt2.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "adopted etcd running", running(rt2, ref))
@@ -152,12 +151,12 @@ func TestSupervisionRestartAdoptStop(t *testing.T) {
 	// A changed spec replaces the process.
 	changed := spec
 	changed.Args = append(append([]string(nil), spec.Args...), "--snapshot-count=5000")
-	if err := rt2.Apply(ctx, ref, []components.Spec{changed}); err != nil {
+	if err := rt2.Apply(ctx, ref, []runtime.Spec{changed}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "restart with the new spec", func() bool {
 		s := status(rt2, ref)
-		return s.PID != second.PID && s.Phase == hypershiftv1alpha1.ComponentRunning
+		return s.PID != second.PID && s.Phase == runtime.Running
 	})
 	third := status(rt2, ref)
 
@@ -179,7 +178,7 @@ func TestCrashLoopBacksOffAndReports(t *testing.T) {
 	spec := etcdSpec(t, filepath.Join(root, ref.Namespace), "--no-such-flag")
 	rt := newRuntime(t, root)
 	t.Cleanup(func() { rt.Stop(context.Background(), ref) })
-	if err := rt.Apply(context.Background(), ref, []components.Spec{spec}); err != nil {
+	if err := rt.Apply(context.Background(), ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two restarts", func() bool { return status(rt, ref).Restarts >= 2 })

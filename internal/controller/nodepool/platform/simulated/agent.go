@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/nodes/bootstrap"
 	simagent "hypershift.dev/internal/nodes/simulated"
@@ -57,12 +56,12 @@ func (p *Platform) ensureAgent(ctx context.Context, s *platform.Pool) (string, e
 	if err != nil {
 		return "", fmt.Errorf("agent ports: %w", err)
 	}
-	spec := renderAgent(filepath.Join(runtimeDir(p.Runtime, ref), simagent.Component), s.NodePool.Name, kc, ports[AgentHealthPort])
-	if err := p.Runtime.Apply(ctx, ref, []components.Spec{spec}); err != nil {
+	spec := renderAgent(filepath.Join(p.Runtime.Layout(ref).Dir, simagent.Component), s.NodePool.Name, kc, ports[AgentHealthPort])
+	if err := p.Runtime.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
 		return "", fmt.Errorf("run agent: %w", err)
 	}
 	for _, st := range p.Runtime.Status(ref) {
-		if st.Phase != hypershiftv1alpha1.ComponentRunning {
+		if st.Phase != runtime.Running {
 			msg := fmt.Sprintf("node agent %s is %s", st.Name, st.Phase)
 			if st.Message != "" {
 				msg += ": " + st.Message
@@ -78,31 +77,20 @@ const AgentHealthPort = "health"
 
 // renderAgent is the agent's component spec; dir is its instance
 // directory.
-func renderAgent(dir, pool string, bootstrapKubeconfig []byte, healthPort int) components.Spec {
+func renderAgent(dir, pool string, bootstrapKubeconfig []byte, healthPort int) runtime.Spec {
 	flags := simagent.DefaultAgentConfig()
 	flags.BootstrapKubeconfig = filepath.Join(dir, "bootstrap.kubeconfig")
 	flags.NodePool = pool
 	flags.CertDir = filepath.Join(dir, "pki")
 	flags.HealthAddress = fmt.Sprintf("127.0.0.1:%d", healthPort)
-	return components.Spec{
+	return runtime.Spec{
 		Name:      simagent.Component,
 		Component: simagent.Component,
 		Args:      flags.Args(),
-		Files:     []components.File{{Path: "bootstrap.kubeconfig", Content: bootstrapKubeconfig, Secret: true}},
+		Files:     []runtime.File{{Path: "bootstrap.kubeconfig", Content: bootstrapKubeconfig, Secret: true}},
 		Ports:     map[string]int{AgentHealthPort: healthPort},
-		Readiness: components.Probe{Scheme: "http", Port: healthPort, Path: "/healthz"},
+		Readiness: runtime.Probe{Scheme: "http", Port: healthPort, Path: "/healthz"},
 	}
-}
-
-// runtimeDir asks runtimes that keep files locally where a pool's agent
-// keeps them; others run it in /var/lib/hypershift.
-func runtimeDir(rt runtime.Runtime, ref runtime.ControlPlaneRef) string {
-	if d, ok := rt.(interface {
-		Dir(ref runtime.ControlPlaneRef) string
-	}); ok {
-		return d.Dir(ref)
-	}
-	return "/var/lib/hypershift"
 }
 
 // ensureAgentRBAC lets the pool's token read what the agent watches; once

@@ -1,0 +1,39 @@
+package runtime_test
+
+import (
+	"testing"
+
+	"hypershift.dev/internal/runtime"
+)
+
+func TestHashCoversWhatRuns(t *testing.T) {
+	base := func() runtime.Spec {
+		return runtime.Spec{
+			Name: "etcd-0", Component: "etcd", Args: []string{"--name=etcd-0"},
+			Files: []runtime.File{{Path: "a", Content: []byte("1")}, {Path: "b", Content: []byte("2"), Secret: true}},
+		}
+	}
+	h := base().Hash()
+	changes := map[string]func(*runtime.Spec){
+		"an argument":    func(s *runtime.Spec) { s.Args[0] = "--name=etcd-1" },
+		"a file's bytes": func(s *runtime.Spec) { s.Files[1].Content = []byte("3") },
+		"the env":        func(s *runtime.Spec) { s.Env = []string{"GOGC=50"} },
+	}
+	for what, change := range changes {
+		s := base()
+		change(&s)
+		if s.Hash() == h {
+			t.Errorf("changing %s keeps the hash", what)
+		}
+	}
+	same := map[string]func(*runtime.Spec){
+		"the stop order": func(s *runtime.Spec) { s.StopLast = true },
+	}
+	for what, change := range same {
+		s := base()
+		change(&s)
+		if s.Hash() != h {
+			t.Errorf("changing %s changes the hash: an instance would restart for nothing", what)
+		}
+	}
+}

@@ -43,6 +43,10 @@ type Runtime interface {
 	Apply(ctx context.Context, ref ControlPlaneRef, specs []Spec) error
 	// Status reports each instance of a control plane, sorted by name.
 	Status(ref ControlPlaneRef) []InstanceStatus
+	// Published returns where clients outside the control plane reach a
+	// published port (Spec.Publish) of its applied instances; ok is false
+	// while that is not known yet (a node port not allocated yet).
+	Published(ctx context.Context, ref ControlPlaneRef, port string) (host string, hostPort int, ok bool, err error)
 	// Delete stops a control plane and removes its data.
 	Delete(ctx context.Context, ref ControlPlaneRef) error
 }
@@ -58,9 +62,15 @@ type Layout struct {
 	// network: they listen on loopback, on ports the runtime allocated, and
 	// Host is nil.
 	Pods bool
-	// Host returns the name other instances reach an instance (etcd-1) or a
-	// replicated component (kube-apiserver) at; set when Pods.
-	Host func(name string) string
+	// Host returns the name other instances reach a component at (instance
+	// empty: any of its instances, load-balanced) or one instance of it
+	// (etcd's members, each by its own name); set when Pods.
+	Host func(component, instance string) string
+	// Self and SelfIP, when set, are what an instance's own name and IP
+	// address are written as in its arguments, expanded where it runs
+	// ("$(POD_NAME)"): instances of one component then have equal specs
+	// apart from their Name, and run as replicas of one workload.
+	Self, SelfIP string
 }
 
 // Phase is an instance's state.

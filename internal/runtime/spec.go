@@ -56,6 +56,60 @@ type Spec struct {
 	// cannot finish its graceful shutdown). It says how to stop, not what
 	// runs, so it is not part of the hash.
 	StopLast bool `json:"-"`
+
+	// The fields below say how to place the instance; they change nothing
+	// in what a process runs, so they are not part of the hash either.
+
+	// Data is a directory under the instance's own (Args name it) whose
+	// content must outlive the instance: etcd's data. The process runtime
+	// keeps it on the host's disk; the kube runtime on a
+	// PersistentVolumeClaim per instance.
+	Data string `json:"-"`
+	// Beside names a component whose instances this one runs next to,
+	// sharing their network and directory tree (the Konnectivity server
+	// beside each API server, over a unix socket). Empty: on its own. On
+	// one host every instance shares both; the kube runtime makes it a
+	// container of that component's pods.
+	Beside string `json:"-"`
+	// Requests is what the instance uses at rest; the kube runtime asks the
+	// scheduler for it.
+	Requests Resources `json:"-"`
+	// Publish lists the ports clients outside the control plane reach, and
+	// how (Runtime.Published says where).
+	Publish []Publish `json:"-"`
+}
+
+// Resources is an amount of CPU and memory.
+type Resources struct {
+	MilliCPU    int64
+	MemoryBytes int64
+}
+
+// PublishType is how a port is published.
+type PublishType string
+
+// Publish types, HyperShift's service publishing strategies.
+const (
+	// HostPort: on the management host, at Address (the process runtime).
+	HostPort PublishType = "HostPort"
+	// NodePort: on every node of the management cluster; clients use
+	// Address, an address of those nodes.
+	NodePort PublishType = "NodePort"
+	// LoadBalancer: through a load balancer the management cluster
+	// provides; clients use Address, the load balancer's DNS name.
+	LoadBalancer PublishType = "LoadBalancer"
+)
+
+// Publish is one published port.
+type Publish struct {
+	// Port names the port in Spec.Ports.
+	Port string
+	Type PublishType
+	// Address is the host clients use; it is in the serving certificate.
+	Address string
+	// NodePort fixes the node port of a NodePort; 0 lets the management
+	// cluster choose.
+	NodePort int
 }
 
 // Hash identifies the spec's content: a runtime restarts an instance whose

@@ -258,6 +258,22 @@ func (r *Runtime) Status(ref runtime.ControlPlaneRef) []runtime.InstanceStatus {
 	return out
 }
 
+// Published implements runtime.Runtime: a process listens on the host, so a
+// published port is reached at its Address and the port it was given.
+func (r *Runtime) Published(_ context.Context, ref runtime.ControlPlaneRef, port string) (string, int, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, in := range r.planes[ref] {
+		spec := in.currentSpec()
+		for _, p := range spec.Publish {
+			if p.Port == port {
+				return p.Address, spec.Ports[port], spec.Ports[port] != 0, nil
+			}
+		}
+	}
+	return "", 0, false, nil
+}
+
 // Stop stops a control plane's processes and keeps its data.
 func (r *Runtime) Stop(_ context.Context, ref runtime.ControlPlaneRef) {
 	r.mu.Lock()

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -65,6 +66,56 @@ type EtcdSpec struct {
 	// +kubebuilder:default=Managed
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.etcd.managementType is immutable"
 	ManagementType EtcdManagementType `json:"managementType,omitempty"`
+
+	// managed configures the etcd hypershift runs: its storage, for the
+	// kube runtime. Immutable (a StatefulSet's volume claims are).
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.etcd.managed is immutable: the members' volumes are made at creation"
+	Managed *ManagedEtcdSpec `json:"managed,omitempty"`
+}
+
+// ManagedEtcdSpec configures a managed etcd.
+type ManagedEtcdSpec struct {
+	// storage is where each member keeps its data.
+	Storage ManagedEtcdStorageSpec `json:"storage"`
+}
+
+// EtcdStorageType is the kind of storage of a managed etcd.
+//
+// +kubebuilder:validation:Enum=PersistentVolume
+type EtcdStorageType string
+
+// PersistentVolumeEtcdStorage keeps each member's data on a
+// PersistentVolumeClaim.
+const PersistentVolumeEtcdStorage EtcdStorageType = "PersistentVolume"
+
+// ManagedEtcdStorageSpec is a managed etcd's storage.
+type ManagedEtcdStorageSpec struct {
+	// type is the kind of storage: PersistentVolume.
+	//
+	// +kubebuilder:default=PersistentVolume
+	// +optional
+	Type EtcdStorageType `json:"type,omitempty"`
+	// persistentVolume configures each member's claim.
+	//
+	// +optional
+	PersistentVolume *PersistentVolumeEtcdStorageSpec `json:"persistentVolume,omitempty"`
+}
+
+// PersistentVolumeEtcdStorageSpec is each etcd member's claim.
+type PersistentVolumeEtcdStorageSpec struct {
+	// storageClassName of the claims; unset uses the operator's
+	// --etcd-storage-class, else the cluster's default class.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// size of each member's claim; unset uses the operator's
+	// --etcd-storage-size (8Gi).
+	//
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
 }
 
 // ClusterNetworkEntry is a range of pod IP addresses.
@@ -176,12 +227,20 @@ type ServiceType string
 const (
 	// APIServer is the hosted kube-apiserver.
 	APIServer ServiceType = "APIServer"
+	// Konnectivity is the Konnectivity server the nodes' agents dial. When
+	// it is not listed it is published like the API server (HostPort: a
+	// port of its own; NodePort: the same address, a node port of its own;
+	// LoadBalancer: the same hostname).
+	Konnectivity ServiceType = "Konnectivity"
 )
 
 // PublishingStrategyType says how a control-plane service is reached.
-// LoadBalancer, NodePort and Route are HyperShift's other strategies; they
-// are declared so that such specs are refused with a reason rather than as
-// unknown values.
+// Which ones work depends on the runtime the operator runs control planes
+// with, and the admission policy installed with it refuses the others:
+// HostPort for the process runtime (`hypershift up`), NodePort and
+// LoadBalancer for the kube runtime (`hypershift install`). Route is
+// HyperShift's OpenShift-only strategy; it is declared so that such specs
+// are refused with a reason rather than as unknown values.
 //
 // +kubebuilder:validation:Enum=HostPort;LoadBalancer;NodePort;Route
 type PublishingStrategyType string
@@ -190,26 +249,111 @@ const (
 	// HostPort publishes the service on a port of the management host
 	// (the process runtime's way).
 	HostPort PublishingStrategyType = "HostPort"
+	// NodePort publishes the service on a node port of the management
+	// cluster (the kube runtime).
+	NodePort PublishingStrategyType = "NodePort"
+	// LoadBalancer publishes the service through a load balancer of the
+	// management cluster (the kube runtime).
+	LoadBalancer PublishingStrategyType = "LoadBalancer"
+	// Route is not supported.
+	Route PublishingStrategyType = "Route"
 )
 
-// ServicePublishingStrategy says how one service is published.
-type ServicePublishingStrategy struct {
-	// type is the publishing strategy. Only HostPort: the process runtime
-	// runs the API server on the management host, on a port it picks, at
-	// the address of `up --endpoint-host`; nothing else can publish it.
+// NodePortPublishingStrategy is where a NodePort service is reached.
+type NodePortPublishingStrategy struct {
+	// address is the address (IP or DNS name) of the management cluster's
+	// nodes that clients use; it is put into the serving certificate.
 	//
-	// +kubebuilder:validation:XValidation:rule="self == 'HostPort'",message="spec.services[].servicePublishingStrategy.type must be HostPort: the process runtime publishes the API server on a port of the management host; LoadBalancer, NodePort and Route are not supported"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Address string `json:"address"`
+	// port fixes the node port; unset lets the management cluster choose.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+}
+
+// LoadBalancerPublishingStrategy is where a LoadBalancer service is reached.
+type LoadBalancerPublishingStrategy struct {
+	// hostname is the DNS name clients use, pointed at the load balancer's
+	// address; it is put into the serving certificate (the address the
+	// load balancer gets is only known later).
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Hostname string `json:"hostname"`
+}
+
+// ServicePublishingStrategy says how one service is published.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'NodePort' || has(self.nodePort)",message="spec.services[].servicePublishingStrategy.nodePort.address is required for type NodePort: the address of the management cluster's nodes that clients use"
+// +kubebuilder:validation:XValidation:rule="self.type != 'LoadBalancer' || has(self.loadBalancer)",message="spec.services[].servicePublishingStrategy.loadBalancer.hostname is required for type LoadBalancer: the DNS name clients use"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.type == 'NodePort'",message="spec.services[].servicePublishingStrategy.nodePort is only for type NodePort"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancer) || self.type == 'LoadBalancer'",message="spec.services[].servicePublishingStrategy.loadBalancer is only for type LoadBalancer"
+type ServicePublishingStrategy struct {
+	// type is the publishing strategy: HostPort (process runtime), NodePort
+	// or LoadBalancer (kube runtime).
+	//
+	// +kubebuilder:validation:XValidation:rule="self != 'Route'",message="spec.services[].servicePublishingStrategy.type Route is not supported: use HostPort (process runtime), NodePort or LoadBalancer (kube runtime)"
 	Type PublishingStrategyType `json:"type"`
+	// nodePort is where a NodePort service is reached.
+	//
+	// +optional
+	NodePort *NodePortPublishingStrategy `json:"nodePort,omitempty"`
+	// loadBalancer is where a LoadBalancer service is reached.
+	//
+	// +optional
+	LoadBalancer *LoadBalancerPublishingStrategy `json:"loadBalancer,omitempty"`
+}
+
+// Address is the host clients are given for a NodePort or LoadBalancer
+// service; empty for HostPort (the operator's endpoint host).
+func (s ServicePublishingStrategy) Address() string {
+	switch {
+	case s.Type == NodePort && s.NodePort != nil:
+		return s.NodePort.Address
+	case s.Type == LoadBalancer && s.LoadBalancer != nil:
+		return s.LoadBalancer.Hostname
+	}
+	return ""
 }
 
 // ServicePublishingStrategyMapping maps a service to its publishing strategy.
 type ServicePublishingStrategyMapping struct {
 	// service is the published service.
 	//
-	// +kubebuilder:validation:Enum=APIServer
+	// +kubebuilder:validation:Enum=APIServer;Konnectivity
 	Service ServiceType `json:"service"`
 	// servicePublishingStrategy says how it is published.
 	ServicePublishingStrategy `json:"servicePublishingStrategy"`
+}
+
+// PublishingFor returns how service is published: its own entry, else the
+// API server's (the Konnectivity server follows it, on a port of its own),
+// else HostPort.
+func PublishingFor(services []ServicePublishingStrategyMapping, service ServiceType) ServicePublishingStrategy {
+	var api *ServicePublishingStrategy
+	for i := range services {
+		switch services[i].Service {
+		case service:
+			s := services[i].ServicePublishingStrategy
+			return s
+		case APIServer:
+			api = &services[i].ServicePublishingStrategy
+		}
+	}
+	if api != nil {
+		s := *api
+		if s.NodePort != nil {
+			np := *s.NodePort
+			np.Port = 0 // a node port of its own
+			s.NodePort = &np
+		}
+		return s
+	}
+	return ServicePublishingStrategy{Type: HostPort}
 }
 
 // HostedClusterSpec is the desired state of a hosted cluster.
@@ -243,8 +387,9 @@ type HostedClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.networking is immutable: certificates and node pod ranges are made from it at creation; create a new cluster for other networks"
 	Networking ClusterNetworking `json:"networking"`
 
-	// services says how control-plane services are published: only the
-	// API server, only by HostPort (the default when the list is empty).
+	// services says how control-plane services are published: the API
+	// server and the Konnectivity server (which follows the API server
+	// when not listed). HostPort when the list is empty.
 	//
 	// +optional
 	// +listType=map

@@ -24,6 +24,14 @@ type HostedControlPlaneSpec struct {
 	// platform of the hosted cluster.
 	Platform PlatformSpec `json:"platform"`
 
+	// services mirrors the HostedCluster's: how the API server and the
+	// Konnectivity server are published.
+	// +optional
+	// +listType=map
+	// +listMapKey=service
+	// +kubebuilder:validation:MaxItems=8
+	Services []ServicePublishingStrategyMapping `json:"services,omitempty"`
+
 	// pausedUntil mirrors the HostedCluster's.
 	// +optional
 	PausedUntil *string `json:"pausedUntil,omitempty"`

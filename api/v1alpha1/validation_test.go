@@ -100,15 +100,27 @@ func TestAdmission(t *testing.T) {
 				hypershiftv1alpha1.ServiceNetworkEntry{CIDR: "172.30.0.0/16"})
 		}, wantErr: "spec.networking.serviceNetwork must have exactly one entry: dual-stack (a second range) is not supported yet"},
 		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
-		{name: "API server on a load balancer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+		// Which strategies a runtime supports is the runtime admission
+		// policy's (internal/install); the CRD checks their shape.
+		{name: "load balancer without a hostname", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Services[0].Type = "LoadBalancer"
-		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
-		{name: "API server on a node port", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+		}, wantErr: "spec.services[].servicePublishingStrategy.loadBalancer.hostname is required for type LoadBalancer"},
+		{name: "node port without an address", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Services[0].Type = "NodePort"
-		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
+		}, wantErr: "spec.services[].servicePublishingStrategy.nodePort.address is required for type NodePort"},
+		{name: "node port settings on a host port", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].NodePort = &hypershiftv1alpha1.NodePortPublishingStrategy{Address: "10.0.0.1"}
+		}, wantErr: "spec.services[].servicePublishingStrategy.nodePort is only for type NodePort"},
+		{name: "node port out of range", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+			hc.Spec.Services[0].NodePort = &hypershiftv1alpha1.NodePortPublishingStrategy{Address: "10.0.0.1", Port: 70000}
+		}, wantErr: "spec.services[0].servicePublishingStrategy.nodePort.port"},
 		{name: "API server on a route", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Services[0].Type = "Route"
-		}, wantErr: "spec.services[].servicePublishingStrategy.type must be HostPort"},
+		}, wantErr: "spec.services[].servicePublishingStrategy.type Route is not supported"},
+		{name: "unknown service", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Service = "OAuthServer"
+		}, wantErr: "spec.services[0].service"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

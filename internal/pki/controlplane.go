@@ -46,6 +46,9 @@ type ControlPlaneOptions struct {
 	APIServerIPs []net.IP
 	// APIServerDNSNames are the DNS SANs of the API server certificate.
 	APIServerDNSNames []string
+	// EtcdDNSNames are added to the etcd members' serving and peer
+	// certificates (the names pods reach them at).
+	EtcdDNSNames []string
 }
 
 // ControlPlane holds every key pair a control plane uses.
@@ -96,8 +99,8 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 
 	loopback := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 	leaves := []leaf{
-		{EtcdServerName, &cp.EtcdCA, CertRequest{CommonName: "etcd-server", DNSNames: []string{"localhost"}, IPs: loopback, Server: true, Client: true}, &cp.EtcdServer},
-		{EtcdPeerName, &cp.EtcdCA, CertRequest{CommonName: "etcd-peer", DNSNames: []string{"localhost"}, IPs: loopback, Server: true, Client: true}, &cp.EtcdPeer},
+		{EtcdServerName, &cp.EtcdCA, CertRequest{CommonName: "etcd-server", DNSNames: append([]string{"localhost"}, opts.EtcdDNSNames...), IPs: loopback, Server: true, Client: true}, &cp.EtcdServer},
+		{EtcdPeerName, &cp.EtcdCA, CertRequest{CommonName: "etcd-peer", DNSNames: append([]string{"localhost"}, opts.EtcdDNSNames...), IPs: loopback, Server: true, Client: true}, &cp.EtcdPeer},
 		{EtcdClientName, &cp.EtcdCA, CertRequest{CommonName: "etcd-client", Client: true}, &cp.EtcdClient},
 		{KubeAPIServerName, &cp.RootCA, CertRequest{CommonName: "kube-apiserver", DNSNames: opts.APIServerDNSNames, IPs: opts.APIServerIPs, Server: true}, &cp.KubeAPIServer},
 		{KubeAPIServerKubeletName, &cp.ClientCA, CertRequest{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}, Client: true}, &cp.KubeAPIServerKubeletClient},

@@ -24,6 +24,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/runtime"
 )
 
 // Finalizer keeps a HostedCluster until everything it owns is gone.
@@ -47,6 +48,13 @@ type Reconciler struct {
 	// server's serving certificate, besides the in-cluster names.
 	APIServerIPs      []net.IP
 	APIServerDNSNames []string
+	// Layout is the layout of the runtime that runs the control planes,
+	// for a control-plane namespace: when its instances are pods, the
+	// names they reach each other at go into the certificates. Nil: a
+	// runtime of one host.
+	Layout func(namespace string) runtime.Layout
+	// Supports is what the runtime can do; zero is the process runtime's.
+	Supports Capabilities
 	// Metrics records cluster lifecycle figures; may be nil.
 	Metrics *Metrics
 	// Recorder emits an Event for each condition transition; may be nil.
@@ -93,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcileNormal validates the spec, runs the phases and derives the status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hc := s.hc
-	if err := validateSpec(hc); err != nil {
+	if err := validateSpec(hc, r.Supports); err != nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, false,
 			hypershiftv1alpha1.UnsupportedReason, err.Error())
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,

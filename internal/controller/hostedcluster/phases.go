@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/version"
@@ -55,7 +56,25 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 		"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 		"kubernetes.default.svc.cluster.local",
 	}, r.APIServerDNSNames...)
-	if _, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{APIServerIPs: ips, APIServerDNSNames: dns}); err != nil {
+	// Where clients reach a published API and Konnectivity server.
+	for _, svc := range []hypershiftv1alpha1.ServiceType{hypershiftv1alpha1.APIServer, hypershiftv1alpha1.Konnectivity} {
+		if addr := hypershiftv1alpha1.PublishingFor(s.hc.Spec.Services, svc).Address(); addr != "" {
+			if ip := net.ParseIP(addr); ip != nil {
+				ips = append(ips, ip)
+			} else {
+				dns = append(dns, addr)
+			}
+		}
+	}
+	var etcdDNS []string
+	if r.Layout != nil {
+		if l := r.Layout(s.ns); l.Pods {
+			// The names the control plane's pods reach each other at.
+			dns = append(dns, l.Host(components.KubeAPIServer, ""))
+			etcdDNS = append(etcdDNS, l.Host(components.Etcd, ""), l.Host(components.Etcd, "*"))
+		}
+	}
+	if _, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{APIServerIPs: ips, APIServerDNSNames: dns, EtcdDNSNames: etcdDNS}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("PKI: %w", err)
 	}
 	return ctrl.Result{}, r.ensureEncryptionKey(ctx, s)
@@ -107,6 +126,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			ControllerAvailabilityPolicy: s.hc.Spec.ControllerAvailabilityPolicy,
 			Etcd:                         s.hc.Spec.Etcd,
 			Platform:                     s.hc.Spec.Platform,
+			Services:                     s.hc.Spec.Services,
 			PausedUntil:                  s.hc.Spec.PausedUntil,
 		}
 		return nil

@@ -1,7 +1,9 @@
 package hostedcluster
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/version"
@@ -12,7 +14,17 @@ import (
 // changes; retrying would not help. Admission refuses most of these too; the
 // checks here cover objects stored before a rule existed (the API server
 // does not re-validate them).
-func validateSpec(hc *hypershiftv1alpha1.HostedCluster) error {
+// Capabilities are what the runtime that runs control planes can do.
+type Capabilities struct {
+	// Publishing lists the service publishing strategies it supports;
+	// empty means HostPort only (the process runtime).
+	Publishing []hypershiftv1alpha1.PublishingStrategyType
+	// EtcdStorage: it keeps etcd's data on volumes that
+	// spec.etcd.managed.storage configures.
+	EtcdStorage bool
+}
+
+func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) error {
 	if v := hc.Spec.KubernetesVersion; v != "" && !version.Supported(v) {
 		return fmt.Errorf("spec.kubernetesVersion %s is not supported: this operator runs %v", v, version.SupportedKubernetesVersions())
 	}
@@ -27,10 +39,17 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster) error {
 	if n := len(hc.Spec.Networking.ServiceNetwork); n > 1 {
 		return fmt.Errorf("spec.networking.serviceNetwork has %d entries: dual-stack is not supported yet, keep one", n)
 	}
+	publishing := supports.Publishing
+	if len(publishing) == 0 {
+		publishing = []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.HostPort}
+	}
 	for i, s := range hc.Spec.Services {
-		if t := s.Type; t != hypershiftv1alpha1.HostPort {
-			return fmt.Errorf("spec.services[%d].servicePublishingStrategy.type %s is not supported: the process runtime publishes %s on a port of the management host; use HostPort", i, t, s.Service)
+		if !slices.Contains(publishing, s.Type) {
+			return fmt.Errorf("spec.services[%d].servicePublishingStrategy.type %s is not supported by this operator's runtime: use %v", i, s.Type, publishing)
 		}
+	}
+	if hc.Spec.Etcd.Managed != nil && !supports.EtcdStorage {
+		return errors.New("spec.etcd.managed.storage is not supported by this operator's runtime: the process runtime keeps etcd's data on the management host's disk; remove it")
 	}
 	return nil
 }

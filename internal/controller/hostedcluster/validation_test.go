@@ -12,10 +12,12 @@ import (
 // refused them: each reports ValidConfiguration=False naming the field
 // instead of being run with part of it ignored.
 func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
+	kube := Capabilities{Publishing: []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer}, EtcdStorage: true}
 	tests := []struct {
-		name    string
-		mutate  func(hc *hypershiftv1alpha1.HostedCluster)
-		wantErr string // empty: valid
+		name     string
+		supports Capabilities // zero: the process runtime
+		mutate   func(hc *hypershiftv1alpha1.HostedCluster)
+		wantErr  string // empty: valid
 	}{
 		{name: "default cluster", mutate: func(*hypershiftv1alpha1.HostedCluster) {}},
 		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
@@ -25,15 +27,24 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 		{name: "second service network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ServiceNetwork = append(hc.Spec.Networking.ServiceNetwork, hypershiftv1alpha1.ServiceNetworkEntry{CIDR: "fd02::/112"})
 		}, wantErr: "spec.networking.serviceNetwork has 2 entries: dual-stack is not supported yet"},
-		{name: "load balancer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+		{name: "load balancer on the process runtime", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Services[0].Type = "LoadBalancer"
-		}, wantErr: "spec.services[0].servicePublishingStrategy.type LoadBalancer is not supported"},
+		}, wantErr: "spec.services[0].servicePublishingStrategy.type LoadBalancer is not supported by this operator's runtime"},
+		{name: "etcd storage on the process runtime", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
+		}, wantErr: "spec.etcd.managed.storage is not supported by this operator's runtime"},
+		{name: "node port on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
+		}},
+		{name: "host port on the kube runtime", supports: kube, mutate: func(*hypershiftv1alpha1.HostedCluster) {},
+			wantErr: "spec.services[0].servicePublishingStrategy.type HostPort is not supported by this operator's runtime: use [NodePort LoadBalancer]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hc := hypershiftv1alpha1.NewHostedCluster("clusters", "a", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
 			tt.mutate(hc)
-			err := validateSpec(hc)
+			err := validateSpec(hc, tt.supports)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("refused a valid spec: %v", err)

@@ -2,6 +2,7 @@ package components
 
 import (
 	"fmt"
+	"strings"
 
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"
@@ -64,6 +65,69 @@ type Config struct {
 	// SingleProcess runs the API server, controller manager and scheduler
 	// of a single-replica control plane as one process (KubeControlPlane).
 	SingleProcess bool
+	// APIServer and Konnectivity say how the API endpoint and the
+	// Konnectivity server's agent port are published (Type, Address,
+	// NodePort; the renderer fills in Port). A zero Type is HostPort at
+	// the endpoint host.
+	APIServer, Konnectivity runtime.Publish
+	// EtcdStorageClass and EtcdStorageSize are the cluster's own choice for
+	// its etcd members' volumes (spec.etcd.managed.storage), for runtimes
+	// that keep Data on volumes; empty means the runtime's default.
+	EtcdStorageClass, EtcdStorageSize string
+}
+
+// pods: each instance runs in a network namespace and filesystem of its
+// own (Layout.Pods).
+func (cfg Config) pods() bool { return cfg.Layout.Pods && !cfg.Management }
+
+// dir returns a function giving the path of a file of an instance: under
+// Dir/<instance> on one host; under Dir/<component> in pods, whose
+// filesystems are their own, so that replicas have equal specs.
+func (cfg Config) dir(component, instance string) func(string) string {
+	if cfg.pods() {
+		instance = component
+	}
+	return func(f string) string { return path(cfg.Layout.Dir, instance, f) }
+}
+
+// self is how an instance writes its own name in its arguments.
+func (cfg Config) self(instance string) string {
+	if cfg.pods() && cfg.Layout.Self != "" {
+		return cfg.Layout.Self
+	}
+	return instance
+}
+
+// listen is where listeners that other instances use bind: loopback on one
+// host, every address of the pod's own network namespace in pods.
+func (cfg Config) listen() string {
+	if cfg.pods() {
+		return "0.0.0.0"
+	}
+	return loopback
+}
+
+// probeHost is the address a readiness probe of a listener bound to bind
+// uses: bind itself on one host; in a pod empty, the runtime's default
+// (the pod's IP).
+func (cfg Config) probeHost(bind string) string {
+	if cfg.pods() {
+		return ""
+	}
+	return bind
+}
+
+// publish completes how a port is published: name is what the runtime is
+// asked for, port the spec's own name of it.
+func (cfg Config) publish(p runtime.Publish, name, port string) []runtime.Publish {
+	if p.Type == "" {
+		p.Type = runtime.HostPort
+	}
+	if p.Type == runtime.HostPort && p.Address == "" {
+		p.Address = cfg.endpointHost()
+	}
+	p.Name, p.Port = name, port
+	return []runtime.Publish{p}
 }
 
 // goGC is the Go garbage collector's target for a hosted control plane's
@@ -144,8 +208,12 @@ func (cfg Config) endpointHost() string {
 const loopback = "127.0.0.1"
 
 // apiServerBindAddress is where API server i listens: on the endpoint when
-// it is the endpoint, on loopback behind the proxy otherwise.
+// it is the endpoint, on loopback behind the proxy otherwise; in a pod on
+// every address of its own.
 func (cfg Config) apiServerBindAddress() string {
+	if cfg.pods() {
+		return cfg.listen()
+	}
 	if cfg.replicas().KubeAPIServer == 1 {
 		return cfg.endpointHost()
 	}
@@ -169,11 +237,11 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		specs = append(specs, renderEtcd(cfg, i))
 	}
 	if !cfg.Management {
-		konnectivity, err := renderKonnectivityServer(cfg)
+		konnectivity, err := renderKonnectivityServers(cfg)
 		if err != nil {
 			return nil, err
 		}
-		specs = append(specs, konnectivity)
+		specs = append(specs, konnectivity...)
 	}
 	for i := range r.KubeAPIServer {
 		spec, err := renderKubeAPIServer(cfg, i)
@@ -182,7 +250,8 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		}
 		specs = append(specs, spec)
 	}
-	if r.KubeAPIServer > 1 {
+	if r.KubeAPIServer > 1 && !cfg.pods() {
+		// In pods, the runtime's Service balances the API servers.
 		specs = append(specs, renderKubeAPIServerProxy(cfg))
 	}
 	for i := range r.Controllers {
@@ -204,4 +273,45 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		specs = singleProcess(cfg, specs)
 	}
 	return specs, nil
+}
+
+// WellKnownPort is the upstream default port of each port name of
+// PortNames, for runtimes whose instances each have a network namespace of
+// their own and so need no allocation; 0 for names without one.
+func WellKnownPort(name string) int {
+	switch {
+	case name == EndpointPort:
+		return 6443
+	case name == KonnectivityPort:
+		return 8091
+	case name == konnectivityHealthPort:
+		return 8092
+	case name == konnectivityAdminPort:
+		return 8093
+	case name == proxyHealthPort:
+		return 8444
+	}
+	for _, p := range []struct {
+		prefix string
+		port   int
+	}{
+		{KubeAPIServer, 6443},
+		{KubeControllerManager, 10257},
+		{KubeScheduler, 10259},
+	} {
+		if name == p.prefix || strings.HasPrefix(name, p.prefix+"-") {
+			return p.port
+		}
+	}
+	if strings.HasPrefix(name, Etcd+"-") {
+		switch {
+		case strings.HasSuffix(name, "-client"):
+			return 2379
+		case strings.HasSuffix(name, "-peer"):
+			return 2380
+		case strings.HasSuffix(name, "-metrics"):
+			return 2381
+		}
+	}
+	return 0
 }

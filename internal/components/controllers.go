@@ -16,7 +16,7 @@ const managementControllers = "garbage-collector-controller,namespace-controller
 
 // endpointInstance is the instance behind the published API port.
 func endpointInstance(cfg Config) string {
-	if cfg.replicas().KubeAPIServer > 1 {
+	if cfg.replicas().KubeAPIServer > 1 && !cfg.pods() {
 		return KubeAPIServerProxy
 	}
 	return KubeAPIServer
@@ -25,15 +25,16 @@ func endpointInstance(cfg Config) string {
 // controllerArgs are the flags the controller manager and the scheduler
 // share: their kubeconfig for every API call, a loopback serving port, and
 // leader election when controllers are replicated.
-func controllerArgs(cfg Config, name string) []string {
-	kubeconfig := path(cfg.Layout.Dir, name, "kubeconfig")
+func controllerArgs(cfg Config, component, name string) []string {
+	dir := cfg.dir(component, name)
+	kubeconfig := dir("kubeconfig")
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + cfg.listen(),
 		fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
-		"--cert-dir=" + path(cfg.Layout.Dir, name, "certs"),
+		"--cert-dir=" + dir("certs"),
 		fmt.Sprintf("--leader-elect=%t", cfg.replicas().Controllers > 1),
 		"--profiling=false",
 	}
@@ -42,12 +43,12 @@ func controllerArgs(cfg Config, name string) []string {
 func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeControllerManager, i, cfg.replicas().Controllers)
 	p := cfg.PKI
-	dir := func(f string) string { return path(cfg.Layout.Dir, name, f) }
-	kc, err := localKubeconfig(cfg, name, p.KubeControllerManager)
+	dir := cfg.dir(KubeControllerManager, name)
+	kc, err := localKubeconfig(cfg, KubeControllerManager, name, p.KubeControllerManager)
 	if err != nil {
 		return runtime.Spec{}, err
 	}
-	args := append(controllerArgs(cfg, name),
+	args := append(controllerArgs(cfg, KubeControllerManager, name),
 		"--root-ca-file="+dir("root-ca.crt"),
 		"--service-account-private-key-file="+dir("service-account.key"),
 		"--use-service-account-credentials=true",
@@ -95,12 +96,13 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 		Files:     files,
 		Ports:     map[string]int{"https": cfg.Ports[name]},
 		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
+		Requests:  runtime.Resources{MilliCPU: 50, MemoryBytes: 128 << 20},
 	}, nil
 }
 
 func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeScheduler, i, cfg.replicas().Controllers)
-	kc, err := localKubeconfig(cfg, name, cfg.PKI.KubeScheduler)
+	kc, err := localKubeconfig(cfg, KubeScheduler, name, cfg.PKI.KubeScheduler)
 	if err != nil {
 		return runtime.Spec{}, err
 	}
@@ -108,19 +110,26 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 		Name:      name,
 		Component: KubeScheduler,
 		After:     []string{endpointInstance(cfg)},
-		Args:      controllerArgs(cfg, name),
+		Args:      controllerArgs(cfg, KubeScheduler, name),
 		Files:     []runtime.File{{Path: "kubeconfig", Content: kc, Secret: true}},
 		Ports:     map[string]int{"https": cfg.Ports[name]},
 		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
+		Requests:  runtime.Resources{MilliCPU: 20, MemoryBytes: 64 << 20},
 	}, nil
 }
 
 // localKubeconfig is the kubeconfig of a component that reaches its API
-// server at the published endpoint.
-func localKubeconfig(cfg Config, name string, client pki.KeyPair) ([]byte, error) {
+// server at the published endpoint on one host, at the API servers'
+// Service in pods.
+func localKubeconfig(cfg Config, component, name string, client pki.KeyPair) ([]byte, error) {
+	server := "https://" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(cfg.Ports[EndpointPort]))
+	if cfg.pods() {
+		name = component // replicas have equal files
+		server = "https://" + net.JoinHostPort(cfg.Layout.Host(KubeAPIServer, ""), strconv.Itoa(cfg.apiServerPort(0)))
+	}
 	return kubeconfig.Render(kubeconfig.Params{
 		Name:      name,
-		Server:    "https://" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(cfg.Ports[EndpointPort])),
+		Server:    server,
 		CAPEM:     cfg.PKI.RootCA.CertPEM,
 		ClientPEM: client.CertPEM,
 		KeyPEM:    client.KeyPEM,

@@ -2,6 +2,8 @@ package components
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"hypershift.dev/internal/runtime"
@@ -11,28 +13,40 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 	n := cfg.replicas().Etcd
 	name := instanceName(Etcd, i, n)
 	p := cfg.PKI
-	dir := func(f string) string { return path(cfg.Layout.Dir, name, f) }
-	peerURL := func(m int) string { return fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(m, "peer")]) }
-	clientURL := fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(i, "client")])
+	dir := cfg.dir(Etcd, name)
+	self := cfg.self(name)
+	// host is where member m is reached: loopback on one host, its own
+	// name in pods.
+	host := func(member string) string {
+		if cfg.pods() {
+			return cfg.Layout.Host(Etcd, member)
+		}
+		return loopback
+	}
+	url := func(member string, port int) string { return "https://" + net.JoinHostPort(host(member), strconv.Itoa(port)) }
+	clientPort, peerPort := cfg.Ports[etcdPort(i, "client")], cfg.Ports[etcdPort(i, "peer")]
 	members := make([]string, n)
 	for m := range n {
-		members[m] = instanceName(Etcd, m, n) + "=" + peerURL(m)
+		member := instanceName(Etcd, m, n)
+		members[m] = member + "=" + url(member, cfg.Ports[etcdPort(m, "peer")])
 	}
-	return runtime.Spec{
+	listen := func(port int) string { return "https://" + net.JoinHostPort(cfg.listen(), strconv.Itoa(port)) }
+	spec := runtime.Spec{
 		StopLast:  true,
+		Data:      "data",
 		Name:      name,
 		Component: Etcd,
 		Args: []string{
-			"--name=" + name,
+			"--name=" + self,
 			"--data-dir=" + dir("data"),
-			"--listen-client-urls=" + clientURL,
-			"--advertise-client-urls=" + clientURL,
-			"--listen-peer-urls=" + peerURL(i),
-			"--initial-advertise-peer-urls=" + peerURL(i),
+			"--listen-client-urls=" + listen(clientPort),
+			"--advertise-client-urls=" + url(self, clientPort),
+			"--listen-peer-urls=" + listen(peerPort),
+			"--initial-advertise-peer-urls=" + url(self, peerPort),
 			"--initial-cluster=" + strings.Join(members, ","),
 			"--initial-cluster-state=new",
 			"--initial-cluster-token=" + cfg.Name,
-			fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", cfg.Ports[etcdPort(i, "metrics")]),
+			"--listen-metrics-urls=http://" + net.JoinHostPort(cfg.listen(), strconv.Itoa(cfg.Ports[etcdPort(i, "metrics")])),
 			"--cert-file=" + dir("server.crt"),
 			"--key-file=" + dir("server.key"),
 			"--trusted-ca-file=" + dir("ca.crt"),
@@ -59,12 +73,20 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 		},
 		Readiness: runtime.Probe{Scheme: "http", Port: cfg.Ports[etcdPort(i, "metrics")], Path: "/health"},
 		// GOGC=50: ~6 MiB less heap when idle.
-		Env: cfg.hostedEnv(),
+		Env:      cfg.hostedEnv(),
+		Requests: runtime.Resources{MilliCPU: 50, MemoryBytes: 128 << 20},
 	}
+	if cfg.pods() {
+		spec.DataVolume = runtime.Volume{StorageClassName: cfg.EtcdStorageClass, Size: cfg.EtcdStorageSize}
+	}
+	return spec
 }
 
-// etcdServers lists every member's client URL.
+// etcdServers lists every member's client URL; in pods, the etcd Service.
 func etcdServers(cfg Config) string {
+	if cfg.pods() {
+		return "https://" + net.JoinHostPort(cfg.Layout.Host(Etcd, ""), strconv.Itoa(cfg.Ports[etcdPort(0, "client")]))
+	}
 	urls := make([]string, cfg.replicas().Etcd)
 	for m := range urls {
 		urls[m] = fmt.Sprintf("https://127.0.0.1:%d", cfg.Ports[etcdPort(m, "client")])

@@ -35,6 +35,13 @@ type goldenSpec struct {
 	Readiness goldenProbe    `json:"readiness"`
 	After     []string       `json:"after,omitempty"`
 	Env       []string       `json:"env,omitempty"`
+	// Placement (not part of the hash).
+	StopLast   bool              `json:"stopLast,omitempty"`
+	Data       string            `json:"data,omitempty"`
+	DataVolume *runtime.Volume   `json:"dataVolume,omitempty"`
+	Beside     string            `json:"beside,omitempty"`
+	Requests   runtime.Resources `json:"requests"`
+	Publish    []runtime.Publish `json:"publish,omitempty"`
 }
 
 type goldenFile struct {
@@ -80,6 +87,7 @@ func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 		g := goldenSpec{
 			Name: s.Name, Component: s.Component, Command: s.Command, Args: s.Args,
 			Files: []goldenFile{}, Ports: s.Ports, After: s.After, Env: s.Env,
+			StopLast: s.StopLast, Data: s.Data, Beside: s.Beside, Requests: s.Requests, Publish: s.Publish,
 			Readiness: goldenProbe{
 				Scheme: s.Readiness.Scheme, Host: s.Readiness.Host, Port: s.Readiness.Port,
 				Path: s.Readiness.Path, CASHA256: digest(s.Readiness.CAPEM),
@@ -87,6 +95,9 @@ func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 		}
 		if s.Files == nil {
 			g.Files = nil
+		}
+		if s.DataVolume != (runtime.Volume{}) {
+			g.DataVolume = &s.DataVolume
 		}
 		for _, f := range s.Files {
 			g.Files = append(g.Files, goldenContent(t, f))
@@ -154,7 +165,8 @@ func lines(b []byte) []string {
 }
 
 // TestGoldenViewHasEverySpecField: a field added to runtime.Spec (or Probe) must be
-// added to the golden view too, or golden files would stop showing it.
+// added to the golden view too, or golden files would stop showing it; the
+// placement fields too, though the hash leaves them out.
 func TestGoldenViewHasEverySpecField(t *testing.T) {
 	for _, pair := range [][2]reflect.Type{
 		{reflect.TypeFor[runtime.Spec](), reflect.TypeFor[goldenSpec]()},
@@ -163,7 +175,7 @@ func TestGoldenViewHasEverySpecField(t *testing.T) {
 	} {
 		for i := range pair[0].NumField() {
 			f := pair[0].Field(i)
-			if _, ok := pair[1].FieldByName(f.Name); !ok && f.Tag.Get("json") != "-" {
+			if _, ok := pair[1].FieldByName(f.Name); !ok && (f.Tag.Get("json") != "-" || pair[0] == reflect.TypeFor[runtime.Spec]()) {
 				t.Errorf("%s.%s is not shown in golden files: add it to %s", pair[0].Name(), f.Name, pair[1].Name())
 			}
 		}
@@ -194,6 +206,8 @@ func goldenScenarios() []struct {
 		{"management", management},
 		{"single-process", single},
 		{"highly-available", haSingle},
+		{"pods", inPods(testConfig(), SingleReplica)},
+		{"pods-highly-available", inPods(testConfig(), HighlyAvailable)},
 	}
 }
 
@@ -281,4 +295,28 @@ func TestGoldenFilesHoldNoSecrets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// inPods renders cfg for a runtime that runs each instance in a pod of its
+// own, named like the kube runtime names them.
+func inPods(cfg Config, r Replicas) Config {
+	cfg.Replicas = r
+	cfg.Ports = map[string]int{}
+	for _, name := range PortNames(r) {
+		cfg.Ports[name] = WellKnownPort(name)
+	}
+	ns := cfg.Name
+	cfg.Layout = runtime.Layout{
+		Dir: "/var/lib/hypershift", Pods: true, Self: "$(POD_NAME)", SelfIP: "$(POD_IP)",
+		Host: func(component, instance string) string {
+			if instance == "" {
+				return component + "." + ns + ".svc"
+			}
+			return instance + "." + component + "-discovery." + ns + ".svc"
+		},
+	}
+	cfg.APIServer = runtime.Publish{Type: runtime.NodePort, Address: "192.0.2.10", NodePort: 30443}
+	cfg.Konnectivity = runtime.Publish{Type: runtime.NodePort, Address: "192.0.2.10"}
+	cfg.EtcdStorageClass, cfg.EtcdStorageSize = "fast", "4Gi"
+	return cfg
 }

@@ -47,28 +47,56 @@ func (cfg Config) konnectivitySocket() (string, error) {
 		KonnectivityServer, p, len(p), maxSocketPath)
 }
 
-// renderKonnectivityServer is the one tunnel server of a control plane:
-// every API server, also of a replicated control plane, uses it over its
-// unix socket, so an agent's one connection serves all of them.
-func renderKonnectivityServer(cfg Config) (runtime.Spec, error) {
+// renderKonnectivityServers renders the tunnel servers of a control plane.
+// On one host there is one: every API server, also of a replicated control
+// plane, uses it over its unix socket, so an agent's one connection serves
+// all of them. In pods there is one beside each API server (a unix socket
+// does not cross pods), and agents connect to each through the Service.
+func renderKonnectivityServers(cfg Config) ([]runtime.Spec, error) {
+	if !cfg.pods() {
+		spec, err := renderKonnectivityServer(cfg, KonnectivityServer, 1)
+		return []runtime.Spec{spec}, err
+	}
+	n := cfg.replicas().KubeAPIServer
+	specs := make([]runtime.Spec, 0, n)
+	for i := range n {
+		spec, err := renderKonnectivityServer(cfg, instanceName(KonnectivityServer, i, n), n)
+		if err != nil {
+			return nil, err
+		}
+		spec.Beside = KubeAPIServer
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+// PublishedKonnectivityPort is the port name, in a Konnectivity server's
+// Spec, that is published as KonnectivityPort.
+const PublishedKonnectivityPort = "agent"
+
+func renderKonnectivityServer(cfg Config, name string, servers int) (runtime.Spec, error) {
 	socket, err := cfg.konnectivitySocket()
 	if err != nil {
 		return runtime.Spec{}, err
 	}
-	dir := func(f string) string { return path(cfg.Layout.Dir, KonnectivityServer, f) }
+	dir := cfg.dir(KonnectivityServer, name)
 	agent, health, admin := cfg.Ports[KonnectivityPort], cfg.Ports[konnectivityHealthPort], cfg.Ports[konnectivityAdminPort]
+	agentBind := cfg.endpointHost()
+	if cfg.pods() {
+		agentBind = cfg.listen()
+	}
 	p := cfg.PKI
 	return runtime.Spec{
-		Name:      KonnectivityServer,
+		Name:      name,
 		Component: KonnectivityServer,
 		Args: []string{
 			"--mode=grpc",
 			"--uds-name=" + socket,
 			"--delete-existing-uds-file=true",
 			"--server-port=0",
-			"--agent-bind-address=" + cfg.endpointHost(),
+			"--agent-bind-address=" + agentBind,
 			"--agent-port=" + strconv.Itoa(agent),
-			"--health-bind-address=" + loopback,
+			"--health-bind-address=" + cfg.listen(),
 			"--health-port=" + strconv.Itoa(health),
 			"--admin-bind-address=" + loopback,
 			"--admin-port=" + strconv.Itoa(admin),
@@ -77,7 +105,7 @@ func renderKonnectivityServer(cfg Config) (runtime.Spec, error) {
 			"--cluster-cert=" + dir("server.crt"),
 			"--cluster-key=" + dir("server.key"),
 			"--cluster-ca-cert=" + dir("ca.crt"),
-			"--server-count=1",
+			"--server-count=" + strconv.Itoa(servers),
 			"--proxy-strategies=destHost,default",
 		},
 		Files: []runtime.File{
@@ -85,10 +113,12 @@ func renderKonnectivityServer(cfg Config) (runtime.Spec, error) {
 			{Path: "server.crt", Content: p.KonnectivityServer.CertPEM},
 			{Path: "server.key", Content: p.KonnectivityServer.KeyPEM, Secret: true},
 		},
-		Ports: map[string]int{"agent": agent, "health": health, "admin": admin},
+		Ports: map[string]int{PublishedKonnectivityPort: agent, "health": health, "admin": admin},
 		// /healthz, not /readyz: the server is ready for the API servers
 		// before any agent connects (a cluster without nodes has none).
 		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/healthz"},
+		Publish:   cfg.publish(cfg.Konnectivity, KonnectivityPort, PublishedKonnectivityPort),
+		Requests:  runtime.Resources{MilliCPU: 10, MemoryBytes: 32 << 20},
 	}, nil
 }
 

@@ -13,7 +13,7 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeAPIServer, i, cfg.replicas().KubeAPIServer)
 	p := cfg.PKI
 	port := cfg.apiServerPort(i)
-	dir := func(f string) string { return path(cfg.Layout.Dir, name, f) }
+	dir := cfg.dir(KubeAPIServer, name)
 	encryption, err := encryptionConfig(cfg.EncryptionKey)
 	if err != nil {
 		return runtime.Spec{}, err
@@ -89,17 +89,26 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		// moments fails as during a restart of it.
 		files = append(files, egress)
 	}
-	return runtime.Spec{
+	spec := runtime.Spec{
 		Name:      name,
 		Component: KubeAPIServer,
 		Args:      args,
 		Files:     files,
-		Ports:     map[string]int{"https": port},
-		Readiness: runtime.Probe{Scheme: "https", Host: cfg.apiServerBindAddress(), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+		Ports:     map[string]int{PublishedPort: port},
+		Readiness: runtime.Probe{Scheme: "https", Host: cfg.probeHost(cfg.apiServerBindAddress()), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
 		// GOGC=50: ~38 MiB less heap when idle.
-		Env: cfg.hostedEnv(),
-	}, nil
+		Env:      cfg.hostedEnv(),
+		Requests: runtime.Resources{MilliCPU: 200, MemoryBytes: 384 << 20},
+	}
+	if endpointInstance(cfg) == KubeAPIServer && !cfg.Management {
+		spec.Publish = cfg.publish(cfg.APIServer, EndpointPort, PublishedPort)
+	}
+	return spec, nil
 }
+
+// PublishedPort is the port name, in the Spec of the instance behind the
+// API endpoint, that is published as EndpointPort.
+const PublishedPort = "https"
 
 // renderKubeAPIServerProxy is the stable endpoint of replicated API servers:
 // a TCP proxy (TLS passes through) run as its own supervised process, so
@@ -119,7 +128,9 @@ func renderKubeAPIServerProxy(cfg Config) runtime.Spec {
 		Component: KubeAPIServerProxy,
 		Args:      flags.Args(),
 		Files:     []runtime.File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
-		Ports:     map[string]int{"https": port, "health": health},
+		Ports:     map[string]int{PublishedPort: port, "health": health},
+		Publish:   cfg.publish(cfg.APIServer, EndpointPort, PublishedPort),
+		Requests:  runtime.Resources{MilliCPU: 10, MemoryBytes: 32 << 20},
 		// Ready while it routes to at least one ready API server.
 		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/readyz"},
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"reflect"
+
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
@@ -295,5 +297,35 @@ func TestListenersArePublishedOnly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodsReplicasAreEqual: in pods, the instances of one component differ
+// only in their Name, so a runtime can run them as replicas of one workload.
+func TestPodsReplicasAreEqual(t *testing.T) {
+	for _, r := range []Replicas{SingleReplica, HighlyAvailable} {
+		specs, err := Render(inPods(testConfig(), r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := map[string]runtime.Spec{}
+		for _, s := range specs {
+			if s.Component == KubeAPIServerProxy {
+				t.Errorf("%s: rendered in pods, where a Service balances the API servers", s.Name)
+			}
+			named := s
+			named.Name = ""
+			f, seen := first[s.Component]
+			if !seen {
+				first[s.Component] = named
+				continue
+			}
+			if !reflect.DeepEqual(f, named) {
+				t.Errorf("%s differs from the first %s beyond its name", s.Name, s.Component)
+			}
+		}
+		if got := len(first); got != 5 {
+			t.Errorf("%d components in pods, want etcd, Konnectivity, API server, controller manager, scheduler", got)
+		}
 	}
 }

@@ -46,6 +46,12 @@ func singleProcess(cfg Config, specs []runtime.Spec) []runtime.Spec {
 		for name, port := range s.Ports {
 			combined.Ports[s.Name+"-"+name] = port // each folded component has an "https"
 		}
+		for _, p := range s.Publish {
+			p.Port = s.Name + "-" + p.Port
+			combined.Publish = append(combined.Publish, p)
+		}
+		combined.Requests.MilliCPU += s.Requests.MilliCPU
+		combined.Requests.MemoryBytes += s.Requests.MemoryBytes
 		if s.Name == KubeAPIServer {
 			combined.Readiness = s.Readiness
 			combined.After = s.After

@@ -43,8 +43,8 @@ type Runtime interface {
 	Apply(ctx context.Context, ref ControlPlaneRef, specs []Spec) error
 	// Status reports each instance of a control plane, sorted by name.
 	Status(ref ControlPlaneRef) []InstanceStatus
-	// Published returns where clients outside the control plane reach a
-	// published port (Spec.Publish) of its applied instances; ok is false
+	// Published returns where clients outside the control plane reach the
+	// published port named name (Spec.Publish.Name); ok is false
 	// while that is not known yet (a node port not allocated yet).
 	Published(ctx context.Context, ref ControlPlaneRef, port string) (host string, hostPort int, ok bool, err error)
 	// Delete stops a control plane and removes its data.

@@ -65,6 +65,9 @@ type Spec struct {
 	// keeps it on the host's disk; the kube runtime on a
 	// PersistentVolumeClaim per instance.
 	Data string `json:"-"`
+	// DataVolume is the instance's own choice of volume for Data; empty
+	// fields are the runtime's defaults.
+	DataVolume Volume `json:"-"`
 	// Beside names a component whose instances this one runs next to,
 	// sharing their network and directory tree (the Konnectivity server
 	// beside each API server, over a unix socket). Empty: on its own. On
@@ -77,6 +80,14 @@ type Spec struct {
 	// Publish lists the ports clients outside the control plane reach, and
 	// how (Runtime.Published says where).
 	Publish []Publish `json:"-"`
+}
+
+// Volume is a kind and size of volume.
+type Volume struct {
+	// StorageClassName of the claim; empty: the runtime's default.
+	StorageClassName string
+	// Size is a quantity ("8Gi"); empty: the runtime's default.
+	Size string
 }
 
 // Resources is an amount of CPU and memory.
@@ -102,6 +113,9 @@ const (
 
 // Publish is one published port.
 type Publish struct {
+	// Name is what Runtime.Published is asked for: unique within a control
+	// plane (the endpoint, the Konnectivity server's agent port).
+	Name string
 	// Port names the port in Spec.Ports.
 	Port string
 	Type PublishType

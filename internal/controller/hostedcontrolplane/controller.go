@@ -138,6 +138,15 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
 		return ctrl.Result{}, err
 	}
+	host, port, ok, err := r.Runtime.Published(ctx, s.ref, components.EndpointPort)
+	switch {
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("published endpoint: %w", err)
+	case ok:
+		s.hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: host, Port: int32(port)} //nolint:gosec // ports fit in int32
+	default:
+		s.requeueAfter(time.Second) // a node port or load balancer on its way
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -183,7 +192,6 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 		return nil, fmt.Errorf("ports: %w", err)
 	}
 	s.ports = ports
-	hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: r.EndpointHost, Port: int32(ports[components.EndpointPort])} //nolint:gosec // ports fit in int32
 	net := hcp.Spec.Networking
 	cfg := components.Config{
 		Name:             hcp.Namespace,
@@ -197,11 +205,35 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
 		NodeCIDRMaskSize: int(net.ClusterNetwork[0].HostPrefix),
 		SingleProcess:    hcp.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true",
+		APIServer:        r.publish(hcp.Spec.Services, hypershiftv1alpha1.APIServer),
+		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
+	}
+	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
+		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {
+			cfg.EtcdStorageClass = *pv.StorageClassName
+		}
+		if pv := m.Storage.PersistentVolume; pv.Size != nil {
+			cfg.EtcdStorageSize = pv.Size.String()
+		}
 	}
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24
 	}
 	return components.Render(cfg)
+}
+
+// publish is how a service is published: the cluster's strategy, at the
+// endpoint host for HostPort.
+func (r *Reconciler) publish(services []hypershiftv1alpha1.ServicePublishingStrategyMapping, service hypershiftv1alpha1.ServiceType) runtime.Publish {
+	s := hypershiftv1alpha1.PublishingFor(services, service)
+	p := runtime.Publish{Type: runtime.PublishType(s.Type), Address: s.Address()}
+	if s.Type == hypershiftv1alpha1.HostPort {
+		p.Address = r.EndpointHost
+	}
+	if s.NodePort != nil {
+		p.NodePort = int(s.NodePort.Port)
+	}
+	return p
 }
 
 func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {

@@ -71,7 +71,7 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 		APIServerPort:    port,
 		Image:            imageRef(),
 	}
-	k, missing, err := r.konnectivityInputs(ctx, hcp.Namespace, s.ports)
+	k, missing, err := r.konnectivityInputs(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -85,7 +85,8 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 
 // konnectivityInputs reads the agent's certificates and the server's port;
 // missing says what does not exist yet.
-func (r *Reconciler) konnectivityInputs(ctx context.Context, namespace string, ports map[string]int) (*dataplane.Konnectivity, []string, error) {
+func (r *Reconciler) konnectivityInputs(ctx context.Context, s *scope) (*dataplane.Konnectivity, []string, error) {
+	namespace := s.hcp.Namespace
 	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: namespace, ReadOnly: true}
 	var missing []string
 	ca, ok, err := store.Get(konnectivityCASecret)
@@ -102,15 +103,18 @@ func (r *Reconciler) konnectivityInputs(ctx context.Context, namespace string, p
 	if !ok {
 		missing = append(missing, "Secret "+namespace+"/"+konnectivityAgentSecret)
 	}
-	port, ok := ports[konnectivityPort]
+	host, port, ok, err := r.Runtime.Published(ctx, s.ref, konnectivityPort)
+	if err != nil {
+		return nil, nil, fmt.Errorf("published Konnectivity port: %w", err)
+	}
 	if !ok {
-		missing = append(missing, fmt.Sprintf("the control plane's %q port (its Konnectivity server)", konnectivityPort))
+		missing = append(missing, fmt.Sprintf("the control plane's published %q port (its Konnectivity server)", konnectivityPort))
 	}
 	if len(missing) > 0 {
 		return nil, missing, nil
 	}
 	return &dataplane.Konnectivity{
-		ServerHost: r.EndpointHost, ServerPort: port,
+		ServerHost: host, ServerPort: port,
 		CA: ca.CertPEM, Cert: agent.CertPEM, Key: agent.KeyPEM,
 	}, nil, nil
 }

@@ -7,6 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"context"
+	"errors"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -20,9 +25,11 @@ func TestKonnectivityInputs(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: env.Client, EndpointHost: "192.0.2.10"}
+	published := publishedPorts{"endpoint": 30000}
+	r := &Reconciler{Client: env.Client, Runtime: published}
+	s := &scope{hcp: &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k"}}}
 
-	k, missing, err := r.konnectivityInputs(ctx, ns, map[string]int{"endpoint": 30000})
+	k, missing, err := r.konnectivityInputs(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +52,40 @@ func TestKonnectivityInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k, missing, err = r.konnectivityInputs(ctx, ns, map[string]int{"endpoint": 30000})
+	k, missing, err = r.konnectivityInputs(ctx, s)
 	if err != nil || k != nil || len(missing) != 1 {
 		t.Fatalf("Secrets without the port: %+v, %q, %v; want only the port missing", k, missing, err)
 	}
-	k, missing, err = r.konnectivityInputs(ctx, ns, map[string]int{"endpoint": 30000, konnectivityPort: 30001})
+	published[konnectivityPort] = 30001
+	k, missing, err = r.konnectivityInputs(ctx, s)
 	if err != nil || len(missing) != 0 || k == nil {
 		t.Fatalf("everything there: %+v, %q, %v", k, missing, err)
 	}
 	if k.ServerHost != "192.0.2.10" || k.ServerPort != 30001 || string(k.CA) != "ca-cert" ||
 		string(k.Cert) != "agent-cert" || string(k.Key) != "agent-key" {
-		t.Errorf("agent inputs %+v: want the endpoint host, the konnectivity port, the CA's certificate (not its key) and the agent's pair", k)
+		t.Errorf("agent inputs %+v: want the published host and konnectivity port, the CA's certificate (not its key) and the agent's pair", k)
 	}
+}
+
+// publishedPorts is a runtime of which only Published is used: each named
+// port is published at 192.0.2.10.
+type publishedPorts map[string]int
+
+var _ runtime.Runtime = publishedPorts(nil)
+
+func (p publishedPorts) Published(_ context.Context, _ runtime.ControlPlaneRef, name string) (string, int, bool, error) {
+	port, ok := p[name]
+	return "192.0.2.10", port, ok, nil
+}
+
+func (publishedPorts) Layout(runtime.ControlPlaneRef) runtime.Layout { return runtime.Layout{} }
+func (publishedPorts) Ports(context.Context, runtime.ControlPlaneRef, []string) (map[string]int, error) {
+	return nil, errors.New("not used")
+}
+func (publishedPorts) Apply(context.Context, runtime.ControlPlaneRef, []runtime.Spec) error {
+	return errors.New("not used")
+}
+func (publishedPorts) Status(runtime.ControlPlaneRef) []runtime.InstanceStatus { return nil }
+func (publishedPorts) Delete(context.Context, runtime.ControlPlaneRef) error {
+	return errors.New("not used")
 }

@@ -260,14 +260,14 @@ func (r *Runtime) Status(ref runtime.ControlPlaneRef) []runtime.InstanceStatus {
 
 // Published implements runtime.Runtime: a process listens on the host, so a
 // published port is reached at its Address and the port it was given.
-func (r *Runtime) Published(_ context.Context, ref runtime.ControlPlaneRef, port string) (string, int, bool, error) {
+func (r *Runtime) Published(_ context.Context, ref runtime.ControlPlaneRef, name string) (string, int, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, in := range r.planes[ref] {
 		spec := in.currentSpec()
 		for _, p := range spec.Publish {
-			if p.Port == port {
-				return p.Address, spec.Ports[port], spec.Ports[port] != 0, nil
+			if p.Name == name {
+				return p.Address, spec.Ports[p.Port], spec.Ports[p.Port] != 0, nil
 			}
 		}
 	}

@@ -23,7 +23,9 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 		}
 		return loopback
 	}
-	url := func(member string, port int) string { return "https://" + net.JoinHostPort(host(member), strconv.Itoa(port)) }
+	url := func(member string, port int) string {
+		return "https://" + net.JoinHostPort(host(member), strconv.Itoa(port))
+	}
 	clientPort, peerPort := cfg.Ports[etcdPort(i, "client")], cfg.Ports[etcdPort(i, "peer")]
 	members := make([]string, n)
 	for m := range n {

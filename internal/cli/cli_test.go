@@ -17,11 +17,25 @@ func run(t *testing.T, args ...string) (string, error) {
 
 func TestCreateClusterRenderGolden(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
-	got, err := run(t, "--data-dir", t.TempDir(), "create", "cluster", "none", "--name", "demo", "--render")
+	for golden, args := range map[string][]string{
+		"create-cluster-none.golden.yaml": nil,
+		"create-cluster-node-port.golden.yaml": {
+			"--api-server-publishing", "NodePort", "--api-server-address", "192.0.2.10", "--api-server-node-port", "30443",
+			"--etcd-storage-class", "fast", "--etcd-storage-size", "4Gi",
+		},
+	} {
+		t.Run(golden, func(t *testing.T) {
+			checkRenderGolden(t, filepath.Join("testdata", golden), args...)
+		})
+	}
+}
+
+func checkRenderGolden(t *testing.T, golden string, args ...string) {
+	t.Helper()
+	got, err := run(t, append([]string{"--data-dir", t.TempDir(), "create", "cluster", "none", "--name", "demo", "--render"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "create-cluster-none.golden.yaml")
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -52,6 +66,11 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"destroy", "cluster"}, "--name is required"},
 		{[]string{"describe", "cluster"}, "name the cluster: `hypershift describe cluster NAME`"},
 		{[]string{"component", "etcd"}, "this binary has no compiled-in components"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "NodePort"}, "--api-server-publishing NodePort needs --api-server-address"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "LoadBalancer"}, "--api-server-publishing LoadBalancer needs --api-server-address: the DNS name"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "Route"}, `--api-server-publishing "Route": use HostPort, NodePort or LoadBalancer`},
+		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-address", "10.0.0.1"}, "--api-server-address and --api-server-node-port are for --api-server-publishing NodePort or LoadBalancer"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--etcd-storage-size", "lots"}, `--etcd-storage-size "lots" is not a size such as 8Gi`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/version"
@@ -40,6 +42,13 @@ type createClusterOptions struct {
 	timeout            time.Duration
 	nodePoolReplicas   int32
 	singleProcess      bool
+	// How the API server (and the Konnectivity server with it) is
+	// published, and etcd's volumes (kube runtime).
+	publishing        string
+	apiServerAddress  string
+	apiServerNodePort int32
+	etcdStorageClass  string
+	etcdStorageSize   string
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
@@ -78,6 +87,11 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
 	f.BoolVar(&o.render, "render", false, "print the objects that would be created as YAML, and create nothing")
 	f.BoolVar(&o.singleProcess, "single-process-control-plane", false, "run kube-apiserver, kube-controller-manager and kube-scheduler as one process (SingleReplica only): less memory, less isolation")
+	f.StringVar(&o.publishing, "api-server-publishing", string(hypershiftv1alpha1.HostPort), "how the API server and the Konnectivity server are published: HostPort (a management plane of `hypershift up`), NodePort or LoadBalancer (a management cluster of `hypershift install`)")
+	f.StringVar(&o.apiServerAddress, "api-server-address", "", "with NodePort: the address of the management cluster's nodes clients use; with LoadBalancer: the DNS name clients use")
+	f.Int32Var(&o.apiServerNodePort, "api-server-node-port", 0, "with NodePort: the node port of the API server (default: the management cluster chooses)")
+	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volumes (kube runtime; default: the operator's)")
+	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "", "size of each etcd member's volume, e.g. 8Gi (kube runtime; default: the operator's)")
 	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
 }
@@ -94,7 +108,61 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 	if o.singleProcess {
 		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
 	}
+	strategy := hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.PublishingStrategyType(o.publishing)}
+	switch strategy.Type {
+	case hypershiftv1alpha1.NodePort:
+		strategy.NodePort = &hypershiftv1alpha1.NodePortPublishingStrategy{Address: o.apiServerAddress, Port: o.apiServerNodePort}
+	case hypershiftv1alpha1.LoadBalancer:
+		strategy.LoadBalancer = &hypershiftv1alpha1.LoadBalancerPublishingStrategy{Hostname: o.apiServerAddress}
+	}
+	hc.Spec.Services = []hypershiftv1alpha1.ServicePublishingStrategyMapping{{Service: hypershiftv1alpha1.APIServer, ServicePublishingStrategy: strategy}}
+	if o.etcdStorageClass != "" || o.etcdStorageSize != "" {
+		pv := &hypershiftv1alpha1.PersistentVolumeEtcdStorageSpec{}
+		if o.etcdStorageClass != "" {
+			pv.StorageClassName = &o.etcdStorageClass
+		}
+		if o.etcdStorageSize != "" {
+			q := resource.MustParse(o.etcdStorageSize) // checked in validateFlags
+			pv.Size = &q
+		}
+		hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{Storage: hypershiftv1alpha1.ManagedEtcdStorageSpec{
+			Type: hypershiftv1alpha1.PersistentVolumeEtcdStorage, PersistentVolume: pv,
+		}}
+	}
 	return ns, hc
+}
+
+// validateFlags checks what the flags say before anything is made.
+func (o *createClusterOptions) validateFlags() error {
+	switch hypershiftv1alpha1.PublishingStrategyType(o.publishing) {
+	case hypershiftv1alpha1.HostPort:
+		if o.apiServerAddress != "" || o.apiServerNodePort != 0 {
+			return fmt.Errorf("--api-server-address and --api-server-node-port are for --api-server-publishing NodePort or LoadBalancer; HostPort publishes at the operator's endpoint host")
+		}
+	case hypershiftv1alpha1.NodePort:
+		if o.apiServerAddress == "" {
+			return fmt.Errorf("--api-server-publishing NodePort needs --api-server-address: the address of the management cluster's nodes that clients use")
+		}
+		if o.apiServerNodePort < 0 || o.apiServerNodePort > 65535 {
+			return fmt.Errorf("--api-server-node-port %d is not a port", o.apiServerNodePort)
+		}
+	case hypershiftv1alpha1.LoadBalancer:
+		if o.apiServerAddress == "" {
+			return fmt.Errorf("--api-server-publishing LoadBalancer needs --api-server-address: the DNS name clients use, pointed at the load balancer")
+		}
+		if o.apiServerNodePort != 0 {
+			return fmt.Errorf("--api-server-node-port is for --api-server-publishing NodePort")
+		}
+	default:
+		return fmt.Errorf("--api-server-publishing %q: use HostPort, NodePort or LoadBalancer", o.publishing)
+	}
+	if o.etcdStorageSize != "" {
+		q, err := resource.ParseQuantity(o.etcdStorageSize)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("--etcd-storage-size %q is not a size such as 8Gi", o.etcdStorageSize)
+		}
+	}
+	return nil
 }
 
 func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) error {
@@ -103,6 +171,9 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	}
 	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
 		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")
+	}
+	if err := o.validateFlags(); err != nil {
+		return err
 	}
 	ns, hc := o.objects(platform)
 	var np *hypershiftv1alpha1.NodePool

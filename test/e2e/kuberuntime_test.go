@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"hypershift.dev/internal/testenv"
+)
+
+// kubeRuntimeUID is the user and group the kube runtime's pods run as:
+// the volumes the test makes for etcd belong to it.
+const kubeRuntimeUID = 65532
+
+// TestKubeRuntime runs control planes as pods on a real Kubernetes cluster
+// made of our own parts: a hosted cluster with this host joined as a real
+// node is the management cluster of `hypershift install`. A cluster
+// created in it is published on a node port and used with stock kubectl
+// through the node's address; its API server's and etcd's pods are
+// deleted (the API comes back, the data is kept), the operator's pods are
+// deleted while the hosted API is polled (it never stops), and destroying
+// it leaves nothing of it in the management cluster.
+func TestKubeRuntime(t *testing.T) {
+	requireRealNode(t)
+	hs := newCLI(t)
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))
+	mgmt := filepath.Join(hs.dataDir, "mgmt.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "mgmt", "-o", mgmt)
+
+	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+	t.Cleanup(func() {
+		if _, err := os.Stat(nodeDir); err == nil {
+			hs.run("join", "--reset", "--node-dir", nodeDir)
+		}
+	})
+	t.Cleanup(func() { dumpKubeRuntime(t, mgmt) })
+	node := joinNode(t, hs, joinArgs, "--node-dir", nodeDir)
+
+	// The management cluster has no storage provisioner: the test makes
+	// the volume etcd's claim binds to.
+	volumes := testenv.ShortTempDir(t)
+	makeHostPathVolume(t, mgmt, "inner-etcd-0", filepath.Join(volumes, "etcd-0"))
+
+	start := time.Now()
+	hs.must("--kubeconfig", mgmt, "install", "--timeout", "3m")
+	t.Logf("install → operator available: %.1fs", time.Since(start).Seconds())
+
+	start = time.Now()
+	hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "inner",
+		"--api-server-publishing", "NodePort", "--api-server-address", node.ip.String(),
+		"--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
+	t.Logf("create → Available on the kube runtime: %.1fs", time.Since(start).Seconds())
+	inner := filepath.Join(hs.dataDir, "inner.kubeconfig")
+	hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "inner", "-o", inner)
+	server := strings.TrimSpace(mustKubectl(t, inner, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}"))
+	if !strings.HasPrefix(server, "https://"+node.ip.String()+":") {
+		t.Fatalf("inner's kubeconfig names %s, want the node's address %s and a node port", server, node.ip)
+	}
+	mustKubectl(t, inner, "create", "configmap", "kept", "--from-literal=k=v")
+
+	const ns = "clusters-inner"
+	t.Run("the API server's pod is deleted and the API comes back", func(t *testing.T) {
+		deletePods(t, mgmt, ns, "kube-apiserver")
+		eventually(t, 3*time.Minute, "inner's API to answer again", func() error {
+			_, err := kubectl(t, inner, "get", "configmap", "kept")
+			return err
+		})
+	})
+	t.Run("etcd's pod is deleted and the data is kept", func(t *testing.T) {
+		deletePods(t, mgmt, ns, "etcd")
+		eventually(t, 3*time.Minute, "configmap kept to be read back", func() error {
+			out, err := kubectl(t, inner, "get", "configmap", "kept", "-o", "jsonpath={.data.k}")
+			if err != nil || out != "v" {
+				return fmt.Errorf("got %q, %v", out, err)
+			}
+			return nil
+		})
+	})
+	t.Run("the operator's pods are deleted and the hosted API never stops", func(t *testing.T) {
+		poll := pollAPI(t, inner)
+		deletePods(t, mgmt, "hypershift", "")
+		eventually(t, 3*time.Minute, "the operator to be available again", func() error {
+			out, err := kubectl(t, mgmt, "-n", "hypershift", "get", "deployment", "hypershift-operator", "-o", "jsonpath={.status.availableReplicas}")
+			if err != nil || out == "" || out == "0" {
+				return fmt.Errorf("available replicas %q, %v", out, err)
+			}
+			return nil
+		})
+		time.Sleep(2 * time.Second)
+		if answered, failed := poll(); failed > 0 || answered == 0 {
+			t.Errorf("while the operator's pods were replaced the hosted API answered %d and failed %d requests, want no failure", answered, failed)
+		}
+	})
+	t.Run("destroy leaves nothing of the cluster behind", func(t *testing.T) {
+		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "inner", "--wait", "--timeout", "3m")
+		eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func() error {
+			if out, err := kubectl(t, mgmt, "get", "namespace", ns); err == nil {
+				return fmt.Errorf("still there:\n%s", out)
+			}
+			return nil
+		})
+		eventually(t, time.Minute, "etcd's volume to be released", func() error {
+			phase := strings.TrimSpace(mustKubectl(t, mgmt, "get", "pv", "inner-etcd-0", "-o", "jsonpath={.status.phase}"))
+			if phase != "Released" {
+				return fmt.Errorf("phase %s", phase)
+			}
+			return nil
+		})
+		if out := mustKubectl(t, mgmt, "get", "pvc", "-A", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("claims are left:\n%s", out)
+		}
+	})
+	t.Run("uninstall", func(t *testing.T) {
+		hs.must("--kubeconfig", mgmt, "uninstall")
+		if out, err := kubectl(t, mgmt, "get", "crd", "hostedclusters.hypershift.dev"); err == nil {
+			t.Errorf("uninstall left the CRD:\n%s", out)
+		}
+	})
+}
+
+// makeHostPathVolume makes a PersistentVolume of 1Gi on a directory of this
+// host (the one node), owned by the pods' user.
+func makeHostPathVolume(t *testing.T, kc, name, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, kubeRuntimeUID, kubeRuntimeUID); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), name+".yaml")
+	writeFile(t, manifest, fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: %s
+spec:
+  capacity:
+    storage: 1Gi
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath:
+    path: %s
+    type: Directory
+`, name, dir))
+	mustKubectl(t, kc, "apply", "-f", manifest)
+}
+
+// deletePods deletes the pods of a component of the kube runtime (all pods
+// of the namespace when component is empty) and waits until they are gone.
+func deletePods(t *testing.T, kc, ns, component string) {
+	t.Helper()
+	args := []string{"-n", ns, "delete", "pods", "--wait=true", "--timeout=2m"}
+	if component == "" {
+		args = append(args, "--all")
+	} else {
+		args = append(args, "-l", "hypershift.dev/component="+component)
+	}
+	out := mustKubectl(t, kc, args...)
+	if !strings.Contains(out, "deleted") {
+		t.Fatalf("no pod deleted:\n%s", out)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+}
+
+// pollAPI asks the hosted API for /version every 100 ms until the returned
+// function is called, which reports how many answers and failures there
+// were.
+func pollAPI(t *testing.T, kc string) func() (answered, failed int) {
+	t.Helper()
+	cs := hostedClientWithTimeout(t, kc, 2*time.Second)
+	ctx, cancel := context.WithCancel(t.Context())
+	var ok, bad atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			res := cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx)
+			var code int
+			res.StatusCode(&code)
+			switch {
+			case ctx.Err() != nil:
+			case res.Error() == nil && code == http.StatusOK:
+				ok.Add(1)
+			default:
+				bad.Add(1)
+				t.Logf("hosted API: %v (%d)", res.Error(), code)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return func() (int, int) {
+		cancel()
+		wg.Wait()
+		return int(ok.Load()), int(bad.Load())
+	}
+}
+
+// dumpKubeRuntime shows the management cluster's view when the test failed.
+func dumpKubeRuntime(t *testing.T, kc string) {
+	if !t.Failed() {
+		return
+	}
+	for _, args := range [][]string{
+		{"get", "nodes", "-o", "wide"},
+		{"get", "pods,pvc,services,statefulsets,deployments", "-A", "-o", "wide"},
+		{"get", "pv"},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"-n", "hypershift", "logs", "-l", "app.kubernetes.io/name=hypershift-operator", "--tail=60", "--prefix"},
+		{"-n", "clusters-inner", "logs", "-l", "hypershift.dev/component", "--all-containers", "--tail=20", "--prefix"},
+		{"get", "hostedclusters,hostedcontrolplanes", "-A", "-o", "yaml"},
+	} {
+		out, _ := kubectl(t, kc, args...)
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), lastLines(out, 60))
+	}
+}

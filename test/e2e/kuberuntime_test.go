@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -66,6 +67,7 @@ func TestKubeRuntime(t *testing.T) {
 		t.Fatalf("inner's kubeconfig names %s, want the node's address %s and a node port", server, node.ip)
 	}
 	mustKubectl(t, inner, "create", "configmap", "kept", "--from-literal=k=v")
+	logPodUsage(t, mgmt, node.name, "clusters-inner")
 
 	const ns = "clusters-inner"
 	t.Run("the API server's pod is deleted and the API comes back", func(t *testing.T) {
@@ -201,6 +203,35 @@ func pollAPI(t *testing.T, kc string) func() (answered, failed int) {
 		wg.Wait()
 		return int(ok.Load()), int(bad.Load())
 	}
+}
+
+// logPodUsage logs what the kubelet measures of each pod of a namespace
+// (memory working set, CPU) next to what the pod requests.
+func logPodUsage(t *testing.T, kc, node, ns string) {
+	t.Helper()
+	var summary struct {
+		Pods []struct {
+			PodRef struct{ Name, Namespace string } `json:"podRef"`
+			CPU    struct {
+				UsageNanoCores uint64 `json:"usageNanoCores"`
+			} `json:"cpu"`
+			Memory struct {
+				WorkingSetBytes uint64 `json:"workingSetBytes"`
+			} `json:"memory"`
+		} `json:"pods"`
+	}
+	raw := mustKubectl(t, kc, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/stats/summary")
+	if err := json.Unmarshal([]byte(raw), &summary); err != nil {
+		t.Fatalf("the kubelet's stats summary: %v", err)
+	}
+	requests := mustKubectl(t, kc, "-n", ns, "get", "pods", "-o",
+		`jsonpath={range .items[*]}{.metadata.name}{" cpu="}{.spec.containers[*].resources.requests.cpu}{" memory="}{.spec.containers[*].resources.requests.memory}{"\n"}{end}`)
+	for _, p := range summary.Pods {
+		if p.PodRef.Namespace == ns {
+			t.Logf("pod %s: working set %d MiB, CPU %d millicores", p.PodRef.Name, p.Memory.WorkingSetBytes>>20, p.CPU.UsageNanoCores/1e6)
+		}
+	}
+	t.Logf("requests:\n%s", requests)
 }
 
 // dumpKubeRuntime shows the management cluster's view when the test failed.

@@ -1,0 +1,258 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/runtime"
+)
+
+// Kinds of the objects Apply makes, in the order Delete removes them: the
+// workloads first, so their pods stop before their Services and files go.
+var appliedKinds = []schema.GroupVersionKind{
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
+	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
+	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+	{Version: "v1", Kind: "Service"},
+	{Version: "v1", Kind: "Secret"},
+}
+
+// claimKind: the StatefulSets' volumes, made by the StatefulSet controller
+// from the claim template (which carries the labels). Apply keeps them
+// (etcd's data); Delete removes them so their volumes are released.
+var claimKind = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
+
+// Apply implements runtime.Runtime: it renders the control plane's objects
+// and server-side applies them, after checking that none that exists
+// belongs to another owner, then deletes the objects of the control plane
+// that are no longer rendered.
+func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec) error {
+	objs, err := Objects(ref, specs, r.opts)
+	if err != nil {
+		return fmt.Errorf("render control plane %s: %w", ref.Namespace, err)
+	}
+	workloads, err := groupWorkloads(specs)
+	if err != nil {
+		return err
+	}
+	if err := r.checkOwnership(ctx, ref, objs); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.applied[ref] = workloads
+	r.mu.Unlock()
+	rendered := map[string]bool{}
+	for _, obj := range objs {
+		if err := r.apply(ctx, obj); err != nil {
+			return err
+		}
+		rendered[objectKey(obj.GetObjectKind().GroupVersionKind(), obj.GetName())] = true
+	}
+	return r.prune(ctx, ref, rendered)
+}
+
+func objectKey(gvk schema.GroupVersionKind, name string) string { return gvk.Kind + "/" + name }
+
+// checkOwnership refuses, before anything is written, when an object to
+// apply exists and is not this control plane's with this owner.
+func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRef, objs []client.Object) error {
+	var foreign []string
+	for _, obj := range objs {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(gvk)
+		err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("get %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+		if !ownedBy(live, ref) {
+			foreign = append(foreign, describeOwner(gvk.Kind, live))
+		}
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("control plane %s/%s (owner %s): %s exist and are not its objects; leaving everything untouched (remove them, or use another namespace): %w",
+			ref.Namespace, ref.Name, ref.Owner, strings.Join(foreign, ", "), runtime.ErrNotOwner)
+	}
+	return nil
+}
+
+// ownedBy: obj is one of ref's objects, made for its owner.
+func ownedBy(obj metav1.Object, ref runtime.ControlPlaneRef) bool {
+	l := obj.GetLabels()
+	return l[ManagedByLabel] == ManagedBy && l[ControlPlaneLabel] == ref.Name && l[OwnerUIDLabel] == ref.Owner
+}
+
+func describeOwner(kind string, obj metav1.Object) string {
+	owner := obj.GetLabels()[OwnerUIDLabel]
+	if owner == "" {
+		owner = "none"
+	}
+	return fmt.Sprintf("%s %s (owner-uid label: %s)", kind, obj.GetName(), owner)
+}
+
+// apply server-side applies obj, taking over fields others changed. Status
+// belongs to controllers and is not declared.
+func (r *Runtime) apply(ctx context.Context, obj client.Object) error {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
+
+// toUnstructured is the object as applied: what the renderer declares,
+// without status or unset timestamps.
+func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	content, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+	delete(content, "status")
+	dropNulls(content)
+	dropEmptyDefaults(content)
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+// dropNulls removes null values (unset timestamps of typed objects), which
+// would otherwise be declared as fields this manager owns.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(v)
+		case []any:
+			for _, e := range v {
+				if em, ok := e.(map[string]any); ok {
+					dropNulls(em)
+				}
+			}
+		}
+	}
+}
+
+// dropEmptyDefaults removes the empty structs typed workloads carry for
+// fields the API server defaults (a rollout strategy, a claim's status), so
+// that the golden files show only what is declared.
+func dropEmptyDefaults(obj map[string]any) {
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, field := range []string{"strategy", "updateStrategy"} {
+		if m, ok := spec[field].(map[string]any); ok && len(m) == 0 {
+			delete(spec, field)
+		}
+	}
+	claims, _ := spec["volumeClaimTemplates"].([]any)
+	for _, c := range claims {
+		if m, ok := c.(map[string]any); ok {
+			delete(m, "status")
+		}
+	}
+}
+
+// list returns the objects of a kind in the control plane's namespace
+// that match labels.
+func (r *Runtime) list(ctx context.Context, ref runtime.ControlPlaneRef, gvk schema.GroupVersionKind, labels client.MatchingLabels) ([]metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.client.List(ctx, list, client.InNamespace(ref.Namespace), labels); err != nil {
+		return nil, fmt.Errorf("list %ss of control plane %s: %w", gvk.Kind, ref.Namespace, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		list.Items[i].SetGroupVersionKind(gvk)
+	}
+	return list.Items, nil
+}
+
+// ownLabels select a control plane's objects made for its owner.
+func ownLabels(ref runtime.ControlPlaneRef) client.MatchingLabels {
+	return client.MatchingLabels{ManagedByLabel: ManagedBy, ControlPlaneLabel: ref.Name, OwnerUIDLabel: ref.Owner}
+}
+
+// prune deletes the control plane's objects that Apply no longer renders
+// (a removed component), found by label and owner UID.
+func (r *Runtime) prune(ctx context.Context, ref runtime.ControlPlaneRef, rendered map[string]bool) error {
+	for _, gvk := range appliedKinds {
+		objs, err := r.list(ctx, ref, gvk, ownLabels(ref))
+		if err != nil {
+			return err
+		}
+		for i := range objs {
+			if rendered[objectKey(gvk, objs[i].Name)] {
+				continue
+			}
+			if err := r.deleteExactly(ctx, &objs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteExactly deletes the object listed, not one made since under its
+// name (UID precondition); one already gone is fine.
+func (r *Runtime) deleteExactly(ctx context.Context, obj *metav1.PartialObjectMetadata) error {
+	uid := obj.GetUID()
+	err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s/%s: %w", obj.Kind, obj.Namespace, obj.Name, err)
+	}
+	return nil
+}
+
+// Delete implements runtime.Runtime: it deletes every object of the
+// control plane, its volume claims included, and refuses (ErrNotOwner,
+// nothing deleted) when some of them belong to another owner. The
+// namespace stays: its owner deletes it.
+func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error {
+	planeLabels := client.MatchingLabels{ManagedByLabel: ManagedBy, ControlPlaneLabel: ref.Name}
+	var ours []metav1.PartialObjectMetadata
+	var foreign []string
+	for _, gvk := range append(append([]schema.GroupVersionKind(nil), appliedKinds...), claimKind) {
+		objs, err := r.list(ctx, ref, gvk, planeLabels)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if obj.Labels[OwnerUIDLabel] != ref.Owner {
+				foreign = append(foreign, describeOwner(gvk.Kind, &obj))
+				continue
+			}
+			ours = append(ours, obj)
+		}
+	}
+	if len(foreign) > 0 {
+		return fmt.Errorf("control plane %s/%s (owner %s): %s belong to another owner; deleting nothing: %w",
+			ref.Namespace, ref.Name, ref.Owner, strings.Join(foreign, ", "), runtime.ErrNotOwner)
+	}
+	for i := range ours {
+		if err := r.deleteExactly(ctx, &ours[i]); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	delete(r.applied, ref)
+	r.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,253 @@
+package kube
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"hypershift.dev/internal/runtime"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// renderYAML shows objects as they are applied, `---` separated.
+func renderYAML(t *testing.T, objs []client.Object) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	for i, obj := range objs {
+		u, err := toUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(data)
+	}
+	return buf.Bytes()
+}
+
+// TestObjectsGolden pins every object of a single-replica and a highly
+// available control plane.
+func TestObjectsGolden(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		etcd, api int
+	}{
+		{"single-replica", 1, 1},
+		{"highly-available", 3, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := Objects(testRef, testSpecs(tt.etcd, tt.api), testOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := renderYAML(t, objs)
+			golden := filepath.Join("testdata", tt.name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/runtime/kube -update)", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("%s differs from what is rendered now; run go test ./internal/runtime/kube -update and review the diff", golden)
+			}
+		})
+	}
+}
+
+// TestObjectsGroupsByComponent: replicas of one component are one workload
+// of that many replicas, a Beside component a container of its pods.
+func TestObjectsGroupsByComponent(t *testing.T) {
+	objs, err := Objects(testRef, testSpecs(3, 2), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, obj := range objs {
+		kinds = append(kinds, obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName())
+		if obj.GetLabels()[OwnerUIDLabel] != testRef.Owner || obj.GetLabels()[ControlPlaneLabel] != testRef.Name {
+			t.Errorf("%s/%s lacks the control plane's labels: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), obj.GetLabels())
+		}
+		switch w := obj.(type) {
+		case *appsv1.StatefulSet:
+			if w.Name != "etcd" || *w.Spec.Replicas != 3 {
+				t.Errorf("StatefulSet %s with %d replicas, want etcd with 3", w.Name, *w.Spec.Replicas)
+			}
+		case *appsv1.Deployment:
+			if *w.Spec.Replicas != 2 {
+				t.Errorf("Deployment %s has %d replicas, want 2", w.Name, *w.Spec.Replicas)
+			}
+			if w.Name == "kube-apiserver" && len(w.Spec.Template.Spec.Containers) != 2 {
+				t.Errorf("kube-apiserver pods have %d containers, want the API server and the Konnectivity server", len(w.Spec.Template.Spec.Containers))
+			}
+		}
+	}
+	for _, want := range []string{
+		"StatefulSet/etcd", "Service/etcd-discovery", "Deployment/kube-apiserver", "Secret/kube-apiserver-files",
+		"Service/kube-apiserver-endpoint-published", "Service/konnectivity-server-agent-published",
+		"PodDisruptionBudget/kube-scheduler", "NetworkPolicy/kube-controller-manager",
+	} {
+		if !strings.Contains(strings.Join(kinds, " "), want) {
+			t.Errorf("no %s among %v", want, kinds)
+		}
+	}
+	for _, unwanted := range []string{"Deployment/konnectivity-server", "Secret/konnectivity-server-files"} {
+		if strings.Contains(strings.Join(kinds, " "), unwanted) {
+			t.Errorf("%s rendered: a Beside component runs in its host's pods", unwanted)
+		}
+	}
+}
+
+// TestObjectsFilesRollPods: a changed file changes the pod template's hash
+// annotation, so the pods are replaced and read it.
+func TestObjectsFilesRollPods(t *testing.T) {
+	hash := func(specs []runtime.Spec) string {
+		objs, err := Objects(testRef, specs, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range objs {
+			if d, ok := obj.(*appsv1.Deployment); ok && d.Name == "kube-scheduler" {
+				return d.Spec.Template.Annotations[FilesHashAnnotation]
+			}
+		}
+		t.Fatal("no kube-scheduler Deployment")
+		return ""
+	}
+	specs := testSpecs(1, 1)
+	before := hash(specs)
+	for i := range specs {
+		if specs[i].Component == "kube-scheduler" {
+			specs[i].Files[0].Content = []byte("another kubeconfig")
+		}
+	}
+	if after := hash(specs); after == before || after == "" {
+		t.Errorf("files hash %q before and %q after a file changed", before, after)
+	}
+}
+
+func TestObjectsRefusesUnequalReplicas(t *testing.T) {
+	specs := testSpecs(3, 1)
+	specs[1].Args = append([]string{"--name=etcd-1"}, specs[1].Args[1:]...)
+	objs, err := Objects(testRef, specs, testOptions())
+	if err == nil || objs != nil {
+		t.Fatalf("rendered %d objects, want an error", len(objs))
+	}
+	for _, want := range []string{"etcd-0", "etcd-1", "differ"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
+
+func TestObjectsRefusesBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Options, []runtime.Spec) []runtime.Spec
+		want   string
+	}{
+		{"no image", func(o *Options, s []runtime.Spec) []runtime.Spec { o.Image = ""; return s }, "Options.Image"},
+		{"host port", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[1].Publish[0].Type = runtime.HostPort
+			return s
+		}, "use NodePort or LoadBalancer"},
+		{"probe host", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[0].Readiness.Host = "127.0.0.1"
+			return s
+		}, "Readiness.Host"},
+		{"sidecar of nothing", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[2].Beside = "kube-proxy"
+			return s
+		}, "spec.Beside"},
+		{"more sidecars than pods", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			extra := s[2]
+			extra.Name = "konnectivity-server-1"
+			return append(s, extra)
+		}, "one per pod"},
+		{"file outside its directory", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[0].Files[0].Path = "../kube-apiserver/ca.crt"
+			return s
+		}, "file path"},
+		{"env without value", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[0].Env = []string{"GOGC"}
+			return s
+		}, "spec.Env"},
+		{"unpublishable port", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[1].Publish[0].Port = "nope"
+			return s
+		}, "spec.Publish"},
+		{"host executable", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[0].Command = "/usr/bin/containerd"
+			return s
+		}, "spec.Command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := testOptions()
+			specs := tt.change(&opts, testSpecs(1, 1))
+			objs, err := Objects(testRef, specs, opts)
+			if err == nil || objs != nil {
+				t.Fatalf("rendered %d objects, want an error", len(objs))
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPortsAreWellKnown(t *testing.T) {
+	rt := New(nil, testOptions())
+	ports, err := rt.Ports(t.Context(), testRef, []string{"endpoint", "etcd-0-client", "etcd-2-peer", "etcd-1-metrics", "kube-scheduler-1", "kube-controller-manager", "konnectivity", "konnectivity-admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"endpoint": 6443, "etcd-0-client": 2379, "etcd-2-peer": 2380, "etcd-1-metrics": 2381, "kube-scheduler-1": 10259,
+		"kube-controller-manager": 10257, "konnectivity": 8091, "konnectivity-admin": 8093,
+	}
+	for name, p := range want {
+		if ports[name] != p {
+			t.Errorf("port %s is %d, want %d", name, ports[name], p)
+		}
+	}
+	if _, err := rt.Ports(t.Context(), testRef, []string{"etcd-0-gossip"}); err == nil || !strings.Contains(err.Error(), "etcd-0-gossip") {
+		t.Errorf("an unknown port gave %v, want an error naming it", err)
+	}
+}
+
+func TestLayoutAndDNSNames(t *testing.T) {
+	l := New(nil, testOptions()).Layout(testRef)
+	if !l.Pods || l.Dir != "/var/lib/hypershift" || l.Self != "$(POD_NAME)" || l.SelfIP != "$(POD_IP)" {
+		t.Errorf("layout %+v", l)
+	}
+	if got := l.Host("kube-apiserver", ""); got != "kube-apiserver.clusters-demo.svc" {
+		t.Errorf("Host(kube-apiserver) = %s", got)
+	}
+	if got := l.Host("etcd", "etcd-1"); got != "etcd-1.etcd-discovery.clusters-demo.svc" {
+		t.Errorf("Host(etcd, etcd-1) = %s", got)
+	}
+	if got := MemberDNSName(testNamespace, "etcd"); got != "*.etcd-discovery.clusters-demo.svc" {
+		t.Errorf("MemberDNSName = %s", got)
+	}
+	if got := strings.Join(ServiceDNSNames(testNamespace, "etcd"), " "); got != "etcd etcd.clusters-demo etcd.clusters-demo.svc" {
+		t.Errorf("ServiceDNSNames = %s", got)
+	}
+}
+

@@ -1,0 +1,227 @@
+package kube
+
+import (
+	"path"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/image"
+	"hypershift.dev/internal/runtime"
+)
+
+// The pods run as the image's unprivileged user.
+const runAsID int64 = 65532
+
+// Volumes every pod has besides its files.
+const (
+	// dirVolume is the emptyDir at Dir every container of a pod shares
+	// (the Konnectivity server's socket, the API server reads).
+	dirVolume = "dir"
+	// tmpVolume is /tmp: the root filesystem is read-only.
+	tmpVolume = "tmp"
+	// dataVolume is the claim template of a workload with data.
+	dataVolume = "data"
+)
+
+// Probe timing. The liveness probe allows minutes of failure: it only
+// restarts a hung process, never one that waits for its peers (an etcd
+// member without quorum, an API server without etcd).
+const (
+	readinessPeriod           = 5
+	livenessPeriod            = 10
+	livenessFailureThreshold  = 30
+	probeTimeoutSeconds       = 5
+	readinessFailureThreshold = 3
+)
+
+// podTemplate renders the pods of the workload.
+func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
+	labels := r.labels()
+	var annotations map[string]string
+	if secret != nil {
+		annotations = map[string]string{FilesHashAnnotation: filesHash(secret)}
+	}
+	volumes := []corev1.Volume{
+		{Name: dirVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if secret != nil {
+		volumes = append(volumes, r.filesVolumeSource(secret))
+	}
+	var containers []corev1.Container
+	for _, s := range r.w.containers() {
+		containers = append(containers, r.container(s))
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			Containers:                   containers,
+			Volumes:                      volumes,
+			PriorityClassName:            r.opts.PriorityClassName,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(runAsID),
+				RunAsGroup:     ptr.To(runAsID),
+				FSGroup:        ptr.To(runAsID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+					Weight: 100,
+					PodAffinityTerm: corev1.PodAffinityTerm{
+						LabelSelector: &metav1.LabelSelector{MatchLabels: r.selector()},
+						TopologyKey:   corev1.LabelHostname,
+					},
+				}},
+			}},
+		},
+	}
+}
+
+// container renders one component's container.
+func (r renderer) container(s runtime.Spec) corev1.Container {
+	mounts := []corev1.VolumeMount{
+		{Name: dirVolume, MountPath: Dir},
+		{Name: tmpVolume, MountPath: "/tmp"},
+	}
+	if s.Data != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: dataVolume, MountPath: path.Join(Dir, s.Component, s.Data)})
+	}
+	mounts = append(mounts, r.fileMounts(s.Component)...)
+	c := corev1.Container{
+		Name:            s.Component,
+		Image:           r.opts.Image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{image.Entrypoint, "component", s.Component},
+		Args:            s.Args,
+		Env:             env(s.Env),
+		Ports:           containerPorts(s.Ports),
+		VolumeMounts:    mounts,
+		Resources:       corev1.ResourceRequirements{Requests: requests(s.Requests)},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	if s.Readiness.Port != 0 {
+		get := &corev1.HTTPGetAction{
+			Path:   s.Readiness.Path,
+			Port:   intstr.FromInt(s.Readiness.Port),
+			Scheme: corev1.URIScheme(strings.ToUpper(s.Readiness.Scheme)),
+		}
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: get},
+			PeriodSeconds: readinessPeriod, TimeoutSeconds: probeTimeoutSeconds, FailureThreshold: readinessFailureThreshold,
+		}
+		c.LivenessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: get.DeepCopy()},
+			PeriodSeconds: livenessPeriod, TimeoutSeconds: probeTimeoutSeconds, FailureThreshold: livenessFailureThreshold,
+		}
+	}
+	return c
+}
+
+// env puts the pod's name and IP first, so that the spec's own variables
+// and arguments can use $(POD_NAME) and $(POD_IP).
+func env(vars []string) []corev1.EnvVar {
+	out := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+	}
+	for _, v := range vars {
+		k, val, _ := strings.Cut(v, "=")
+		out = append(out, corev1.EnvVar{Name: k, Value: val})
+	}
+	return out
+}
+
+// containerPorts lists the ports sorted by name; names that are not valid
+// container port names (15 characters at most) are left off, the number
+// stays.
+func containerPorts(ports map[string]int) []corev1.ContainerPort {
+	var out []corev1.ContainerPort
+	for _, name := range sortedKeys(ports) {
+		p := corev1.ContainerPort{ContainerPort: int32(ports[name]), Protocol: corev1.ProtocolTCP} //nolint:gosec // validated port
+		if len(validation.IsValidPortName(name)) == 0 {
+			p.Name = name
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func requests(r runtime.Resources) corev1.ResourceList {
+	list := corev1.ResourceList{}
+	if r.MilliCPU > 0 {
+		list[corev1.ResourceCPU] = *resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI)
+	}
+	if r.MemoryBytes > 0 {
+		list[corev1.ResourceMemory] = *resource.NewQuantity(r.MemoryBytes, resource.BinarySI)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// workloadObject renders the Deployment, or the StatefulSet of a workload
+// with data (a volume per member, members reached by name).
+func (r renderer) workloadObject(pod corev1.PodTemplateSpec) client.Object {
+	selector := &metav1.LabelSelector{MatchLabels: r.selector()}
+	if !r.w.statefulSet() {
+		return &appsv1.Deployment{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: r.meta(r.w.component),
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(r.w.replicas()),
+				Selector: selector,
+				Template: pod,
+			},
+		}
+	}
+	claim := corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: r.labels()},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: r.opts.EtcdStorageSize,
+			}},
+		},
+	}
+	if r.opts.StorageClassName != "" {
+		claim.Spec.StorageClassName = ptr.To(r.opts.StorageClassName)
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: r.meta(r.w.component),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             ptr.To(r.w.replicas()),
+			Selector:             selector,
+			Template:             pod,
+			ServiceName:          discoveryServiceName(r.w.component),
+			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
+		},
+	}
+}

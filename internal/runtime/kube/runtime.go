@@ -1,0 +1,165 @@
+// Package kube runs control-plane components as pods of a management
+// cluster: each Component becomes a Deployment (or a StatefulSet when it
+// keeps data), with its files in a Secret, Services, a PodDisruptionBudget
+// and a NetworkPolicy, all in the control plane's namespace and labelled
+// with the UID of the object that owns them. Objects renders them (a pure
+// function); Runtime applies them and reports from the pods.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/runtime"
+)
+
+// FieldOwner is the field manager of everything Apply writes.
+const FieldOwner = "hypershift-kube-runtime"
+
+// Dir is where every container of a control plane's pods finds its files
+// (a shared emptyDir), one directory per Component.
+const Dir = "/var/lib/hypershift"
+
+// Defaults of Options.
+const (
+	DefaultPriorityClassName = "hypershift-control-plane"
+	DefaultOperatorNamespace = "hypershift"
+)
+
+// DefaultEtcdStorageSize is the size of each etcd member's volume.
+var DefaultEtcdStorageSize = resource.MustParse("8Gi")
+
+// Options configure the kube runtime.
+type Options struct {
+	// Image runs every container (`/hypershift component NAME`); required.
+	Image string
+	// StorageClassName of the etcd volumes; empty: the cluster's default.
+	StorageClassName string
+	// EtcdStorageSize of each etcd member's volume; zero: 8Gi.
+	EtcdStorageSize resource.Quantity
+	// PriorityClassName of the control plane's pods; empty:
+	// hypershift-control-plane.
+	PriorityClassName string
+	// Namespace of the operator, whose pods may reach the API servers;
+	// empty: hypershift.
+	Namespace string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Image == "" {
+		return o, fmt.Errorf("kube runtime: Options.Image is empty: name the hypershift image the management cluster's nodes run (hypershift image save)")
+	}
+	if o.EtcdStorageSize.IsZero() {
+		o.EtcdStorageSize = DefaultEtcdStorageSize
+	}
+	if o.PriorityClassName == "" {
+		o.PriorityClassName = DefaultPriorityClassName
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultOperatorNamespace
+	}
+	return o, nil
+}
+
+// Runtime is the kube runtime. Its client should read from the manager's
+// cache: Status and Published read pods and Services often.
+type Runtime struct {
+	client client.Client
+	opts   Options
+
+	mu sync.Mutex
+	// applied is what the last Apply of each control plane ran, for Status
+	// and Published.
+	applied map[runtime.ControlPlaneRef][]*workload
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New returns a kube runtime that works through c.
+func New(c client.Client, opts Options) *Runtime {
+	return &Runtime{client: c, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
+}
+
+// Layout implements runtime.Runtime: every instance is a pod with its own
+// network, reached through Services, its files under Dir/<Component>.
+func (r *Runtime) Layout(ref runtime.ControlPlaneRef) runtime.Layout {
+	return runtime.Layout{
+		Dir:  Dir,
+		Pods: true,
+		Host: func(component, instance string) string {
+			if instance == "" {
+				return fmt.Sprintf("%s.%s.svc", component, ref.Namespace)
+			}
+			return fmt.Sprintf("%s.%s.%s.svc", instance, discoveryServiceName(component), ref.Namespace)
+		},
+		Self:   "$(POD_NAME)",
+		SelfIP: "$(POD_IP)",
+	}
+}
+
+// ServiceDNSNames are the names a component's Service answers to inside the
+// management cluster, for its serving certificate.
+func ServiceDNSNames(namespace, component string) []string {
+	return []string{component, component + "." + namespace, component + "." + namespace + ".svc"}
+}
+
+// MemberDNSName is the wildcard name of the members of a component with
+// data (etcd), each reached through the headless discovery Service.
+func MemberDNSName(namespace, component string) string {
+	return "*." + discoveryServiceName(component) + "." + namespace + ".svc"
+}
+
+func discoveryServiceName(component string) string { return component + "-discovery" }
+
+// Ports implements runtime.Runtime: pods have their own network, so every
+// port is its upstream default.
+func (r *Runtime) Ports(_ context.Context, _ runtime.ControlPlaneRef, names []string) (map[string]int, error) {
+	ports := make(map[string]int, len(names))
+	for _, name := range names {
+		p, ok := wellKnownPort(name)
+		if !ok {
+			return nil, fmt.Errorf("port %q has no well-known number: the kube runtime gives every port its upstream default", name)
+		}
+		ports[name] = p
+	}
+	return ports, nil
+}
+
+// instancePort matches the per-instance port names of a control plane
+// rendered for the process runtime (etcd-0-client, kube-scheduler-1).
+var instancePort = regexp.MustCompile(`^(etcd)-\d+-(client|peer|metrics)$|^(kube-apiserver|kube-controller-manager|kube-scheduler)-\d+$`)
+
+// wellKnownPort maps a port name of components.PortNames to its upstream
+// default.
+// TODO: use components.WellKnownPort once the renderer has it.
+func wellKnownPort(name string) (int, bool) {
+	table := map[string]int{
+		"endpoint":                6443,
+		"etcd-client":             2379,
+		"etcd-peer":               2380,
+		"etcd-metrics":            2381,
+		"kube-apiserver":          6443,
+		"kube-controller-manager": 10257,
+		"kube-scheduler":          10259,
+		"konnectivity":            8091,
+		"konnectivity-health":     8092,
+		"konnectivity-admin":      8093,
+	}
+	if p, ok := table[name]; ok {
+		return p, true
+	}
+	m := instancePort.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	if m[1] != "" {
+		return table[m[1]+"-"+m[2]], true
+	}
+	return table[m[3]], true
+}
+

@@ -250,4 +250,3 @@ func TestLayoutAndDNSNames(t *testing.T) {
 		t.Errorf("ServiceDNSNames = %s", got)
 	}
 }
-

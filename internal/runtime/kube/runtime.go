@@ -162,4 +162,3 @@ func wellKnownPort(name string) (int, bool) {
 	}
 	return table[m[3]], true
 }
-

@@ -1,0 +1,382 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/scheme"
+	"hypershift.dev/internal/testenv"
+)
+
+// The tests below run against a real API server. Nothing runs pods there
+// (no scheduler, kubelet or workload controllers): status tests write the
+// pods, and their status, themselves.
+func TestRuntime(t *testing.T) {
+	log.SetLogger(testenv.Logger())
+	env := testenv.Start(t)
+	tests := []struct {
+		name string
+		run  func(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef)
+	}{
+		{"ApplyCreatesAndIsIdempotent", testApplyIdempotent},
+		{"ApplyRollsChangedFilesAndRemovesComponents", testApplyChanges},
+		{"ForeignObjectsAreNotTouched", testForeignObjects},
+		{"StatusFromPods", testStatus},
+		{"PublishedNodePortAndLoadBalancer", testPublished},
+		{"DeleteRemovesOnlyItsOwn", testDelete},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref := testRef
+			ref.Namespace = "clusters-t" + string(rune('a'+i))
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ref.Namespace}}
+			if err := env.Client.Create(t.Context(), ns); err != nil {
+				t.Fatal(err)
+			}
+			tt.run(t, env, ref)
+		})
+	}
+}
+
+// nodePort is the fixed node port of the endpoint in a test's namespace:
+// node ports are unique across the cluster.
+func nodePort(ref runtime.ControlPlaneRef) int {
+	return 30400 + int(ref.Namespace[len(ref.Namespace)-1]-'a')
+}
+
+// clusterSpecs are testSpecs with the endpoint on the namespace's node port.
+func clusterSpecs(ref runtime.ControlPlaneRef, etcd, api int) []runtime.Spec {
+	specs := testSpecs(etcd, api)
+	for i := range specs {
+		for j := range specs[i].Publish {
+			if specs[i].Publish[j].NodePort != 0 {
+				specs[i].Publish = append([]runtime.Publish(nil), specs[i].Publish...)
+				specs[i].Publish[j].NodePort = nodePort(ref)
+			}
+		}
+	}
+	return specs
+}
+
+// writes counts the writes a client makes, for tests that something was
+// left untouched.
+type writes struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (w *writes) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+// countingClient wraps c so that every write is counted.
+func countingClient(t *testing.T, env *testenv.Env) (client.Client, *writes) {
+	t.Helper()
+	ww, err := client.NewWithWatch(env.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &writes{}
+	add := func() {
+		w.mu.Lock()
+		w.n++
+		w.mu.Unlock()
+	}
+	return interceptor.NewClient(ww, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			add()
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			add()
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			add()
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj k8sruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			add()
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			add()
+			return c.Delete(ctx, obj, opts...)
+		},
+	}), w
+}
+
+// resourceVersions returns the resourceVersion of every object rendered
+// for specs, failing when one is missing.
+func resourceVersions(t *testing.T, c client.Client, ref runtime.ControlPlaneRef, specs []runtime.Spec) map[string]string {
+	t.Helper()
+	objs, err := Objects(ref, specs, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, obj := range objs {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(gvk)
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), live); err != nil {
+			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+		out[objectKey(gvk, obj.GetName())] = live.ResourceVersion
+	}
+	return out
+}
+
+func testApplyIdempotent(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	rt := New(c, testOptions())
+	specs := clusterSpecs(ref, 3, 2)
+	if err := rt.Apply(t.Context(), ref, specs); err != nil {
+		t.Fatal(err)
+	}
+	first := resourceVersions(t, c, ref, specs)
+	if len(first) < 20 {
+		t.Fatalf("only %d objects applied", len(first))
+	}
+	if err := rt.Apply(t.Context(), ref, clusterSpecs(ref, 3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	for key, rv := range resourceVersions(t, c, ref, specs) {
+		if first[key] != rv {
+			t.Errorf("a second Apply changed %s (resourceVersion %s → %s)", key, first[key], rv)
+		}
+	}
+}
+
+func testApplyChanges(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	rt := New(c, testOptions())
+	specs := clusterSpecs(ref, 1, 1)
+	if err := rt.Apply(t.Context(), ref, specs); err != nil {
+		t.Fatal(err)
+	}
+	annotation := func() string {
+		d := &appsv1.Deployment{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "kube-apiserver"}, d); err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Annotations[FilesHashAnnotation]
+	}
+	before := annotation()
+	var kept []runtime.Spec
+	for _, s := range specs {
+		if s.Component == "konnectivity-server" {
+			s.Files = append([]runtime.File(nil), s.Files...)
+			s.Files[0].Content = []byte("renewed konnectivity-server.crt")
+		}
+		if s.Component != "kube-scheduler" {
+			kept = append(kept, s)
+		}
+	}
+	if err := rt.Apply(t.Context(), ref, kept); err != nil {
+		t.Fatal(err)
+	}
+	if after := annotation(); after == before {
+		t.Errorf("a changed sidecar file kept the pod template's %s %s: the pods would keep the old file", FilesHashAnnotation, before)
+	}
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{}, &corev1.Secret{}, &corev1.Service{},
+	} {
+		name := "kube-scheduler"
+		if _, ok := obj.(*corev1.Secret); ok {
+			name = "kube-scheduler-files"
+		}
+		err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: name}, obj)
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s of the removed component: %v, want it deleted", obj, name, err)
+		}
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "kube-controller-manager"}, &appsv1.Deployment{}); err != nil {
+		t.Errorf("a kept component's Deployment: %v", err)
+	}
+}
+
+func testForeignObjects(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	foreign := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver", Namespace: ref.Namespace, Labels: map[string]string{
+			ManagedByLabel: ManagedBy, ControlPlaneLabel: ref.Name, OwnerUIDLabel: "another-owner", ComponentLabel: "kube-apiserver",
+		}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "foreign"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "foreign"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "foreign:1"}}},
+			},
+		},
+	}
+	if err := c.Create(t.Context(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	counting, w := countingClient(t, env)
+	rt := New(counting, testOptions())
+	err := rt.Apply(t.Context(), ref, clusterSpecs(ref, 1, 1))
+	if !errors.Is(err, runtime.ErrNotOwner) {
+		t.Fatalf("Apply over a foreign Deployment: %v, want ErrNotOwner", err)
+	}
+	if w.count() != 0 {
+		t.Errorf("Apply refused but made %d writes", w.count())
+	}
+	err = rt.Delete(t.Context(), ref)
+	if !errors.Is(err, runtime.ErrNotOwner) {
+		t.Errorf("Delete with a foreign Deployment: %v, want ErrNotOwner", err)
+	}
+	if w.count() != 0 {
+		t.Errorf("Delete refused but made %d writes", w.count())
+	}
+	live := &appsv1.Deployment{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(foreign), live); err != nil {
+		t.Fatalf("the foreign Deployment: %v", err)
+	}
+	if live.ResourceVersion != foreign.ResourceVersion || live.DeletionTimestamp != nil {
+		t.Errorf("the foreign Deployment was changed (resourceVersion %s → %s, deleting %v)", foreign.ResourceVersion, live.ResourceVersion, live.DeletionTimestamp)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "etcd-files"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused Apply created etcd-files: %v", err)
+	}
+}
+
+func testDelete(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	rt := New(c, testOptions())
+	specs := clusterSpecs(ref, 1, 1)
+	if err := rt.Apply(t.Context(), ref, specs); err != nil {
+		t.Fatal(err)
+	}
+	// The StatefulSet controller would make this claim from the template,
+	// with its labels.
+	claimLabels := objectLabels(ref, "etcd")
+	claim := testClaim(ref.Namespace, "data-etcd-0", claimLabels)
+	foreignClaim := testClaim(ref.Namespace, "data-other-0", map[string]string{ControlPlaneLabel: ref.Name})
+	foreignConfig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver", Namespace: ref.Namespace}}
+	for _, obj := range []client.Object{claim, foreignClaim, foreignConfig} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.Delete(t.Context(), ref); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(ref, specs, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range append(objs, claim) {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if gvk.Kind == "" {
+			gvk = claimKind
+		}
+		if !gone(t, c, gvk.Kind, obj) {
+			t.Errorf("%s %s survived Delete", gvk.Kind, obj.GetName())
+		}
+	}
+	for _, obj := range []client.Object{foreignClaim, foreignConfig} {
+		if gone(t, c, "", obj) {
+			t.Errorf("Delete removed %s, which is not the control plane's", obj.GetName())
+		}
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: ref.Namespace}, &corev1.Namespace{}); err != nil {
+		t.Errorf("the namespace: %v", err)
+	}
+}
+
+// gone: obj no longer exists or is being deleted (a claim waits for its
+// protection finalizer, which no controller here removes).
+func gone(t *testing.T, c client.Client, kind string, obj client.Object) bool {
+	t.Helper()
+	live, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		t.Fatalf("%T is not an object", obj)
+	}
+	err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), live)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v", kind, obj.GetName(), err)
+	}
+	return live.GetDeletionTimestamp() != nil
+}
+
+func testClaim(namespace, name string, labels map[string]string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi"),
+			}},
+		},
+	}
+}
+
+func testPublished(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	rt := New(c, testOptions())
+	specs := clusterSpecs(ref, 1, 1)
+	if _, _, ok, err := rt.Published(t.Context(), ref, "endpoint"); ok || err != nil {
+		t.Errorf("Published before Apply: ok %v, %v", ok, err)
+	}
+	if err := rt.Apply(t.Context(), ref, specs); err != nil {
+		t.Fatal(err)
+	}
+	host, port, ok, err := rt.Published(t.Context(), ref, "endpoint")
+	if err != nil || !ok || host != "203.0.113.10" || port != nodePort(ref) {
+		t.Errorf("Published(endpoint) = %s, %d, %v, %v; want the fixed node port %d at 203.0.113.10", host, port, ok, err, nodePort(ref))
+	}
+	host, port, ok, err = rt.Published(t.Context(), ref, "agent")
+	if err != nil || !ok || host != "203.0.113.10" || port < 30000 || port > 32767 {
+		t.Errorf("Published(agent) = %s, %d, %v, %v; want the node port the API server allocated", host, port, ok, err)
+	}
+
+	for i := range specs {
+		if specs[i].Component == "konnectivity-server" {
+			specs[i].Publish = []runtime.Publish{{Port: "agent", Type: runtime.LoadBalancer, Address: "konnectivity.example.com"}}
+		}
+	}
+	if err := rt.Apply(t.Context(), ref, specs); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := rt.Published(t.Context(), ref, "agent"); ok || err != nil {
+		t.Errorf("Published(agent) before the load balancer has an address: ok %v, %v", ok, err)
+	}
+	svc := &corev1.Service{}
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: "konnectivity-server-agent-published"}
+	if err := c.Get(t.Context(), key, svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		t.Fatalf("the published Service is %s, want LoadBalancer", svc.Spec.Type)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb-1.example.com"}}
+	if err := c.Status().Update(t.Context(), svc); err != nil {
+		t.Fatal(err)
+	}
+	host, port, ok, err = rt.Published(t.Context(), ref, "agent")
+	if err != nil || !ok || host != "konnectivity.example.com" || port != 8091 {
+		t.Errorf("Published(agent) = %s, %d, %v, %v; want konnectivity.example.com:8091", host, port, ok, err)
+	}
+	if _, _, ok, err := rt.Published(t.Context(), ref, "metrics"); ok || err != nil {
+		t.Errorf("Published(an unpublished port): ok %v, %v", ok, err)
+	}
+}

@@ -156,6 +156,11 @@ func validateSpec(s runtime.Spec) error {
 			return fmt.Errorf("instance %s: spec.Ports[%s] is %d; the kube runtime needs fixed ports (Runtime.Ports)", s.Name, name, port)
 		}
 	}
+	return validatePublish(s)
+}
+
+// validatePublish refuses published ports the kube runtime cannot publish.
+func validatePublish(s runtime.Spec) error {
 	for _, p := range s.Publish {
 		if _, ok := s.Ports[p.Port]; !ok {
 			return fmt.Errorf("instance %s: spec.Publish names port %q, which is not in spec.Ports", s.Name, p.Port)

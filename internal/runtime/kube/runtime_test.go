@@ -37,6 +37,7 @@ func TestRuntime(t *testing.T) {
 		{"StatusFromPods", testStatus},
 		{"PublishedNodePortAndLoadBalancer", testPublished},
 		{"DeleteRemovesOnlyItsOwn", testDelete},
+		{"WatchNotifiesTheControlPlane", testWatch},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

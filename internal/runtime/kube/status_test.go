@@ -1,13 +1,17 @@
 package kube
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/scheme"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -125,5 +129,60 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 		}
 	} else {
 		t.Fatal(err)
+	}
+}
+
+// testWatch: a change to a pod of the control plane notifies its ref, read
+// from the pod's labels; pods of others do not.
+func testWatch(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	mgr, err := ctrl.NewManager(env.RESTConfig, ctrl.Options{
+		Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := New(mgr.GetClient(), testOptions())
+	notified := make(chan runtime.ControlPlaneRef, 100)
+	if err := rt.Watch(mgr, func(r runtime.ControlPlaneRef) { notified <- r }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ref.Namespace}}
+	if err := env.Client.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	other := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unmanaged", Namespace: ref.Namespace, Labels: map[string]string{ControlPlaneLabel: "other"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "other:1"}}},
+	}
+	if err := env.Client.Create(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	writePod(t, env, ref, ref.Owner, "etcd", "etcd-0", []string{"etcd"}, corev1.PodStatus{Phase: corev1.PodPending})
+	// The informers start with the objects of earlier tests; the pod's
+	// own notification follows.
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case got := <-notified:
+			if got.Name != ref.Name {
+				t.Errorf("notified %+v: not a control plane of the runtime", got)
+			}
+			if got.Namespace != ref.Namespace {
+				continue
+			}
+			if got != ref {
+				t.Errorf("notified %+v, want %+v", got, ref)
+			}
+			return
+		case <-timeout:
+			t.Fatal("no notification for a pod of the control plane")
+		}
 	}
 }

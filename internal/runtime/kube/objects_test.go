@@ -62,10 +62,10 @@ func TestObjectsGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./internal/runtime/kube -update)", err)
+				t.Fatalf("%v (run `make update-golden`)", err)
 			}
 			if !bytes.Equal(want, got) {
-				t.Errorf("%s differs from what is rendered now; run go test ./internal/runtime/kube -update and review the diff", golden)
+				t.Errorf("%s differs from what is rendered now; run `make update-golden` and review the diff", golden)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hypershift.dev/internal/runtime"
@@ -45,7 +46,8 @@ func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs 
 	if err != nil {
 		return err
 	}
-	if err := r.checkOwnership(ctx, ref, objs); err != nil {
+	existing, err := r.checkOwnership(ctx, ref, objs)
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -53,10 +55,11 @@ func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs 
 	r.mu.Unlock()
 	rendered := map[string]bool{}
 	for _, obj := range objs {
-		if err := r.apply(ctx, obj); err != nil {
+		key := objectKey(obj.GetObjectKind().GroupVersionKind(), obj.GetName())
+		if err := r.apply(ctx, obj, existing[key]); err != nil {
 			return err
 		}
-		rendered[objectKey(obj.GetObjectKind().GroupVersionKind(), obj.GetName())] = true
+		rendered[key] = true
 	}
 	return r.prune(ctx, ref, rendered)
 }
@@ -64,9 +67,11 @@ func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs 
 func objectKey(gvk schema.GroupVersionKind, name string) string { return gvk.Kind + "/" + name }
 
 // checkOwnership refuses, before anything is written, when an object to
-// apply exists and is not this control plane's with this owner.
-func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRef, objs []client.Object) error {
+// apply exists and is not this control plane's with this owner. It returns
+// the UIDs of those that exist.
+func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRef, objs []client.Object) (map[string]types.UID, error) {
 	var foreign []string
+	existing := map[string]types.UID{}
 	for _, obj := range objs {
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		live := &metav1.PartialObjectMetadata{}
@@ -76,17 +81,18 @@ func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRe
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("get %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+			return nil, fmt.Errorf("get %s %s/%s: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
 		if !ownedBy(live, ref) {
 			foreign = append(foreign, describeOwner(gvk.Kind, live))
 		}
+		existing[objectKey(gvk, obj.GetName())] = live.UID
 	}
 	if len(foreign) > 0 {
-		return fmt.Errorf("control plane %s/%s (owner %s): %s exist and are not its objects; leaving everything untouched (remove them, or use another namespace): %w",
+		return nil, fmt.Errorf("control plane %s/%s (owner %s): %s exist and are not its objects; leaving everything untouched (remove them, or use another namespace): %w",
 			ref.Namespace, ref.Name, ref.Owner, strings.Join(foreign, ", "), runtime.ErrNotOwner)
 	}
-	return nil
+	return existing, nil
 }
 
 // ownedBy: obj is one of ref's objects, made for its owner.
@@ -104,11 +110,16 @@ func describeOwner(kind string, obj metav1.Object) string {
 }
 
 // apply server-side applies obj, taking over fields others changed. Status
-// belongs to controllers and is not declared.
-func (r *Runtime) apply(ctx context.Context, obj client.Object) error {
+// belongs to controllers and is not declared. An object checked to exist is
+// applied with its UID, which the API server refuses to change: one deleted
+// and made again by someone else since the check is not written.
+func (r *Runtime) apply(ctx context.Context, obj client.Object, uid types.UID) error {
 	u, err := toUnstructured(obj)
 	if err != nil {
 		return err
+	}
+	if uid != "" {
+		u.SetUID(uid)
 	}
 	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

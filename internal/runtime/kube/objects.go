@@ -89,6 +89,9 @@ func groupWorkloads(specs []runtime.Spec) ([]*workload, error) {
 		if host == nil {
 			return nil, fmt.Errorf("instance %s: spec.Beside %q names no component of this control plane that runs on its own", group[0].Name, group[0].Beside)
 		}
+		if group[0].Data != "" {
+			return nil, fmt.Errorf("instance %s: spec.Data %q on a component that runs beside %s: only a component on its own keeps data (a volume per pod)", group[0].Name, group[0].Data, host.component)
+		}
 		if len(group) != len(host.instances) {
 			return nil, fmt.Errorf("component %s runs beside %s: it has %d instances, %s has %d; a sidecar needs one per pod",
 				component, host.component, len(group), host.component, len(host.instances))

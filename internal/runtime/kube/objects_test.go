@@ -180,6 +180,10 @@ func TestObjectsRefusesBadInput(t *testing.T) {
 			extra.Name = "konnectivity-server-1"
 			return append(s, extra)
 		}, "one per pod"},
+		{"sidecar with data", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[2].Data = "data"
+			return s
+		}, "spec.Data"},
 		{"file outside its directory", func(_ *Options, s []runtime.Spec) []runtime.Spec {
 			s[0].Files[0].Path = "../kube-apiserver/ca.crt"
 			return s

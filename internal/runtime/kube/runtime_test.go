@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -209,6 +210,28 @@ func testApplyChanges(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRe
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "kube-controller-manager"}, &appsv1.Deployment{}); err != nil {
 		t.Errorf("a kept component's Deployment: %v", err)
+	}
+
+	// An object replaced since Apply checked it (another UID) is not
+	// written.
+	objs, err := Objects(ref, kept, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, ok := objs[0].(*corev1.Secret)
+	if !ok {
+		t.Fatalf("the first object is a %T, want the etcd files Secret", objs[0])
+	}
+	secret.Data["etcd__ca.crt"] = []byte("changed")
+	if err := rt.apply(t.Context(), secret, types.UID("d0e5c0de-0000-4000-8000-000000000000")); err == nil {
+		t.Error("applying over an object with another UID succeeded")
+	}
+	live := &corev1.Secret{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(secret), live); err != nil {
+		t.Fatal(err)
+	}
+	if string(live.Data["etcd__ca.crt"]) == "changed" {
+		t.Error("an apply with another UID changed the Secret")
 	}
 }
 

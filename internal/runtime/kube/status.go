@@ -197,9 +197,10 @@ func (r *Runtime) publishedSpec(ref runtime.ControlPlaneRef, port string) (runti
 	return runtime.Spec{}, runtime.Publish{}, false
 }
 
-// Watch calls notify with the control plane of every Pod, StatefulSet and
-// Deployment of the runtime that changes, so its controller reconciles
-// (and reads Status) when a pod starts, becomes ready or crashes.
+// Watch calls notify with the control plane of every Pod, StatefulSet,
+// Deployment and Service of the runtime that changes, so its controller
+// reconciles (and reads Status) when a pod starts, becomes ready or
+// crashes, and reads Published when a load balancer gets its address.
 func (r *Runtime) Watch(mgr ctrl.Manager, notify func(runtime.ControlPlaneRef)) error {
 	handle := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -220,7 +221,7 @@ func (r *Runtime) Watch(mgr ctrl.Manager, notify func(runtime.ControlPlaneRef)) 
 		UpdateFunc: func(_, obj any) { handle(obj) },
 		DeleteFunc: handle,
 	}
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{}} {
 		informer, err := mgr.GetCache().GetInformer(context.Background(), obj)
 		if err != nil {
 			return fmt.Errorf("watch %T: %w", obj, err)

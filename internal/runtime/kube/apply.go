@@ -76,7 +76,7 @@ func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRe
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		live := &metav1.PartialObjectMetadata{}
 		live.SetGroupVersionKind(gvk)
-		err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+		err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), live)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -183,10 +183,10 @@ func dropEmptyDefaults(obj map[string]any) {
 
 // list returns the objects of a kind in the control plane's namespace
 // that match labels.
-func (r *Runtime) list(ctx context.Context, ref runtime.ControlPlaneRef, gvk schema.GroupVersionKind, labels client.MatchingLabels) ([]metav1.PartialObjectMetadata, error) {
+func list(ctx context.Context, reader client.Reader, ref runtime.ControlPlaneRef, gvk schema.GroupVersionKind, labels client.MatchingLabels) ([]metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.client.List(ctx, list, client.InNamespace(ref.Namespace), labels); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(ref.Namespace), labels); err != nil {
 		return nil, fmt.Errorf("list %ss of control plane %s: %w", gvk.Kind, ref.Namespace, err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
@@ -205,7 +205,7 @@ func ownLabels(ref runtime.ControlPlaneRef) client.MatchingLabels {
 // (a removed component), found by label and owner UID.
 func (r *Runtime) prune(ctx context.Context, ref runtime.ControlPlaneRef, rendered map[string]bool) error {
 	for _, gvk := range appliedKinds {
-		objs, err := r.list(ctx, ref, gvk, ownLabels(ref))
+		objs, err := list(ctx, r.client, ref, gvk, ownLabels(ref))
 		if err != nil {
 			return err
 		}
@@ -241,7 +241,7 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 	var ours []metav1.PartialObjectMetadata
 	var foreign []string
 	for _, gvk := range append(append([]schema.GroupVersionKind(nil), appliedKinds...), claimKind) {
-		objs, err := r.list(ctx, ref, gvk, planeLabels)
+		objs, err := list(ctx, r.reader, ref, gvk, planeLabels)
 		if err != nil {
 			return err
 		}

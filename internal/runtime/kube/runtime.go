@@ -48,6 +48,11 @@ type Options struct {
 	// Namespace of the operator, whose pods may reach the API servers;
 	// empty: hypershift.
 	Namespace string
+	// APIReader reads from the API server, not a cache (the manager's
+	// GetAPIReader()); nil: the client. The ownership checks of Apply and
+	// the listing of Delete use it: a cache may not hold an object made a
+	// moment ago, nor, when it selects by label, a foreign one at all.
+	APIReader client.Reader
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -70,6 +75,9 @@ func (o Options) withDefaults() (Options, error) {
 // cache: Status and Published read pods and Services often.
 type Runtime struct {
 	client client.Client
+	// reader reads past the cache, for decisions about objects that may
+	// not be the runtime's.
+	reader client.Reader
 	opts   Options
 
 	mu sync.Mutex
@@ -82,7 +90,11 @@ var _ runtime.Runtime = (*Runtime)(nil)
 
 // New returns a kube runtime that works through c.
 func New(c client.Client, opts Options) *Runtime {
-	return &Runtime{client: c, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
+	reader := opts.APIReader
+	if reader == nil {
+		reader = c
+	}
+	return &Runtime{client: c, reader: reader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
 }
 
 // Layout implements runtime.Runtime: every instance is a pod with its own

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -39,6 +42,7 @@ func TestRuntime(t *testing.T) {
 		{"PublishedNodePortAndLoadBalancer", testPublished},
 		{"DeleteRemovesOnlyItsOwn", testDelete},
 		{"WatchNotifiesTheControlPlane", testWatch},
+		{"ForeignObjectsBehindALabelledCache", testForeignBehindCache},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,6 +281,46 @@ func testForeignObjects(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "etcd-files"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused Apply created etcd-files: %v", err)
+	}
+}
+
+// testForeignBehindCache: an operator whose cache holds only its own
+// objects (selected by label) still sees a foreign object of the same name,
+// through the API reader, and leaves it alone.
+func testForeignBehindCache(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	foreign := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: ref.Namespace},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "foreign"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "foreign"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "foreign:1"}}},
+			},
+		},
+	}
+	if err := c.Create(t.Context(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	selector, err := labels.Parse(ManagedByLabel + "=" + ManagedBy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := newManager(t, env, cache.Options{DefaultLabelSelector: selector})
+	opts := testOptions()
+	opts.APIReader = mgr.GetAPIReader()
+	rt := New(mgr.GetClient(), opts)
+	startManager(t, mgr)
+	err = rt.Apply(t.Context(), ref, clusterSpecs(ref, 1, 1))
+	if !errors.Is(err, runtime.ErrNotOwner) || !strings.Contains(err.Error(), "Deployment kube-scheduler (owner-uid label: none)") {
+		t.Fatalf("Apply over an unlabelled Deployment the cache does not hold: %v, want ErrNotOwner naming it", err)
+	}
+	live := &appsv1.Deployment{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(foreign), live); err != nil {
+		t.Fatal(err)
+	}
+	if live.ResourceVersion != foreign.ResourceVersion {
+		t.Errorf("the foreign Deployment was changed (resourceVersion %s → %s)", foreign.ResourceVersion, live.ResourceVersion)
 	}
 }
 

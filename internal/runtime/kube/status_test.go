@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hypershift.dev/internal/runtime"
@@ -135,24 +136,13 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 // testWatch: a change to a pod of the control plane notifies its ref, read
 // from the pod's labels; pods of others do not.
 func testWatch(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
-	mgr, err := ctrl.NewManager(env.RESTConfig, ctrl.Options{
-		Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := newManager(t, env, cache.Options{})
 	rt := New(mgr.GetClient(), testOptions())
 	notified := make(chan runtime.ControlPlaneRef, 100)
 	if err := rt.Watch(mgr, func(r runtime.ControlPlaneRef) { notified <- r }); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	startManager(t, mgr)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ref.Namespace}}
 	if err := env.Client.Create(t.Context(), sa); err != nil {
 		t.Fatal(err)
@@ -184,5 +174,32 @@ func testWatch(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 		case <-timeout:
 			t.Fatal("no notification for a pod of the control plane")
 		}
+	}
+}
+
+func newManager(t *testing.T, env *testenv.Env, cacheOpts cache.Options) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.RESTConfig, ctrl.Options{
+		Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: cacheOpts,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr
+}
+
+// startManager runs mgr until the test ends.
+func startManager(t *testing.T, mgr ctrl.Manager) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the manager's cache did not sync")
 	}
 }

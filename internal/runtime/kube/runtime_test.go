@@ -43,6 +43,7 @@ func TestRuntime(t *testing.T) {
 		{"DeleteRemovesOnlyItsOwn", testDelete},
 		{"WatchNotifiesTheControlPlane", testWatch},
 		{"ForeignObjectsBehindALabelledCache", testForeignBehindCache},
+		{"PodsPassRestrictedPodSecurity", testRestrictedPods},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

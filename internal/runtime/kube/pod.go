@@ -18,7 +18,8 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// The pods run as the image's unprivileged user.
+// The pods run as an unprivileged user; numeric, so the image needs no
+// passwd entry for it.
 const runAsID int64 = 65532
 
 // Volumes every pod has besides its files.

@@ -76,7 +76,7 @@ func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRe
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		live := &metav1.PartialObjectMetadata{}
 		live.SetGroupVersionKind(gvk)
-		err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), live)
+		err := r.getPastCache(ctx, client.ObjectKeyFromObject(obj), live)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -93,6 +93,26 @@ func (r *Runtime) checkOwnership(ctx context.Context, ref runtime.ControlPlaneRe
 			ref.Namespace, ref.Name, ref.Owner, strings.Join(foreign, ", "), runtime.ErrNotOwner)
 	}
 	return existing, nil
+}
+
+// getPastCache reads an object from the cache, and one the cache does not
+// hold from the API server: it may be a foreign object the cache does not
+// select, or one made a moment ago. Objects the cache holds (every one of
+// a running control plane) cost no request.
+func (r *Runtime) getPastCache(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && r.reader != nil {
+		return r.reader.Get(ctx, key, obj)
+	}
+	return err
+}
+
+// apiReader reads from the API server.
+func (r *Runtime) apiReader() client.Reader {
+	if r.reader != nil {
+		return r.reader
+	}
+	return r.client
 }
 
 // ownedBy: obj is one of ref's objects, made for its owner.
@@ -241,7 +261,7 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 	var ours []metav1.PartialObjectMetadata
 	var foreign []string
 	for _, gvk := range append(append([]schema.GroupVersionKind(nil), appliedKinds...), claimKind) {
-		objs, err := list(ctx, r.reader, ref, gvk, planeLabels)
+		objs, err := list(ctx, r.apiReader(), ref, gvk, planeLabels)
 		if err != nil {
 			return err
 		}

@@ -76,7 +76,8 @@ func (o Options) withDefaults() (Options, error) {
 type Runtime struct {
 	client client.Client
 	// reader reads past the cache, for decisions about objects that may
-	// not be the runtime's.
+	// not be the runtime's; nil when the client reads the API server
+	// itself.
 	reader client.Reader
 	opts   Options
 
@@ -90,11 +91,7 @@ var _ runtime.Runtime = (*Runtime)(nil)
 
 // New returns a kube runtime that works through c.
 func New(c client.Client, opts Options) *Runtime {
-	reader := opts.APIReader
-	if reader == nil {
-		reader = c
-	}
-	return &Runtime{client: c, reader: reader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
+	return &Runtime{client: c, reader: opts.APIReader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
 }
 
 // Layout implements runtime.Runtime: every instance is a pod with its own

@@ -31,6 +31,14 @@ import (
 func TestRuntime(t *testing.T) {
 	log.SetLogger(testenv.Logger())
 	env := testenv.Start(t)
+	// The client-go default of 5 requests a second would make each Apply
+	// of a control plane take seconds; the operator allows 200.
+	env.RESTConfig.QPS, env.RESTConfig.Burst = 200, 400
+	fast, err := client.New(env.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Client = fast
 	tests := []struct {
 		name string
 		run  func(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -147,6 +148,11 @@ func validateSpec(s runtime.Spec) error {
 	for _, f := range s.Files {
 		if f.Path == "" || path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.HasPrefix(f.Path, "..") {
 			return fmt.Errorf("instance %s: file path %q must be relative and clean (no .., no leading /)", s.Name, f.Path)
+		}
+	}
+	if v := s.DataVolume.Size; v != "" {
+		if q, err := resource.ParseQuantity(v); err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("instance %s: spec.DataVolume.Size %q is not a positive quantity (such as 8Gi)", s.Name, v)
 		}
 	}
 	for _, e := range s.Env {

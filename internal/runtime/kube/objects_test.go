@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -142,6 +143,42 @@ func TestObjectsFilesRollPods(t *testing.T) {
 	}
 }
 
+// TestObjectsDataVolume: the spec's own volume choice (the cluster's
+// spec.etcd.managed.storage) wins over the runtime's defaults.
+func TestObjectsDataVolume(t *testing.T) {
+	claim := func(specs []runtime.Spec, opts Options) (string, string) {
+		objs, err := Objects(testRef, specs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range objs {
+			if s, ok := obj.(*appsv1.StatefulSet); ok {
+				c := s.Spec.VolumeClaimTemplates[0].Spec
+				class := ""
+				if c.StorageClassName != nil {
+					class = *c.StorageClassName
+				}
+				size := c.Resources.Requests[corev1.ResourceStorage]
+				return class, size.String()
+			}
+		}
+		t.Fatal("no StatefulSet")
+		return "", ""
+	}
+	opts := testOptions()
+	opts.StorageClassName = "standard"
+	if class, size := claim(testSpecs(3, 1), opts); class != "standard" || size != "8Gi" {
+		t.Errorf("defaults: class %q, size %s; want standard, 8Gi", class, size)
+	}
+	specs := testSpecs(3, 1)
+	for i := range 3 {
+		specs[i].DataVolume = runtime.Volume{StorageClassName: "fast", Size: "20Gi"}
+	}
+	if class, size := claim(specs, opts); class != "fast" || size != "20Gi" {
+		t.Errorf("the spec's choice: class %q, size %s; want fast, 20Gi", class, size)
+	}
+}
+
 func TestObjectsRefusesUnequalReplicas(t *testing.T) {
 	specs := testSpecs(3, 1)
 	specs[1].Args = append([]string{"--name=etcd-1"}, specs[1].Args[1:]...)
@@ -184,6 +221,10 @@ func TestObjectsRefusesBadInput(t *testing.T) {
 			s[2].Data = "data"
 			return s
 		}, "spec.Data"},
+		{"volume size", func(_ *Options, s []runtime.Spec) []runtime.Spec {
+			s[0].DataVolume.Size = "lots"
+			return s
+		}, "spec.DataVolume.Size"},
 		{"file outside its directory", func(_ *Options, s []runtime.Spec) []runtime.Spec {
 			s[0].Files[0].Path = "../kube-apiserver/ca.crt"
 			return s

@@ -201,17 +201,26 @@ func (r renderer) workloadObject(pod corev1.PodTemplateSpec) client.Object {
 			},
 		}
 	}
+	// The spec's own choice (the cluster's spec.etcd.managed.storage)
+	// over the runtime's defaults; validateSpec parsed the size.
+	size, class := r.opts.EtcdStorageSize, r.opts.StorageClassName
+	if v := r.w.spec.DataVolume; v.Size != "" {
+		size = resource.MustParse(v.Size)
+	}
+	if v := r.w.spec.DataVolume; v.StorageClassName != "" {
+		class = v.StorageClassName
+	}
 	claim := corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: dataVolume, Labels: r.labels()},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceStorage: r.opts.EtcdStorageSize,
+				corev1.ResourceStorage: size,
 			}},
 		},
 	}
-	if r.opts.StorageClassName != "" {
-		claim.Spec.StorageClassName = ptr.To(r.opts.StorageClassName)
+	if class != "" {
+		claim.Spec.StorageClassName = ptr.To(class)
 	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},

@@ -9,12 +9,12 @@ package kube
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -126,48 +126,15 @@ func MemberDNSName(namespace, component string) string {
 func discoveryServiceName(component string) string { return component + "-discovery" }
 
 // Ports implements runtime.Runtime: pods have their own network, so every
-// port is its upstream default.
+// port is its upstream default (components.WellKnownPort).
 func (r *Runtime) Ports(_ context.Context, _ runtime.ControlPlaneRef, names []string) (map[string]int, error) {
 	ports := make(map[string]int, len(names))
 	for _, name := range names {
-		p, ok := wellKnownPort(name)
-		if !ok {
-			return nil, fmt.Errorf("port %q has no well-known number: the kube runtime gives every port its upstream default", name)
+		p := components.WellKnownPort(name)
+		if p == 0 {
+			return nil, fmt.Errorf("port %q has no well-known number: the kube runtime gives every port its upstream default (components.WellKnownPort)", name)
 		}
 		ports[name] = p
 	}
 	return ports, nil
-}
-
-// instancePort matches the per-instance port names of a control plane
-// rendered for the process runtime (etcd-0-client, kube-scheduler-1).
-var instancePort = regexp.MustCompile(`^(etcd)-\d+-(client|peer|metrics)$|^(kube-apiserver|kube-controller-manager|kube-scheduler)-\d+$`)
-
-// wellKnownPort maps a port name of components.PortNames to its upstream
-// default.
-// TODO: use components.WellKnownPort once the renderer has it.
-func wellKnownPort(name string) (int, bool) {
-	table := map[string]int{
-		"endpoint":                6443,
-		"etcd-client":             2379,
-		"etcd-peer":               2380,
-		"etcd-metrics":            2381,
-		"kube-apiserver":          6443,
-		"kube-controller-manager": 10257,
-		"kube-scheduler":          10259,
-		"konnectivity":            8091,
-		"konnectivity-health":     8092,
-		"konnectivity-admin":      8093,
-	}
-	if p, ok := table[name]; ok {
-		return p, true
-	}
-	m := instancePort.FindStringSubmatch(name)
-	if m == nil {
-		return 0, false
-	}
-	if m[1] != "" {
-		return table[m[1]+"-"+m[2]], true
-	}
-	return table[m[3]], true
 }

@@ -421,21 +421,21 @@ func testPublished(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) 
 	if err != nil || !ok || host != "203.0.113.10" || port != nodePort(ref) {
 		t.Errorf("Published(endpoint) = %s, %d, %v, %v; want the fixed node port %d at 203.0.113.10", host, port, ok, err, nodePort(ref))
 	}
-	host, port, ok, err = rt.Published(t.Context(), ref, "agent")
+	host, port, ok, err = rt.Published(t.Context(), ref, "konnectivity")
 	if err != nil || !ok || host != "203.0.113.10" || port < 30000 || port > 32767 {
-		t.Errorf("Published(agent) = %s, %d, %v, %v; want the node port the API server allocated", host, port, ok, err)
+		t.Errorf("Published(konnectivity) = %s, %d, %v, %v; want the node port the API server allocated", host, port, ok, err)
 	}
 
 	for i := range specs {
 		if specs[i].Component == "konnectivity-server" {
-			specs[i].Publish = []runtime.Publish{{Port: "agent", Type: runtime.LoadBalancer, Address: "konnectivity.example.com"}}
+			specs[i].Publish = []runtime.Publish{{Name: "konnectivity", Port: "agent", Type: runtime.LoadBalancer, Address: "konnectivity.example.com"}}
 		}
 	}
 	if err := rt.Apply(t.Context(), ref, specs); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := rt.Published(t.Context(), ref, "agent"); ok || err != nil {
-		t.Errorf("Published(agent) before the load balancer has an address: ok %v, %v", ok, err)
+	if _, _, ok, err := rt.Published(t.Context(), ref, "konnectivity"); ok || err != nil {
+		t.Errorf("Published(konnectivity) before the load balancer has an address: ok %v, %v", ok, err)
 	}
 	svc := &corev1.Service{}
 	key := client.ObjectKey{Namespace: ref.Namespace, Name: "konnectivity-server-agent-published"}
@@ -449,9 +449,9 @@ func testPublished(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) 
 	if err := c.Status().Update(t.Context(), svc); err != nil {
 		t.Fatal(err)
 	}
-	host, port, ok, err = rt.Published(t.Context(), ref, "agent")
+	host, port, ok, err = rt.Published(t.Context(), ref, "konnectivity")
 	if err != nil || !ok || host != "konnectivity.example.com" || port != 8091 {
-		t.Errorf("Published(agent) = %s, %d, %v, %v; want konnectivity.example.com:8091", host, port, ok, err)
+		t.Errorf("Published(konnectivity) = %s, %d, %v, %v; want konnectivity.example.com:8091", host, port, ok, err)
 	}
 	if _, _, ok, err := rt.Published(t.Context(), ref, "metrics"); ok || err != nil {
 		t.Errorf("Published(an unpublished port): ok %v, %v", ok, err)

@@ -75,8 +75,8 @@ func testSpecs(etcd, m int) []runtime.Spec {
 		}
 		return fmt.Sprintf("%s-%d", component, i)
 	}
-	publish := func(port string, nodePort int) []runtime.Publish {
-		return []runtime.Publish{{Port: port, Type: runtime.NodePort, Address: "203.0.113.10", NodePort: nodePort}}
+	publish := func(name, port string, nodePort int) []runtime.Publish {
+		return []runtime.Publish{{Name: name, Port: port, Type: runtime.NodePort, Address: "203.0.113.10", NodePort: nodePort}}
 	}
 	for i := range m {
 		specs = append(specs, runtime.Spec{
@@ -102,7 +102,7 @@ func testSpecs(etcd, m int) []runtime.Spec {
 			Readiness: runtime.Probe{Scheme: "https", Port: 6443, Path: "/readyz"},
 			Env:       []string{"GOGC=50"},
 			Requests:  runtime.Resources{MilliCPU: 200, MemoryBytes: 384 * mib},
-			Publish:   publish("endpoint", 30443),
+			Publish:   publish("endpoint", "endpoint", 30443),
 		})
 	}
 	for i := range m {
@@ -123,7 +123,7 @@ func testSpecs(etcd, m int) []runtime.Spec {
 			Readiness: runtime.Probe{Scheme: "http", Port: 8092, Path: "/healthz"},
 			Beside:    "kube-apiserver",
 			Requests:  runtime.Resources{MilliCPU: 10, MemoryBytes: 32 * mib},
-			Publish:   publish("agent", 0),
+			Publish:   publish("konnectivity", "agent", 0),
 		})
 	}
 	controller := func(component string, port int, cpu, mem int64) {

@@ -149,17 +149,18 @@ func pendingReason(pod *corev1.Pod) string {
 	return "pending"
 }
 
-// Published implements runtime.Runtime: a NodePort is reached at the
-// published Address and the node port, once allocated; a LoadBalancer at
-// its Address (the load balancer's DNS name) and the Service's port, once
-// the load balancer is provisioned.
-func (r *Runtime) Published(ctx context.Context, ref runtime.ControlPlaneRef, port string) (string, int, bool, error) {
-	spec, pub, ok := r.publishedSpec(ref, port)
+// Published implements runtime.Runtime for the port published as name
+// (Publish.Name): a NodePort is reached at the published Address and the
+// node port, once allocated; a LoadBalancer at its Address (the load
+// balancer's DNS name) and the Service's port, once the load balancer is
+// provisioned.
+func (r *Runtime) Published(ctx context.Context, ref runtime.ControlPlaneRef, name string) (string, int, bool, error) {
+	spec, pub, ok := r.publishedSpec(ref, name)
 	if !ok {
 		return "", 0, false, nil
 	}
 	svc := &corev1.Service{}
-	key := client.ObjectKey{Namespace: ref.Namespace, Name: publishedServiceName(spec.Component, port)}
+	key := client.ObjectKey{Namespace: ref.Namespace, Name: publishedServiceName(spec.Component, pub.Port)}
 	if err := r.client.Get(ctx, key, svc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", 0, false, nil
@@ -181,14 +182,14 @@ func (r *Runtime) Published(ctx context.Context, ref runtime.ControlPlaneRef, po
 	}
 }
 
-// publishedSpec finds the applied spec that publishes port.
-func (r *Runtime) publishedSpec(ref runtime.ControlPlaneRef, port string) (runtime.Spec, runtime.Publish, bool) {
+// publishedSpec finds the applied spec that publishes name.
+func (r *Runtime) publishedSpec(ref runtime.ControlPlaneRef, name string) (runtime.Spec, runtime.Publish, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, w := range r.applied[ref] {
 		for _, s := range w.containers() {
 			for _, p := range s.Publish {
-				if p.Port == port {
+				if p.Name == name {
 					return s, p, true
 				}
 			}

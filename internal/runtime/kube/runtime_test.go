@@ -52,6 +52,7 @@ func TestRuntime(t *testing.T) {
 		{"WatchNotifiesTheControlPlane", testWatch},
 		{"ForeignObjectsBehindALabelledCache", testForeignBehindCache},
 		{"PodsPassRestrictedPodSecurity", testRestrictedPods},
+		{"RenderedControlPlaneApplies", testRenderedApplies},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -101,7 +101,7 @@ func TestObjectsGroupsByComponent(t *testing.T) {
 	}
 	for _, want := range []string{
 		"StatefulSet/etcd", "Service/etcd-discovery", "Deployment/kube-apiserver", "Secret/kube-apiserver-files",
-		"Service/kube-apiserver-endpoint-published", "Service/konnectivity-server-agent-published",
+		"Service/kube-apiserver-https-published", "Service/konnectivity-server-agent-published",
 		"PodDisruptionBudget/kube-scheduler", "NetworkPolicy/kube-controller-manager",
 	} {
 		if !strings.Contains(strings.Join(kinds, " "), want) {

@@ -98,11 +98,11 @@ func testSpecs(etcd, m int) []runtime.Spec {
 				{Path: "encryption-config.yaml", Content: []byte("kind: EncryptionConfiguration\n"), Secret: true},
 				{Path: "egress-selector.yaml", Content: []byte("kind: EgressSelectorConfiguration\n")},
 			},
-			Ports:     map[string]int{"endpoint": 6443},
+			Ports:     map[string]int{"https": 6443},
 			Readiness: runtime.Probe{Scheme: "https", Port: 6443, Path: "/readyz"},
 			Env:       []string{"GOGC=50"},
 			Requests:  runtime.Resources{MilliCPU: 200, MemoryBytes: 384 * mib},
-			Publish:   publish("endpoint", "endpoint", 30443),
+			Publish:   publish("endpoint", "https", 30443),
 		})
 	}
 	for i := range m {

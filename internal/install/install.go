@@ -46,7 +46,13 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // Objects returns the objects `hypershift up` installs: the API and the
 // policies of the process runtime.
 func Objects() ([]client.Object, error) {
-	return ObjectsFor(Options{Runtime: RuntimeProcess})
+	return APIObjects(RuntimeProcess)
+}
+
+// APIObjects returns the API for a runtime: the CRDs, then the admission
+// policies (namespace length, what the runtime can run).
+func APIObjects(runtime string) ([]client.Object, error) {
+	return ObjectsFor(Options{Runtime: runtime, apiOnly: true})
 }
 
 // ObjectsFor returns everything the management cluster gets for opts, in
@@ -70,7 +76,7 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	objs = append(objs, policy, binding)
 	policy, binding = runtimePolicy(opts.Runtime)
 	objs = append(objs, policy, binding)
-	if opts.Runtime == RuntimeKube {
+	if opts.Runtime == RuntimeKube && !opts.apiOnly {
 		objs = append(objs, operatorObjects(opts)...)
 	}
 	for _, obj := range objs {
@@ -87,7 +93,13 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 // Install creates or updates the objects of `hypershift up` and waits
 // until the CRDs are served.
 func Install(ctx context.Context, c client.Client) error {
-	objs, err := Objects()
+	return InstallAPI(ctx, c, RuntimeProcess)
+}
+
+// InstallAPI creates or updates the API objects of a runtime (APIObjects)
+// and waits until the CRDs are served.
+func InstallAPI(ctx context.Context, c client.Client, runtime string) error {
+	objs, err := APIObjects(runtime)
 	if err != nil {
 		return err
 	}

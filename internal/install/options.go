@@ -41,6 +41,9 @@ type Options struct {
 	Replicas int32
 	// StorageClassName of etcd's volumes; empty: the cluster's default.
 	StorageClassName string
+
+	// apiOnly leaves out the operator: the CRDs and policies alone.
+	apiOnly bool
 }
 
 // DefaultNamespace is the operator's namespace unless told otherwise.

@@ -93,12 +93,12 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 // Install creates or updates the objects of `hypershift up` and waits
 // until the CRDs are served.
 func Install(ctx context.Context, c client.Client) error {
-	return InstallAPI(ctx, c, RuntimeProcess)
+	return API(ctx, c, RuntimeProcess)
 }
 
-// InstallAPI creates or updates the API objects of a runtime (APIObjects)
+// API creates or updates the API objects of a runtime (APIObjects)
 // and waits until the CRDs are served.
-func InstallAPI(ctx context.Context, c client.Client, runtime string) error {
+func API(ctx context.Context, c client.Client, runtime string) error {
 	objs, err := APIObjects(runtime)
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func installRuntimeAPI(ctx context.Context, cfg *rest.Config, runtime string) er
 	if err != nil {
 		return err
 	}
-	if err := install.InstallAPI(ctx, c, runtime); err != nil {
+	if err := install.API(ctx, c, runtime); err != nil {
 		return fmt.Errorf("install hypershift.dev API: %w", err)
 	}
 	return nil

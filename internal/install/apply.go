@@ -105,7 +105,11 @@ func WaitOperator(ctx context.Context, c client.Client, objs []client.Object, ti
 		err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 			cur := &appsv1.Deployment{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
-				last = err.Error()
+				// A read cut short by the deadline would hide what the
+				// Deployment last reported.
+				if ctx.Err() == nil || last == "" {
+					last = err.Error()
+				}
 				return false, nil
 			}
 			last = fmt.Sprintf("%d of %d replicas available", cur.Status.AvailableReplicas, ptrValue(cur.Spec.Replicas))

@@ -101,26 +101,28 @@ func WaitOperator(ctx context.Context, c client.Client, objs []client.Object, ti
 		if !ok {
 			continue
 		}
-		var last string
+		// seen is what the Deployment last reported; a read that fails
+		// (often one the deadline cuts short) must not hide it.
+		var seen, lastErr string
 		err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 			cur := &appsv1.Deployment{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
-				// A read cut short by the deadline would hide what the
-				// Deployment last reported.
-				if ctx.Err() == nil || last == "" {
-					last = err.Error()
-				}
+				lastErr = err.Error()
 				return false, nil
 			}
-			last = fmt.Sprintf("%d of %d replicas available", cur.Status.AvailableReplicas, ptrValue(cur.Spec.Replicas))
+			seen = fmt.Sprintf("%d of %d replicas available", cur.Status.AvailableReplicas, ptrValue(cur.Spec.Replicas))
 			for _, cond := range cur.Status.Conditions {
 				if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionFalse {
-					last += ": " + cond.Message
+					seen += ": " + cond.Message
 				}
 			}
 			return cur.Status.ObservedGeneration >= cur.Generation &&
 				cur.Status.AvailableReplicas >= ptrValue(cur.Spec.Replicas), nil
 		})
+		last := seen
+		if last == "" {
+			last = lastErr
+		}
 		if err != nil {
 			return fmt.Errorf("the operator Deployment %s/%s is not available after %s (%s): see `kubectl -n %s describe deployment %s`; is the image %s on the nodes (docs/install.md)?",
 				d.Namespace, d.Name, timeout, last, d.Namespace, d.Name, d.Spec.Template.Spec.Containers[0].Image)

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apimachineryruntime "k8s.io/apimachinery/pkg/runtime"
@@ -79,6 +80,10 @@ func Apply(ctx context.Context, c client.Client, objs []client.Object, report fu
 		before.SetGroupVersionKind(u.GroupVersionKind())
 		existed := c.Get(ctx, client.ObjectKeyFromObject(u), before) == nil
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			if meta.IsNoMatchError(err) {
+				return fmt.Errorf("apply %s %s: the cluster does not serve %s (hypershift needs Kubernetes 1.30 or later): %w",
+					kind, key, u.GetAPIVersion(), err)
+			}
 			return fmt.Errorf("apply %s %s: %w", kind, key, err)
 		}
 		switch {

@@ -22,18 +22,31 @@ import (
 func hostedCluster(t *testing.T, name string, publish hypershiftv1alpha1.PublishingStrategyType) *unstructured.Unstructured {
 	t.Helper()
 	hc := hypershiftv1alpha1.NewHostedCluster("default", name, hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
-	hc.Spec.Services[0].Type = publish
+	hc.Spec.Services = nil
 	m, err := apimachineryruntime.DefaultUnstructuredConverter.ToUnstructured(hc)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Each type with the settings the CRD asks of it.
+	strategy := map[string]any{"type": string(publish)}
+	switch publish {
+	case "NodePort":
+		strategy["nodePort"] = map[string]any{"address": "192.0.2.10"}
+	case "LoadBalancer":
+		strategy["loadBalancer"] = map[string]any{"hostname": "api.example.com"}
+	}
+	services := []any{map[string]any{"service": "APIServer", "servicePublishingStrategy": strategy}}
+	if err := unstructured.SetNestedSlice(m, services, "spec", "services"); err != nil {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: m}
 }
 
-// relaxCRD lets the HostedCluster CRD admit what the runtime policies
-// judge: any publishing strategy (the CRD allowed only HostPort until the
-// kube runtime came) and spec.etcd.managed.storage (declared with it). The
-// policies must refuse these themselves, whatever the CRD says.
+// relaxCRD lets the HostedCluster CRD admit every publishing strategy type
+// (its own rule on the type refuses Route, and before the kube runtime
+// refused all but HostPort) and spec.etcd.managed.storage (where the CRD
+// does not declare it yet). The policies must refuse what their runtime
+// cannot run themselves, whatever the CRD says.
 func relaxCRD(t *testing.T, c client.Client) {
 	t.Helper()
 	ctx := t.Context()
@@ -139,13 +152,11 @@ func TestRuntimePolicies(t *testing.T) {
 	refusedWith(t, c, hostedCluster(t, "route", "Route"), "APIServer=Route is not supported")
 	admitted(t, c, hostedCluster(t, "nodeport", "NodePort"))
 	admitted(t, c, hostedCluster(t, "lb", "LoadBalancer"))
-	storage.SetName("storage-kube")
-	if err := unstructured.SetNestedField(storage.Object, []any{map[string]any{
-		"service": "APIServer", "servicePublishingStrategy": map[string]any{"type": "NodePort"},
-	}}, "spec", "services"); err != nil {
+	storageKube := hostedCluster(t, "storage-kube", "NodePort")
+	if err := unstructured.SetNestedField(storageKube.Object, map[string]any{"type": "PersistentVolume"}, "spec", "etcd", "managed", "storage"); err != nil {
 		t.Fatal(err)
 	}
-	admitted(t, c, storage)
+	admitted(t, c, storageKube)
 
 	// The HostPort cluster made before: a metadata change passes, a spec
 	// change is judged.

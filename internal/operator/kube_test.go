@@ -21,7 +21,8 @@ import (
 // TestKubeModeWithInstalledRBAC: the operator of the kube runtime, as the
 // service account `hypershift install` makes and with exactly the RBAC it
 // grants, takes the leader Lease, syncs its caches and brings a
-// HostedCluster to its control-plane namespace, PKI and HostedControlPlane.
+// NodePort-published HostedCluster to its control-plane namespace, PKI and
+// HostedControlPlane.
 // The API server authorizes with RBAC, so a missing rule fails this.
 func TestKubeModeWithInstalledRBAC(t *testing.T) {
 	env := testenv.Start(t)
@@ -78,7 +79,15 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 	}
 
 	hc := hypershiftv1alpha1.NewHostedCluster("default", "rbac", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
-	hc.Spec.Services = nil // the kube policy refuses the HostPort default
+	// Published as the kube runtime can: refused by the controller unless
+	// the kube mode says what its runtime supports.
+	hc.Spec.Services = []hypershiftv1alpha1.ServicePublishingStrategyMapping{{
+		Service: hypershiftv1alpha1.APIServer,
+		ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{
+			Type:     hypershiftv1alpha1.NodePort,
+			NodePort: &hypershiftv1alpha1.NodePortPublishingStrategy{Address: "192.0.2.10"},
+		},
+	}}
 	if err := env.Client.Create(t.Context(), hc); err != nil {
 		t.Fatal(err)
 	}

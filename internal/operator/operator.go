@@ -35,6 +35,10 @@ type Options struct {
 	// = the pod's own namespace) runs the controllers.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// Supports is what Runtime can do beyond the process runtime
+	// (publishing strategies, etcd storage); the HostedCluster controller
+	// refuses the rest.
+	Supports hostedcluster.Capabilities
 	// Events carries runtime notifications to the HostedControlPlane
 	// controller; see NewEvents.
 	Events chan event.GenericEvent
@@ -135,6 +139,8 @@ func New(opts Options) (ctrl.Manager, error) {
 		Client:            mgr.GetClient(),
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
+		Layout:            podsLayout(opts.Runtime),
+		Supports:          opts.Supports,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
 		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
 	}
@@ -162,4 +168,16 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// podsLayout is the runtime's layout per control-plane namespace when its
+// instances are pods (whose service names go into the certificates); nil
+// for a runtime of one host.
+func podsLayout(rt runtime.Runtime) func(namespace string) runtime.Layout {
+	if rt == nil || !rt.Layout(runtime.ControlPlaneRef{}).Pods {
+		return nil
+	}
+	return func(namespace string) runtime.Layout {
+		return rt.Layout(runtime.ControlPlaneRef{Namespace: namespace})
+	}
 }

@@ -1,40 +1,136 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/image"
+	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/runtime/kube"
 )
 
+// operatorFlags are the flags of `hypershift operator`.
+type operatorFlags struct {
+	metricsAddress, healthAddress, endpointHost string
+	installAPI                                  bool
+	runtime, image                              string
+	leaderElect                                 bool
+	leaderElectionNamespace                     string
+	etcdStorageClass, etcdStorageSize           string
+}
+
+// kubeOnly are the flags that mean something only with --runtime=kube.
+var kubeOnly = []string{"image", "leader-elect", "leader-election-namespace", "etcd-storage-class", "etcd-storage-size"}
+
+// validate checks the flags before anything starts and returns the kube
+// runtime's options (for --runtime=kube).
+func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
+	switch f.runtime {
+	case install.RuntimeProcess:
+		for _, name := range kubeOnly {
+			if cmd.Flags().Changed(name) {
+				return kube.Options{}, fmt.Errorf("--%s needs --runtime=kube: the process runtime runs control planes on this host, one operator per data dir", name)
+			}
+		}
+		return kube.Options{}, nil
+	case install.RuntimeKube:
+	default:
+		return kube.Options{}, fmt.Errorf("--runtime %q: use %s (control planes as processes of this host) or %s (as pods of the management cluster)",
+			f.runtime, install.RuntimeProcess, install.RuntimeKube)
+	}
+	if err := (install.Options{Image: f.image}).Validate(); err != nil {
+		return kube.Options{}, err
+	}
+	if f.etcdStorageClass != "" {
+		if errs := validation.IsDNS1123Subdomain(f.etcdStorageClass); len(errs) > 0 {
+			return kube.Options{}, fmt.Errorf("--etcd-storage-class %q is not a valid StorageClass name: %s", f.etcdStorageClass, strings.Join(errs, "; "))
+		}
+	}
+	size, err := resource.ParseQuantity(f.etcdStorageSize)
+	if err != nil || size.Sign() <= 0 {
+		return kube.Options{}, fmt.Errorf("--etcd-storage-size %q is not a positive quantity (e.g. 8Gi)", f.etcdStorageSize)
+	}
+	ns := f.leaderElectionNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	return kube.Options{
+		Image:             f.image,
+		StorageClassName:  f.etcdStorageClass,
+		EtcdStorageSize:   size,
+		PriorityClassName: install.PriorityClassName,
+		Namespace:         ns,
+	}, nil
+}
+
+// restConfig finds the management cluster; with --runtime=kube and no
+// kubeconfig given, the cluster the operator's pod runs in.
+func (f *operatorFlags) restConfig(g *globalOptions) (*rest.Config, error) {
+	if f.runtime == install.RuntimeKube && g.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+		if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	}
+	return g.restConfig()
+}
+
 func newOperatorCommand(g *globalOptions) *cobra.Command {
-	var metricsAddress, healthAddress, endpointHost string
-	var installAPI bool
+	o := &operatorFlags{}
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the hypershift controllers against a management cluster",
 		Long: "Run the HostedCluster and HostedControlPlane controllers against the management cluster of --kubeconfig.\n" +
-			"Hosted control planes run as local processes under DATA_DIR/clusters.",
+			"With --runtime=process (the default) hosted control planes run as local processes under DATA_DIR/clusters;\n" +
+			"with --runtime=kube they run as pods of the management cluster (see `hypershift install`).",
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			log := zap.New()
-			ctrl.SetLogger(log)
-			cfg, err := g.restConfig()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kubeOpts, err := o.validate(cmd)
 			if err != nil {
 				return err
 			}
-			return operator.Run(ctrl.SetupSignalHandler(), g.layout(), operator.Options{
+			log := zap.New()
+			ctrl.SetLogger(log)
+			cfg, err := o.restConfig(g)
+			if err != nil {
+				return err
+			}
+			opts := operator.Options{
 				RESTConfig:         cfg,
-				MetricsBindAddress: metricsAddress, HealthProbeBindAddress: healthAddress,
-				EndpointHost: endpointHost,
-			}, installAPI, log)
+				MetricsBindAddress: o.metricsAddress, HealthProbeBindAddress: o.healthAddress,
+				EndpointHost: o.endpointHost,
+			}
+			if o.runtime == install.RuntimeKube {
+				opts.LeaderElection = o.leaderElect
+				opts.LeaderElectionNamespace = kubeOpts.Namespace
+				return operator.RunKube(ctrl.SetupSignalHandler(), opts, kubeOpts, o.installAPI, log)
+			}
+			return operator.Run(ctrl.SetupSignalHandler(), g.layout(), opts, o.installAPI, log)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of Prometheus metrics (\"0\" disables)")
-	f.StringVar(&healthAddress, "health-probe-bind-address", "127.0.0.1:8384", "address of /healthz and /readyz (\"0\" disables)")
-	f.StringVar(&endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
-	f.BoolVar(&installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs at start")
+	f.StringVar(&o.metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of Prometheus metrics (\"0\" disables)")
+	f.StringVar(&o.healthAddress, "health-probe-bind-address", "127.0.0.1:8384", "address of /healthz and /readyz (\"0\" disables)")
+	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
+	f.BoolVar(&o.installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs and the runtime's admission policies at start")
+	f.StringVar(&o.runtime, "runtime", install.RuntimeProcess, "where hosted control planes run: process (this host) or kube (pods of the management cluster)")
+	f.StringVar(&o.image, "image", image.Ref(), "with --runtime=kube: the image of control-plane pods")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "with --runtime=kube: elect a leader among replicas (Lease "+operator.LeaderElectionID+")")
+	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "with --leader-elect: namespace of the Lease (default: $POD_NAMESPACE, then the pod's own)")
+	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")
+	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
 	return cmd
 }

@@ -134,6 +134,8 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newJoinCommand(),
 		newNodeCommand(),
 		newImageCommand(),
+		newInstallCommand(opts),
+		newUninstallCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

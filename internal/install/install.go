@@ -1,6 +1,7 @@
-// Package install puts the hypershift.dev API into a management cluster: the
-// CRDs and the admission policy that validates what a CRD's own rules
-// cannot see (the namespace).
+// Package install puts hypershift into a management cluster: the
+// hypershift.dev CRDs, the admission policies that validate what a CRD's own
+// rules cannot see (the namespace, the runtime that will run the cluster)
+// and, for the kube runtime, the operator that runs control planes as pods.
 package install
 
 import (
@@ -10,10 +11,8 @@ import (
 	"io/fs"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -44,24 +43,63 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-// Objects returns every object Install applies, CRDs first.
+// Objects returns the objects `hypershift up` installs: the API and the
+// policies of the process runtime.
 func Objects() ([]client.Object, error) {
+	return APIObjects(RuntimeProcess)
+}
+
+// APIObjects returns the API for a runtime: the CRDs, then the admission
+// policies (namespace length, what the runtime can run).
+func APIObjects(runtime string) ([]client.Object, error) {
+	return ObjectsFor(Options{Runtime: runtime, apiOnly: true})
+}
+
+// ObjectsFor returns everything the management cluster gets for opts, in
+// the order it is applied: CRDs, admission policies, then for the kube
+// runtime the operator's namespace, identity, RBAC, PriorityClass and
+// Deployment. Every object carries the ManagedByLabel.
+func ObjectsFor(opts Options) ([]client.Object, error) {
+	opts = opts.withDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	crds, err := CRDs()
 	if err != nil {
 		return nil, err
 	}
-	objs := make([]client.Object, 0, len(crds)+2)
+	objs := make([]client.Object, 0, len(crds)+14)
 	for _, c := range crds {
 		objs = append(objs, c)
 	}
 	policy, binding := namespaceLengthPolicy()
-	return append(objs, policy, binding), nil
+	objs = append(objs, policy, binding)
+	policy, binding = runtimePolicy(opts.Runtime)
+	objs = append(objs, policy, binding)
+	if opts.Runtime == RuntimeKube && !opts.apiOnly {
+		objs = append(objs, operatorObjects(opts)...)
+	}
+	for _, obj := range objs {
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedBy
+		obj.SetLabels(labels)
+	}
+	return objs, nil
 }
 
-// Install creates or updates the API objects and waits until the CRDs are
-// established.
+// Install creates or updates the objects of `hypershift up` and waits
+// until the CRDs are served.
 func Install(ctx context.Context, c client.Client) error {
-	objs, err := Objects()
+	return API(ctx, c, RuntimeProcess)
+}
+
+// API creates or updates the API objects of a runtime (APIObjects)
+// and waits until the CRDs are served.
+func API(ctx context.Context, c client.Client, runtime string) error {
+	objs, err := APIObjects(runtime)
 	if err != nil {
 		return err
 	}
@@ -70,10 +108,15 @@ func Install(ctx context.Context, c client.Client) error {
 			return err
 		}
 	}
+	return WaitCRDs(ctx, c, objs)
+}
+
+// WaitCRDs waits until every CRD among objs is established and served.
+func WaitCRDs(ctx context.Context, c client.Client, objs []client.Object) error {
 	for _, obj := range objs {
 		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
 			if err := waitEstablished(ctx, c, obj.GetName()); err != nil {
-				return err
+				return fmt.Errorf("CustomResourceDefinition %s is not established: %w", obj.GetName(), err)
 			}
 			if err := waitServed(ctx, c, crd); err != nil {
 				return err
@@ -140,45 +183,6 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 		}
 		return false, nil
 	})
-}
-
-// namespaceLengthPolicy rejects a HostedCluster whose control-plane namespace
-// NAMESPACE-NAME would exceed 63 characters. A CRD's own CEL rules cannot
-// see metadata.namespace; an admission policy can.
-func namespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	const name = "hostedcluster-namespace-length.hypershift.dev"
-	fail := admissionregistrationv1.Deny
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{"hypershift.dev"},
-							APIVersions: []string{"v1alpha1"},
-							Resources:   []string{"hostedclusters"},
-						},
-					},
-				}},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "size(object.metadata.namespace) + 1 + size(object.metadata.name) <= 63",
-				MessageExpression: "'metadata.name: the control-plane namespace ' + object.metadata.namespace + '-' + object.metadata.name + ' would be longer than 63 characters; use a shorter name or namespace'",
-				Reason:            ptr(metav1.StatusReasonInvalid),
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{fail},
-		},
-	}
-	return policy, binding
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,19 +2,16 @@ package operator
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/runtime/process"
-	"hypershift.dev/internal/scheme"
 )
 
 // Local is the operator of `hypershift up` and `hypershift operator`: its
@@ -72,15 +69,8 @@ func (l *Local) Release() {
 	l.Hosted.Release()
 }
 
-// InstallAPI installs or upgrades the hypershift.dev CRDs in the
-// management cluster of cfg.
+// InstallAPI installs or upgrades the hypershift.dev CRDs and the process
+// runtime's policies in the management cluster of cfg.
 func InstallAPI(ctx context.Context, cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return err
-	}
-	if err := install.Install(ctx, c); err != nil {
-		return fmt.Errorf("install hypershift.dev API: %w", err)
-	}
-	return nil
+	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess)
 }

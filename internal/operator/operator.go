@@ -27,6 +27,18 @@ import (
 type Options struct {
 	RESTConfig *rest.Config
 	Runtime    runtime.Runtime
+	// NewRuntime, when set, makes Runtime from the manager (whose client
+	// and cache a runtime of management-cluster objects uses).
+	NewRuntime func(ctrl.Manager) (runtime.Runtime, error)
+	// LeaderElection makes replicas of the operator take turns: only the
+	// holder of the Lease LeaderElectionID in LeaderElectionNamespace (""
+	// = the pod's own namespace) runs the controllers.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// Supports is what Runtime can do beyond the process runtime
+	// (publishing strategies, etcd storage); the HostedCluster controller
+	// refuses the rest.
+	Supports hostedcluster.Capabilities
 	// Events carries runtime notifications to the HostedControlPlane
 	// controller; see NewEvents.
 	Events chan event.GenericEvent
@@ -51,6 +63,10 @@ type Options struct {
 	// (tests); controller-runtime otherwise refuses repeated names.
 	AllowRepeatedControllers bool
 }
+
+// LeaderElectionID names the Lease replicas of the operator elect a
+// leader with.
+const LeaderElectionID = "hypershift-operator.hypershift.dev"
 
 // NewEvents returns a channel for runtime notifications and the runtime
 // callback that feeds it. A full channel drops the event: the controller's
@@ -80,9 +96,24 @@ func New(opts Options) (ctrl.Manager, error) {
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(opts.AllowRepeatedControllers)},
+		LeaderElection:         opts.LeaderElection,
+		LeaderElectionID:       LeaderElectionID,
+		// Set only when asked: the manager reads the pod's namespace
+		// from its service account otherwise.
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// A replica that stops hands over at once instead of after the
+		// lease expires.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if opts.NewRuntime != nil {
+		rt, err := opts.NewRuntime(mgr)
+		if err != nil {
+			return nil, fmt.Errorf("create runtime: %w", err)
+		}
+		opts.Runtime = rt
 	}
 	bind, err := EndpointBindAddress(opts.EndpointHost)
 	if err != nil {
@@ -108,6 +139,8 @@ func New(opts Options) (ctrl.Manager, error) {
 		Client:            mgr.GetClient(),
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
+		Layout:            podsLayout(opts.Runtime),
+		Supports:          opts.Supports,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
 		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
 	}
@@ -135,4 +168,16 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// podsLayout is the runtime's layout per control-plane namespace when its
+// instances are pods (whose service names go into the certificates); nil
+// for a runtime of one host.
+func podsLayout(rt runtime.Runtime) func(namespace string) runtime.Layout {
+	if rt == nil || !rt.Layout(runtime.ControlPlaneRef{}).Pods {
+		return nil
+	}
+	return func(namespace string) runtime.Layout {
+		return rt.Layout(runtime.ControlPlaneRef{Namespace: namespace})
+	}
 }

@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestOperatorFlagsValidatedFirst: bad operator flags are refused, naming
+// the flag, before the operator looks for a management cluster (there is
+// none here, which would be the error otherwise).
+func TestOperatorFlagsValidatedFirst(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("POD_NAMESPACE", "")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runtime=docker"}, `--runtime "docker": use process`},
+		{[]string{"--image=x:1"}, "--image needs --runtime=kube"},
+		{[]string{"--leader-elect"}, "--leader-elect needs --runtime=kube"},
+		{[]string{"--etcd-storage-class=fast"}, "--etcd-storage-class needs --runtime=kube"},
+		{[]string{"--runtime=kube", "--etcd-storage-size=lots"}, `--etcd-storage-size "lots" is not a positive quantity`},
+		{[]string{"--runtime=kube", "--etcd-storage-size=0"}, `--etcd-storage-size "0" is not a positive quantity`},
+		{[]string{"--runtime=kube", "--image=UPPER::bad"}, `--image "UPPER::bad" is not an image reference`},
+		{[]string{"--runtime=kube", "--etcd-storage-class=a/b"}, `--etcd-storage-class "a/b" is not a valid StorageClass name`},
+		// Valid flags get as far as looking for the cluster.
+		{[]string{"--runtime=kube", "--leader-elect", "--etcd-storage-size=20Gi"}, "no management plane found"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := run(t, append([]string{"--data-dir", t.TempDir(), "operator"}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

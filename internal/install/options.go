@@ -1,0 +1,90 @@
+package install
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"hypershift.dev/internal/image"
+)
+
+// Runtimes an installation runs hosted control planes with.
+const (
+	// RuntimeProcess runs them as processes of the operator's host
+	// (`hypershift up`, `hypershift operator`).
+	RuntimeProcess = "process"
+	// RuntimeKube runs them as pods of the management cluster.
+	RuntimeKube = "kube"
+)
+
+// ManagedByLabel, set to ManagedBy on every object install makes, is how
+// uninstall finds them; FieldOwner is install's server-side-apply manager.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "hypershift-install"
+	FieldOwner     = "hypershift-install"
+)
+
+// Options say what to install. Their names are the flags of
+// `hypershift install`.
+type Options struct {
+	// Runtime is RuntimeProcess or RuntimeKube (the default).
+	Runtime string
+	// Image is the operator's and control planes' image; default
+	// image.Ref(), the image `hypershift image save` writes.
+	Image string
+	// Namespace is the operator's; default "hypershift".
+	Namespace string
+	// Replicas of the operator (one leads, the others stand by); default 2.
+	Replicas int32
+	// StorageClassName of etcd's volumes; empty: the cluster's default.
+	StorageClassName string
+
+	// apiOnly leaves out the operator: the CRDs and policies alone.
+	apiOnly bool
+}
+
+// DefaultNamespace is the operator's namespace unless told otherwise.
+const DefaultNamespace = "hypershift"
+
+func (o Options) withDefaults() Options {
+	if o.Runtime == "" {
+		o.Runtime = RuntimeKube
+	}
+	if o.Image == "" {
+		o.Image = image.Ref()
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 2
+	}
+	return o
+}
+
+// Validate says, naming the flag, what is wrong with the options (defaults
+// applied), before anything is made.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	if o.Runtime != RuntimeProcess && o.Runtime != RuntimeKube {
+		return fmt.Errorf("--runtime %q: use %s or %s", o.Runtime, RuntimeKube, RuntimeProcess)
+	}
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		return fmt.Errorf("--namespace %q is not a valid namespace name: %s", o.Namespace, strings.Join(errs, "; "))
+	}
+	if _, err := name.ParseReference(o.Image); err != nil {
+		return fmt.Errorf("--image %q is not an image reference (e.g. %s): %w", o.Image, image.Ref(), err)
+	}
+	if o.Replicas < 1 {
+		return fmt.Errorf("--replicas %d: the operator needs at least 1", o.Replicas)
+	}
+	if o.StorageClassName != "" {
+		if errs := validation.IsDNS1123Subdomain(o.StorageClassName); len(errs) > 0 {
+			return fmt.Errorf("--storage-class %q is not a valid StorageClass name: %s", o.StorageClassName, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package install
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RuntimePolicyName names the admission policy (and its binding) that
+// refuses HostedCluster specs the installed runtime cannot run. There is one
+// per cluster: installing the other runtime replaces it.
+const RuntimePolicyName = "hostedcluster-runtime.hypershift.dev"
+
+// namespaceLengthPolicy rejects a HostedCluster whose control-plane namespace
+// NAMESPACE-NAME would exceed 63 characters. A CRD's own CEL rules cannot
+// see metadata.namespace; an admission policy can.
+func namespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	return policy("hostedcluster-namespace-length.hypershift.dev",
+		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create}, nil,
+		admissionregistrationv1.Validation{
+			Expression:        "size(object.metadata.namespace) + 1 + size(object.metadata.name) <= 63",
+			MessageExpression: "'metadata.name: the control-plane namespace ' + object.metadata.namespace + '-' + object.metadata.name + ' would be longer than 63 characters; use a shorter name or namespace'",
+			Reason:            ptr(metav1.StatusReasonInvalid),
+		})
+}
+
+// The expressions read the object as unstructured data, guarded by has():
+// they compile and hold whether or not the CRD declares a field yet.
+const (
+	// publishedTypes lists "service=type" of the services whose type fails
+	// the test OK, which names the type as t.
+	publishedTypes = `(has(object.spec.services) ? object.spec.services : []).filter(s, has(s.servicePublishingStrategy) && has(s.servicePublishingStrategy.type) && !(%s)).map(s, s.service + '=' + s.servicePublishingStrategy.type)`
+	etcdStorage    = `has(object.spec.etcd) && has(object.spec.etcd.managed) && has(object.spec.etcd.managed.storage)`
+)
+
+// runtimePolicy refuses what the runtime cannot do, naming the field and
+// the fix. It checks creates and those updates that change the spec, so that
+// an object made under another runtime can still get its finalizers removed.
+func runtimePolicy(runtime string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	var validations []admissionregistrationv1.Validation
+	switch runtime {
+	case RuntimeKube:
+		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type in ['NodePort', 'LoadBalancer']`)
+		validations = append(validations, admissionregistrationv1.Validation{
+			Expression: "size(" + wrong + ") == 0",
+			MessageExpression: "'spec.services[].servicePublishingStrategy.type: ' + " + wrong + ".join(', ') +" +
+				" ' is not supported: the kube runtime publishes through Services: use NodePort or LoadBalancer'",
+			Reason: ptr(metav1.StatusReasonInvalid),
+		})
+	default:
+		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type == 'HostPort'`)
+		validations = append(validations, admissionregistrationv1.Validation{
+			Expression: "size(" + wrong + ") == 0",
+			MessageExpression: "'spec.services[].servicePublishingStrategy.type: ' + " + wrong + ".join(', ') +" +
+				" ' is not supported: the process runtime publishes the API server on a port of the management host: use HostPort" +
+				" (NodePort and LoadBalancer need the kube runtime of `hypershift install`)'",
+			Reason: ptr(metav1.StatusReasonInvalid),
+		}, admissionregistrationv1.Validation{
+			Expression: "!(" + etcdStorage + ")",
+			Message: "spec.etcd.managed.storage is not supported: the process runtime keeps etcd's data in the operator's data dir;" +
+				" remove spec.etcd.managed.storage (persistent volumes need the kube runtime of `hypershift install`)",
+			Reason: ptr(metav1.StatusReasonInvalid),
+		})
+	}
+	return policy(RuntimePolicyName,
+		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		[]admissionregistrationv1.MatchCondition{{
+			Name:       "spec-changed",
+			Expression: "request.operation == 'CREATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec",
+		}},
+		validations...)
+}
+
+// policy is a ValidatingAdmissionPolicy on HostedClusters and its binding,
+// which denies what the validations refuse.
+func policy(name string, ops []admissionregistrationv1.OperationType, match []admissionregistrationv1.MatchCondition,
+	validations ...admissionregistrationv1.Validation,
+) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: ops,
+						Rule: admissionregistrationv1.Rule{
+							APIGroups:   []string{"hypershift.dev"},
+							APIVersions: []string{"v1alpha1"},
+							Resources:   []string{"hostedclusters"},
+						},
+					},
+				}},
+			},
+			MatchConditions: match,
+			Validations:     validations,
+		},
+	}
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	return p, b
+}

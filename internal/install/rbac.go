@@ -1,0 +1,61 @@
+package install
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+var (
+	readVerbs = []string{"get", "list", "watch"}
+	// allVerbs are what the kube runtime does to the objects it owns: it
+	// reads them from the manager's cache, server-side applies them
+	// (create, patch) and deletes them with a UID precondition.
+	allVerbs   = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	eventVerbs = []string{"create", "patch", "update"}
+)
+
+// operatorRules is exactly what the operator's clients do in the management
+// cluster (docs/install.md lists why each is there). Cached reads are
+// cluster-wide informers, hence list and watch everywhere the operator gets.
+func operatorRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		// Finalizers are added and removed by update, status by patch; a
+		// HostedCluster's control plane is created or patched and deleted,
+		// its NodePools deleted with it.
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedclusters"}, Verbs: []string{"get", "list", "watch", "update"}},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedcontrolplanes"}, Verbs: allVerbs},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"nodepools"}, Verbs: []string{"get", "list", "watch", "update", "delete"}},
+		{
+			APIGroups: []string{"hypershift.dev"},
+			Resources: []string{"hostedclusters/status", "hostedcontrolplanes/status", "nodepools/status"},
+			Verbs:     []string{"update", "patch"},
+		},
+		// The admin kubeconfig Secret beside a HostedCluster is owned by it
+		// with blockOwnerDeletion, which needs update on its finalizers.
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},
+		// Control-plane namespaces: created, labelled with the owner UID
+		// (patch), deleted with the cluster.
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		// PKI, encryption key and kubeconfig Secrets; the kube runtime's
+		// file Secrets.
+		{APIGroups: []string{""}, Resources: []string{"secrets", "services"}, Verbs: allVerbs},
+		// The kube runtime reports pods and releases volumes with the
+		// control plane.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: readVerbs},
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "delete"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: allVerbs},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: allVerbs},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: allVerbs},
+		// Condition changes are recorded as events (events.k8s.io, or the
+		// core API where that is missing).
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: eventVerbs},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: eventVerbs},
+	}
+}
+
+// leaderElectionRules lets the operator's replicas hold the leader Lease in
+// their own namespace only.
+func leaderElectionRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	}
+}

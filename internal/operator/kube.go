@@ -1,0 +1,70 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/hostedcluster"
+	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/kube"
+	"hypershift.dev/internal/scheme"
+)
+
+// WithKubeRuntime returns opts running hosted control planes as pods of the
+// management cluster: the kube runtime, made from the manager's client,
+// notifies the HostedControlPlane controller when their pods change. Node
+// agents need the process runtime: Simulated NodePools report that.
+func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
+	events, notify := NewEvents()
+	opts.Events = events
+	opts.NodeRuntime, opts.NodeEvents = nil, nil
+	opts.Supports = hostedcluster.Capabilities{
+		Publishing:  []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer},
+		EtcdStorage: true,
+	}
+	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
+		rt := kube.New(mgr.GetClient(), kubeOpts)
+		if err := rt.Watch(mgr, notify); err != nil {
+			return nil, fmt.Errorf("watch control-plane pods: %w", err)
+		}
+		return rt, nil
+	}
+	return opts
+}
+
+// RunKube runs `hypershift operator --runtime=kube` until ctx ends: the
+// operator against the management cluster of opts.RESTConfig, its hosted
+// control planes as pods there. It keeps no local state, so several
+// replicas can run with opts.LeaderElection; with installAPI it first
+// installs or upgrades the CRDs and the kube runtime's policies.
+func RunKube(ctx context.Context, opts Options, kubeOpts kube.Options, installAPI bool, log logr.Logger) error {
+	if installAPI {
+		if err := installRuntimeAPI(ctx, opts.RESTConfig, install.RuntimeKube); err != nil {
+			return err
+		}
+	}
+	mgr, err := New(WithKubeRuntime(opts, kubeOpts))
+	if err != nil {
+		return err
+	}
+	log.Info("operator starting", "runtime", install.RuntimeKube, "image", kubeOpts.Image, "leaderElection", opts.LeaderElection)
+	return mgr.Start(ctx)
+}
+
+func installRuntimeAPI(ctx context.Context, cfg *rest.Config, runtime string) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := install.API(ctx, c, runtime); err != nil {
+		return fmt.Errorf("install hypershift.dev API: %w", err)
+	}
+	return nil
+}

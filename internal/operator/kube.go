@@ -30,6 +30,11 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 		EtcdStorage: true,
 	}
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
+		if kubeOpts.APIReader == nil {
+			// Ownership is decided on what the API server says, not on a
+			// cache that may lag or hold only our own labelled objects.
+			kubeOpts.APIReader = mgr.GetAPIReader()
+		}
 		rt := kube.New(mgr.GetClient(), kubeOpts)
 		if err := rt.Watch(mgr, notify); err != nil {
 			return nil, fmt.Errorf("watch control-plane pods: %w", err)

@@ -15,11 +15,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/kube"
 	"hypershift.dev/internal/scheme"
 )
 
@@ -91,7 +97,16 @@ func New(opts Options) (ctrl.Manager, error) {
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 200, 400
 	}
+	var cacheOpts cache.Options
+	if opts.NewRuntime != nil {
+		// A runtime of pods reads its own pods; the management cluster's
+		// other pods are none of the operator's business nor memory.
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{kube.ManagedByLabel: kube.ManagedBy})},
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                  cacheOpts,
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,

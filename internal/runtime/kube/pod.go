@@ -24,8 +24,12 @@ const runAsID int64 = 65532
 
 // Volumes every pod has besides its files.
 const (
-	// dirVolume is the emptyDir at Dir every container of a pod shares
-	// (the Konnectivity server's socket, the API server reads).
+	// dirVolume is the emptyDir that holds Dir/<component> for every
+	// component of a pod, mounted in each of its containers (the
+	// Konnectivity server's socket, the API server reads). Each directory
+	// is a subPath of it: the kubelet makes it writable like the volume,
+	// where a directory the container runtime makes for the files mounted
+	// into it would be root's.
 	dirVolume = "dir"
 	// tmpVolume is /tmp: the root filesystem is read-only.
 	tmpVolume = "tmp"
@@ -92,9 +96,9 @@ func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
 
 // container renders one component's container.
 func (r renderer) container(s runtime.Spec) corev1.Container {
-	mounts := []corev1.VolumeMount{
-		{Name: dirVolume, MountPath: Dir},
-		{Name: tmpVolume, MountPath: "/tmp"},
+	mounts := []corev1.VolumeMount{{Name: tmpVolume, MountPath: "/tmp"}}
+	for _, c := range r.w.containers() {
+		mounts = append(mounts, corev1.VolumeMount{Name: dirVolume, MountPath: path.Join(Dir, c.Component), SubPath: c.Component})
 	}
 	if s.Data != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: dataVolume, MountPath: path.Join(Dir, s.Component, s.Data)})

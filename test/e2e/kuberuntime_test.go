@@ -82,7 +82,7 @@ func TestKubeRuntime(t *testing.T) {
 		eventually(t, 3*time.Minute, "configmap kept to be read back", func() error {
 			out, err := kubectl(t, inner, "get", "configmap", "kept", "-o", "jsonpath={.data.k}")
 			if err != nil || out != "v" {
-				return fmt.Errorf("got %q, %v", out, err)
+				return fmt.Errorf("got %q, %w", out, err)
 			}
 			return nil
 		})
@@ -93,7 +93,7 @@ func TestKubeRuntime(t *testing.T) {
 		eventually(t, 3*time.Minute, "the operator to be available again", func() error {
 			out, err := kubectl(t, mgmt, "-n", "hypershift", "get", "deployment", "hypershift-operator", "-o", "jsonpath={.status.availableReplicas}")
 			if err != nil || out == "" || out == "0" {
-				return fmt.Errorf("available replicas %q, %v", out, err)
+				return fmt.Errorf("available replicas %q, %w", out, err)
 			}
 			return nil
 		})
@@ -206,32 +206,48 @@ func pollAPI(t *testing.T, kc string) func() (answered, failed int) {
 }
 
 // logPodUsage logs what the kubelet measures of each pod of a namespace
-// (memory working set, CPU) next to what the pod requests.
+// (memory working set, CPU) next to what the pod requests, once it has
+// measured every pod.
 func logPodUsage(t *testing.T, kc, node, ns string) {
 	t.Helper()
-	var summary struct {
-		Pods []struct {
-			PodRef struct{ Name, Namespace string } `json:"podRef"`
-			CPU    struct {
-				UsageNanoCores uint64 `json:"usageNanoCores"`
-			} `json:"cpu"`
-			Memory struct {
-				WorkingSetBytes uint64 `json:"workingSetBytes"`
-			} `json:"memory"`
-		} `json:"pods"`
+	type podStats struct {
+		PodRef struct{ Name, Namespace string } `json:"podRef"`
+		CPU    struct {
+			UsageNanoCores uint64 `json:"usageNanoCores"`
+		} `json:"cpu"`
+		Memory struct {
+			WorkingSetBytes uint64 `json:"workingSetBytes"`
+		} `json:"memory"`
 	}
-	raw := mustKubectl(t, kc, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/stats/summary")
-	if err := json.Unmarshal([]byte(raw), &summary); err != nil {
-		t.Fatalf("the kubelet's stats summary: %v", err)
-	}
-	requests := mustKubectl(t, kc, "-n", ns, "get", "pods", "-o",
-		`jsonpath={range .items[*]}{.metadata.name}{" cpu="}{.spec.containers[*].resources.requests.cpu}{" memory="}{.spec.containers[*].resources.requests.memory}{"\n"}{end}`)
-	for _, p := range summary.Pods {
-		if p.PodRef.Namespace == ns {
-			t.Logf("pod %s: working set %d MiB, CPU %d millicores", p.PodRef.Name, p.Memory.WorkingSetBytes>>20, p.CPU.UsageNanoCores/1e6)
+	pods := len(strings.Fields(mustKubectl(t, kc, "-n", ns, "get", "pods", "-o", "name")))
+	var measured []podStats
+	eventually(t, 2*time.Minute, "the kubelet to measure the pods of "+ns, func() error {
+		var summary struct {
+			Pods []podStats `json:"pods"`
 		}
+		raw, err := kubectl(t, kc, "get", "--raw", "/api/v1/nodes/"+node+"/proxy/stats/summary")
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(raw), &summary); err != nil {
+			return fmt.Errorf("the kubelet's stats summary: %w", err)
+		}
+		measured = measured[:0]
+		for _, p := range summary.Pods {
+			if p.PodRef.Namespace == ns && p.Memory.WorkingSetBytes > 0 {
+				measured = append(measured, p)
+			}
+		}
+		if len(measured) < pods {
+			return fmt.Errorf("%d of %d pods measured", len(measured), pods)
+		}
+		return nil
+	})
+	for _, p := range measured {
+		t.Logf("pod %s: working set %d MiB, CPU %d millicores", p.PodRef.Name, p.Memory.WorkingSetBytes>>20, p.CPU.UsageNanoCores/1e6)
 	}
-	t.Logf("requests:\n%s", requests)
+	t.Logf("requests:\n%s", mustKubectl(t, kc, "-n", ns, "get", "pods", "-o",
+		"custom-columns=POD:.metadata.name,CPU:.spec.containers[*].resources.requests.cpu,MEMORY:.spec.containers[*].resources.requests.memory"))
 }
 
 // dumpKubeRuntime shows the management cluster's view when the test failed.

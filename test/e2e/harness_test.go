@@ -32,6 +32,16 @@ func newCLI(t *testing.T) *cli {
 	return &cli{t: t, bin: testenv.Binary(t), dataDir: testenv.ShortTempDir(t)}
 }
 
+// upCLI starts a management plane in its own data dir (with upArgs added to
+// `up --detach`, metrics off) and purges it when the test ends.
+func upCLI(t *testing.T, upArgs ...string) *cli {
+	t.Helper()
+	hs := newCLI(t)
+	hs.must(append([]string{"up", "--detach", "--metrics-bind-address", "0"}, upArgs...)...)
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	return hs
+}
+
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)

@@ -44,7 +44,14 @@ func upCLI(t *testing.T, upArgs ...string) *cli {
 
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
+	return c.runWith(exec.Command, args...)
+}
+
+// runWith runs the binary on the cli's data dir, without the caller's
+// KUBECONFIG, as a command newCmd makes (exec.Command on the host,
+// netns.command in a network namespace).
+func (c *cli) runWith(newCmd func(name string, args ...string) *exec.Cmd, args ...string) result {
+	cmd := newCmd(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
 	cmd.Env = withoutKubeconfig()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

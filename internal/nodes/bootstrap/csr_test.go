@@ -84,16 +84,22 @@ func TestCheckServingCSR(t *testing.T) {
 				Username:   r.user,
 				Groups:     r.groups,
 			}}
-			err := CheckServingCSR(csr, node)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("want approval, got %v", err)
-			case tc.wantErr != "" && err == nil:
-				t.Fatalf("want refusal %q, got approval", tc.wantErr)
-			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
-				t.Fatalf("want refusal %q, got %v", tc.wantErr, err)
-			}
+			checkVerdict(t, CheckServingCSR(csr, node), tc.wantErr)
 		})
+	}
+}
+
+// checkVerdict fails unless err approves (wantErr empty) or refuses with
+// an error containing wantErr.
+func checkVerdict(t *testing.T, err error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("want approval, got %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("want refusal %q, got approval", wantErr)
+	case wantErr != "" && !strings.Contains(err.Error(), wantErr):
+		t.Fatalf("want refusal %q, got %v", wantErr, err)
 	}
 }
 

@@ -90,11 +90,7 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	for _, c := range hc.Status.Conditions {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
-	fmt.Fprintln(w, "\nComponents:")
-	if len(hcp.Status.Components) == 0 {
-		fmt.Fprintln(w, "  (none reported yet)")
-	} else {
-		fmt.Fprintln(w, "  NAME\tSTATE\tPID\tRESTARTS\tLAST EXIT\tSTARTED")
+	if section(w, "Components", len(hcp.Status.Components), "(none reported yet)", "NAME\tSTATE\tPID\tRESTARTS\tLAST EXIT\tSTARTED") {
 		for _, s := range hcp.Status.Components {
 			started := "-"
 			if s.StartedAt != nil {
@@ -103,11 +99,7 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%s\t%s\n", s.Name, s.Phase, s.PID, s.Restarts, orDash(s.LastExitReason), started)
 		}
 	}
-	fmt.Fprintln(w, "\nData plane (objects in the hosted cluster):")
-	if len(hcp.Status.DataPlane) == 0 {
-		fmt.Fprintln(w, "  (none applied yet)")
-	} else {
-		fmt.Fprintln(w, "  KIND\tNAMESPACE\tNAME\tREADY\tHEALTHY\tMESSAGE")
+	if section(w, "Data plane (objects in the hosted cluster)", len(hcp.Status.DataPlane), "(none applied yet)", "KIND\tNAMESPACE\tNAME\tREADY\tHEALTHY\tMESSAGE") {
 		for _, o := range hcp.Status.DataPlane {
 			healthy := "yes"
 			if !o.Healthy {
@@ -116,20 +108,28 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", o.Kind, orDash(o.Namespace), o.Name, orDash(o.Ready), healthy, orDash(o.Message))
 		}
 	}
-	fmt.Fprintln(w, "\nEvents:")
-	if len(events) == 0 {
-		fmt.Fprintln(w, "  (none)")
-	} else {
+	if section(w, "Events", len(events), "(none)", "AGE\tTYPE\tREASON\tOBJECT\tMESSAGE") {
 		sort.Slice(events, func(i, j int) bool { return eventTime(events[i]).Before(eventTime(events[j])) })
 		if len(events) > 15 {
 			events = events[len(events)-15:]
 		}
-		fmt.Fprintln(w, "  AGE\tTYPE\tREASON\tOBJECT\tMESSAGE")
 		for _, e := range events {
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", duration.HumanDuration(time.Since(eventTime(e))), e.Type, e.Reason, e.InvolvedObject.Kind, e.Message)
 		}
 	}
 	return w.Flush()
+}
+
+// section starts a titled table of describe's output: its header when it
+// has rows (and says so), else the none line.
+func section(w io.Writer, title string, rows int, none, header string) bool {
+	fmt.Fprintf(w, "\n%s:\n", title)
+	if rows == 0 {
+		fmt.Fprintln(w, "  "+none)
+		return false
+	}
+	fmt.Fprintln(w, "  "+header)
+	return true
 }
 
 func eventTime(e corev1.Event) time.Time {

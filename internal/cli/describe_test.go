@@ -18,7 +18,11 @@ func TestDescribeDataPlane(t *testing.T) {
 		dataPlane []hypershiftv1alpha1.DataPlaneObjectStatus
 		want      []string
 	}{
-		{"none yet", nil, []string{`Data plane \(objects in the hosted cluster\):\n  \(none applied yet\)`}},
+		{"none yet", nil, []string{
+			`\nComponents:\n  \(none reported yet\)\n`,
+			`\nData plane \(objects in the hosted cluster\):\n  \(none applied yet\)\n`,
+			`\nEvents:\n  \(none\)\n`,
+		}},
 		{"objects", []hypershiftv1alpha1.DataPlaneObjectStatus{
 			{Kind: "ClusterRoleBinding", Name: "hypershift:node-proxier", Healthy: true},
 			{Kind: "Deployment", Namespace: "kube-system", Name: "coredns", Ready: "0/2", Message: "0 of 2 replicas available (2 updated)"},

@@ -100,6 +100,20 @@ type recorder struct {
 	listOnConnect bool
 }
 
+// connectedCache starts an API server that accepts token and a cache that
+// probes it every interval (threshold failures disconnect), and connects.
+func connectedCache(t *testing.T, token string, interval time.Duration, threshold int) (*apiServer, *recorder, *clustercache.Cache[*conn], *conn) {
+	t.Helper()
+	api := newAPIServer(t, token)
+	rec := &recorder{}
+	cache := newCache(t, rec, interval, threshold)
+	c, err := cache.Get(t.Context(), key, api.kubeconfig(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api, rec, cache, c
+}
+
 func newCache(t *testing.T, rec *recorder, interval time.Duration, threshold int) *clustercache.Cache[*conn] {
 	t.Helper()
 	rec.disconnected = make(chan string, 10)
@@ -141,13 +155,7 @@ var key = types.NamespacedName{Namespace: "clusters", Name: "a"}
 // The health check drops the entry (stopping its informers) and the next
 // Get connects with the new kubeconfig.
 func TestUnauthorizedProbeDisconnectsAndNextGetUsesNewKubeconfig(t *testing.T) {
-	api := newAPIServer(t, "old")
-	rec := &recorder{}
-	cache := newCache(t, rec, 20*time.Millisecond, 100)
-	first, err := cache.Get(t.Context(), key, api.kubeconfig("old"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, rec, cache, first := connectedCache(t, "old", 20*time.Millisecond, 100)
 	if again, _ := cache.Get(t.Context(), key, api.kubeconfig("old")); again != first || rec.connects.Load() != 1 {
 		t.Fatalf("the same kubeconfig connected again (%d connects)", rec.connects.Load())
 	}
@@ -174,13 +182,7 @@ func TestUnauthorizedProbeDisconnectsAndNextGetUsesNewKubeconfig(t *testing.T) {
 // A 401 on any request — here a List — drops the entry at once, without
 // waiting for the health check.
 func TestUnauthorizedRequestDisconnects(t *testing.T) {
-	api := newAPIServer(t, "old")
-	rec := &recorder{}
-	cache := newCache(t, rec, time.Hour, 100)
-	c, err := cache.Get(t.Context(), key, api.kubeconfig("old"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, rec, cache, c := connectedCache(t, "old", time.Hour, 100)
 	if _, err := c.kube.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); err != nil {
 		t.Fatalf("list with valid credentials: %v", err)
 	}
@@ -200,13 +202,7 @@ func TestUnauthorizedRequestDisconnects(t *testing.T) {
 // A 403 from the probe (the credentials lost their rights) drops the
 // entry at the first probe, however high the failure threshold.
 func TestForbiddenProbeDisconnects(t *testing.T) {
-	api := newAPIServer(t, "t")
-	rec := &recorder{}
-	cache := newCache(t, rec, 20*time.Millisecond, 100)
-	c, err := cache.Get(t.Context(), key, api.kubeconfig("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, rec, _, c := connectedCache(t, "t", 20*time.Millisecond, 100)
 	api.set("t", http.StatusForbidden)
 	waitDisconnect(t, rec)
 	if !stopped(c) {
@@ -220,13 +216,7 @@ func TestForbiddenProbeDisconnects(t *testing.T) {
 // Failures below the threshold keep the entry; FailureThreshold failures in
 // a row disconnect it.
 func TestProbeFailuresDisconnectAfterThreshold(t *testing.T) {
-	api := newAPIServer(t, "t")
-	rec := &recorder{}
-	cache := newCache(t, rec, 20*time.Millisecond, 3)
-	c, err := cache.Get(t.Context(), key, api.kubeconfig("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, rec, cache, c := connectedCache(t, "t", 20*time.Millisecond, 3)
 	// Alternate: never three failures in a row.
 	for range 4 {
 		api.set("t", http.StatusInternalServerError)
@@ -267,13 +257,7 @@ func waitProbes(t *testing.T, api *apiServer, n int32) {
 // Forget (the cluster is being deleted) stops the informers without
 // telling OnDisconnect; the next Get connects again.
 func TestForget(t *testing.T) {
-	api := newAPIServer(t, "t")
-	rec := &recorder{}
-	cache := newCache(t, rec, time.Hour, 3)
-	c, err := cache.Get(t.Context(), key, api.kubeconfig("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, rec, cache, c := connectedCache(t, "t", time.Hour, 3)
 	cache.Forget(key)
 	if !stopped(c) || cache.Len() != 0 {
 		t.Fatal("Forget kept the entry")

@@ -73,21 +73,12 @@ func dataPlaneMemory(nodeDir string) map[string]memoryMiB {
 	if err != nil || !ok || n.CgroupRoot == "" {
 		return out
 	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil || !strings.Contains(string(cg), ":"+n.CgroupRoot+"/") {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		keep(pid, componentOf(strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")))
+	inCgroupRoot := func(pid int, _ []string) bool {
+		cg, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+		return err == nil && strings.Contains(string(cg), ":"+n.CgroupRoot+"/")
+	}
+	for _, pr := range listProcs(inCgroupRoot) {
+		keep(pr.pid, pr.component)
 	}
 	return out
 }

@@ -27,6 +27,14 @@ type proc struct {
 // patterns (a space is appended to the command line, so "DIR " matches DIR
 // as the last argument).
 func findProcs(patterns ...string) []proc {
+	return listProcs(func(_ int, args []string) bool {
+		return containsAny(strings.Join(args, " ")+" ", patterns)
+	})
+}
+
+// listProcs lists the processes but this one, with a command line (no
+// kernel threads), that match accepts.
+func listProcs(match func(pid int, args []string) bool) []proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -43,11 +51,10 @@ func findProcs(patterns ...string) []proc {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		cmdline := strings.Join(args, " ")
-		if !containsAny(cmdline+" ", patterns) {
+		if !match(pid, args) {
 			continue
 		}
-		out = append(out, proc{pid: pid, cmdline: cmdline, component: componentOf(args)})
+		out = append(out, proc{pid: pid, cmdline: strings.Join(args, " "), component: componentOf(args)})
 	}
 	return out
 }

@@ -343,9 +343,7 @@ func TestEndpointHostAddress(t *testing.T) {
 	if ip == nil {
 		t.Skip("this host has no non-loopback IPv4 address")
 	}
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0", "--endpoint-host", ip.String())
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t, "--endpoint-host", ip.String())
 	for _, name := range []string{"e", "eha"} {
 		args := []string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}
 		if name == "eha" {

@@ -21,9 +21,7 @@ import (
 // scaled to zero by hand or a deleted kube-dns Service comes back. A
 // cluster without nodes serves its API but says its DNS pods wait for one.
 func TestDataPlane(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 
 	hs.must("create", "cluster", "simulated", "--name", "d", "--node-pool-replicas", "2", "--wait", "--timeout", "3m")

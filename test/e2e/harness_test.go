@@ -32,9 +32,26 @@ func newCLI(t *testing.T) *cli {
 	return &cli{t: t, bin: testenv.Binary(t), dataDir: testenv.ShortTempDir(t)}
 }
 
+// upCLI starts a management plane in its own data dir (with upArgs added to
+// `up --detach`, metrics off) and purges it when the test ends.
+func upCLI(t *testing.T, upArgs ...string) *cli {
+	t.Helper()
+	hs := newCLI(t)
+	hs.must(append([]string{"up", "--detach", "--metrics-bind-address", "0"}, upArgs...)...)
+	t.Cleanup(func() { hs.run("down", "--purge") })
+	return hs
+}
+
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
+	return c.runWith(exec.Command, args...)
+}
+
+// runWith runs the binary on the cli's data dir, without the caller's
+// KUBECONFIG, as a command newCmd makes (exec.Command on the host,
+// netns.command in a network namespace).
+func (c *cli) runWith(newCmd func(name string, args ...string) *exec.Cmd, args ...string) result {
+	cmd := newCmd(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
 	cmd.Env = withoutKubeconfig()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -41,9 +41,7 @@ func TestKonnectivityOneWayFirewall(t *testing.T) {
 		t.FailNow()
 	}
 
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0", "--endpoint-host", ns.hostIP.String())
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t, "--endpoint-host", ns.hostIP.String())
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "k", "--wait", "--timeout", "3m"))
 	if server := flagValue(t, joinArgs, "--server"); !strings.HasPrefix(server, "https://"+ns.hostIP.String()+":") {
 		t.Fatalf("the join command's --server is %s, want the endpoint host %s", server, ns.hostIP)

@@ -132,12 +132,7 @@ func (n *netns) run(t *testing.T, name string, args ...string) string {
 // on the host.
 func (n *netns) hypershift(c *cli, args ...string) result {
 	c.t.Helper()
-	cmd := n.command(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
-	cmd.Env = withoutKubeconfig()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return result{stdout: out.String(), stderr: errOut.String(), err: err}
+	return c.runWith(n.command, args...)
 }
 
 // dropInbound is the one-way firewall: in the namespace, new connections

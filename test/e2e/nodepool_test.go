@@ -26,9 +26,7 @@ import (
 // pool naming a missing cluster, a pool deleted, and an autoscaled pool
 // growing for pods that do not fit — while the hosted API keeps answering.
 func TestNodePools(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 
 	out := hs.must("create", "cluster", "simulated", "--name", "s", "--node-pool-replicas", "3", "--wait", "--timeout", "3m")

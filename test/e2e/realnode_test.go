@@ -28,9 +28,7 @@ import (
 // logs` and `kubectl exec`, and `join --reset` leaves the host as it found
 // it (kube-proxy's chains and the API server address on lo included).
 func TestNoneNodes(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 
 	out := hs.must("create", "cluster", "none", "--name", "r", "--wait", "--timeout", "3m")
 	joinArgs := joinCommandArgs(t, out)

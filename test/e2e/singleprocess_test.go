@@ -14,9 +14,7 @@ import (
 // certificates and makes ReplicaSets, the scheduler places pods — and a
 // SIGKILL of that process is recovered like any component's.
 func TestSingleProcessControlPlane(t *testing.T) {
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 
 	if stderr := hs.fails("create", "cluster", "none", "--name", "ha", "--single-process-control-plane", "--availability-policy", "HighlyAvailable"); !strings.Contains(stderr, "needs --availability-policy SingleReplica") {
 		t.Errorf("single process with HighlyAvailable: %s", stderr)

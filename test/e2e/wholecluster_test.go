@@ -32,9 +32,7 @@ const outsideName = "outside.hypershift-e2e.test."
 // address included.
 func TestWholeCluster(t *testing.T) {
 	requireRealNode(t)
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "w", "--wait", "--timeout", "3m"))
 	kc := filepath.Join(hs.dataDir, "w.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "w", "-o", kc)

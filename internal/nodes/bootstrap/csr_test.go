@@ -26,40 +26,30 @@ func TestCheckServingCSR(t *testing.T) {
 		}},
 	}
 	serving := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
-	type request struct {
-		cn, o  string
-		dns    []string
-		ips    []string
-		uris   []string
-		user   string
-		groups []string
-		signer string
-		usages []certificatesv1.KeyUsage
-	}
-	good := request{
+	good := csrRequest{
 		cn: "system:node:n1", o: "system:nodes", dns: []string{"n1"}, ips: []string{"100.64.0.7"},
 		user: "system:node:n1", groups: []string{"system:nodes", "system:authenticated"},
 		signer: certificatesv1.KubeletServingSignerName, usages: serving,
 	}
 	cases := []struct {
 		name    string
-		edit    func(r *request)
+		edit    func(r *csrRequest)
 		wantErr string
 	}{
-		{"the node's own addresses", func(*request) {}, ""},
-		{"only its IP", func(r *request) { r.dns = nil }, ""},
-		{"another node asks", func(r *request) { r.user = "system:node:n2" }, `requested by "system:node:n2"`},
-		{"a bootstrap token asks", func(r *request) { r.user = "system:bootstrap:abcdef"; r.groups = []string{"system:bootstrappers"} }, "requested by"},
-		{"requester not in system:nodes", func(r *request) { r.groups = []string{"system:authenticated"} }, "not in group system:nodes"},
-		{"wrong CN", func(r *request) { r.cn = "system:node:n2" }, "subject CN"},
-		{"wrong O", func(r *request) { r.o = "system:masters" }, "subject O"},
-		{"IP the node does not have", func(r *request) { r.ips = []string{"10.0.0.1"} }, "IP address 10.0.0.1 is not an address of node n1"},
-		{"DNS name the node does not have", func(r *request) { r.dns = []string{"kubernetes.default"} }, `DNS name "kubernetes.default"`},
-		{"URI SAN", func(r *request) { r.uris = []string{"spiffe://x"} }, "URI"},
-		{"no SANs", func(r *request) { r.dns, r.ips = nil, nil }, "no DNS or IP"},
-		{"client usage", func(r *request) { r.usages = append(r.usages, certificatesv1.UsageClientAuth) }, `usage "client auth"`},
-		{"no server auth", func(r *request) { r.usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature} }, "server auth"},
-		{"another signer", func(r *request) { r.signer = certificatesv1.KubeAPIServerClientKubeletSignerName }, "signer"},
+		{"the node's own addresses", func(*csrRequest) {}, ""},
+		{"only its IP", func(r *csrRequest) { r.dns = nil }, ""},
+		{"another node asks", func(r *csrRequest) { r.user = "system:node:n2" }, `requested by "system:node:n2"`},
+		{"a bootstrap token asks", func(r *csrRequest) { r.user = "system:bootstrap:abcdef"; r.groups = []string{"system:bootstrappers"} }, "requested by"},
+		{"requester not in system:nodes", func(r *csrRequest) { r.groups = []string{"system:authenticated"} }, "not in group system:nodes"},
+		{"wrong CN", func(r *csrRequest) { r.cn = "system:node:n2" }, "subject CN"},
+		{"wrong O", func(r *csrRequest) { r.o = "system:masters" }, "subject O"},
+		{"IP the node does not have", func(r *csrRequest) { r.ips = []string{"10.0.0.1"} }, "IP address 10.0.0.1 is not an address of node n1"},
+		{"DNS name the node does not have", func(r *csrRequest) { r.dns = []string{"kubernetes.default"} }, `DNS name "kubernetes.default"`},
+		{"URI SAN", func(r *csrRequest) { r.uris = []string{"spiffe://x"} }, "URI"},
+		{"no SANs", func(r *csrRequest) { r.dns, r.ips = nil, nil }, "no DNS or IP"},
+		{"client usage", func(r *csrRequest) { r.usages = append(r.usages, certificatesv1.UsageClientAuth) }, `usage "client auth"`},
+		{"no server auth", func(r *csrRequest) { r.usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature} }, "server auth"},
+		{"another signer", func(r *csrRequest) { r.signer = certificatesv1.KubeAPIServerClientKubeletSignerName }, "signer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,32 +58,57 @@ func TestCheckServingCSR(t *testing.T) {
 			r.ips = append([]string(nil), good.ips...)
 			r.usages = append([]certificatesv1.KeyUsage(nil), good.usages...)
 			tc.edit(&r)
-			var ips []net.IP
-			for _, s := range r.ips {
-				ips = append(ips, net.ParseIP(s))
-			}
-			var uris []*url.URL
-			for _, s := range r.uris {
-				u, _ := url.Parse(s)
-				uris = append(uris, u)
-			}
-			csr := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request:    makeRequest(t, r.cn, r.o, r.dns, ips, uris),
-				SignerName: r.signer,
-				Usages:     r.usages,
-				Username:   r.user,
-				Groups:     r.groups,
-			}}
-			err := CheckServingCSR(csr, node)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("want approval, got %v", err)
-			case tc.wantErr != "" && err == nil:
-				t.Fatalf("want refusal %q, got approval", tc.wantErr)
-			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
-				t.Fatalf("want refusal %q, got %v", tc.wantErr, err)
-			}
+			checkVerdict(t, CheckServingCSR(r.csr(t), node), tc.wantErr)
 		})
+	}
+}
+
+// csrRequest is what a CSR in a test asks for: subject, SANs, requester,
+// signer and usages.
+type csrRequest struct {
+	cn, o  string
+	dns    []string
+	ips    []string
+	uris   []string
+	user   string
+	groups []string
+	signer string
+	usages []certificatesv1.KeyUsage
+}
+
+// csr is the CertificateSigningRequest asking for r, with a request signed
+// by a fresh key.
+func (r csrRequest) csr(t *testing.T) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	var ips []net.IP
+	for _, s := range r.ips {
+		ips = append(ips, net.ParseIP(s))
+	}
+	var uris []*url.URL
+	for _, s := range r.uris {
+		u, _ := url.Parse(s)
+		uris = append(uris, u)
+	}
+	return &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		Request:    makeRequest(t, r.cn, r.o, r.dns, ips, uris),
+		SignerName: r.signer,
+		Usages:     r.usages,
+		Username:   r.user,
+		Groups:     r.groups,
+	}}
+}
+
+// checkVerdict fails unless err approves (wantErr empty) or refuses with
+// an error containing wantErr.
+func checkVerdict(t *testing.T, err error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("want approval, got %v", err)
+	case wantErr != "" && err == nil:
+		t.Fatalf("want refusal %q, got approval", wantErr)
+	case wantErr != "" && !strings.Contains(err.Error(), wantErr):
+		t.Fatalf("want refusal %q, got %v", wantErr, err)
 	}
 }
 

@@ -30,9 +30,7 @@ const kubeRuntimeUID = 65532
 // it leaves nothing of it in the management cluster.
 func TestKubeRuntime(t *testing.T) {
 	requireRealNode(t)
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))
 	mgmt := filepath.Join(hs.dataDir, "mgmt.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "mgmt", "-o", mgmt)

@@ -25,9 +25,7 @@ import (
 // returns the CLI and the cluster's admin kubeconfig path.
 func upWithCluster(t *testing.T, name string, createFlags ...string) (*cli, string) {
 	t.Helper()
-	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
-	t.Cleanup(func() { hs.run("down", "--purge") })
+	hs := upCLI(t)
 	hs.must(append([]string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}, createFlags...)...)
 	kc := filepath.Join(hs.dataDir, name+".kubeconfig")
 	hs.must("create", "kubeconfig", "--name", name, "-o", kc)

@@ -65,7 +65,6 @@ func TestKubeRuntime(t *testing.T) {
 		t.Fatalf("inner's kubeconfig names %s, want the node's address %s and a node port", server, node.ip)
 	}
 	mustKubectl(t, inner, "create", "configmap", "kept", "--from-literal=k=v")
-	logPodUsage(t, mgmt, node.name, "clusters-inner")
 
 	const ns = "clusters-inner"
 	t.Run("the API server's pod is deleted and the API comes back", func(t *testing.T) {
@@ -100,6 +99,8 @@ func TestKubeRuntime(t *testing.T) {
 			t.Errorf("while the operator's pods were replaced the hosted API answered %d and failed %d requests, want no failure", answered, failed)
 		}
 	})
+	// A minute and more after Available, past the start-up work.
+	logPodUsage(t, mgmt, node.name, ns)
 	t.Run("destroy leaves nothing of the cluster behind", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "inner", "--wait", "--timeout", "3m")
 		eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func() error {

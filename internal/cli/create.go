@@ -133,7 +133,13 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 }
 
 // validateFlags checks what the flags say before anything is made.
-func (o *createClusterOptions) validateFlags() error {
+func (o *createClusterOptions) validateFlags(platform hypershiftv1alpha1.PlatformType) error {
+	if o.name == "" {
+		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
+	}
+	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
+		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")
+	}
 	switch hypershiftv1alpha1.PublishingStrategyType(o.publishing) {
 	case hypershiftv1alpha1.HostPort:
 		if o.apiServerAddress != "" || o.apiServerNodePort != 0 {
@@ -166,13 +172,7 @@ func (o *createClusterOptions) validateFlags() error {
 }
 
 func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) error {
-	if o.name == "" {
-		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
-	}
-	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
-		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")
-	}
-	if err := o.validateFlags(); err != nil {
+	if err := o.validateFlags(platform); err != nil {
 		return err
 	}
 	ns, hc := o.objects(platform)

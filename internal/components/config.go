@@ -279,16 +279,16 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 // PortNames, for runtimes whose instances each have a network namespace of
 // their own and so need no allocation; 0 for names without one.
 func WellKnownPort(name string) int {
-	switch {
-	case name == EndpointPort:
+	switch name {
+	case EndpointPort:
 		return 6443
-	case name == KonnectivityPort:
+	case KonnectivityPort:
 		return 8091
-	case name == konnectivityHealthPort:
+	case konnectivityHealthPort:
 		return 8092
-	case name == konnectivityAdminPort:
+	case konnectivityAdminPort:
 		return 8093
-	case name == proxyHealthPort:
+	case proxyHealthPort:
 		return 8444
 	}
 	for _, p := range []struct {

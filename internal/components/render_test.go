@@ -5,11 +5,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
-
-	"reflect"
 
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"

@@ -9,11 +9,6 @@ import (
 	"hypershift.dev/internal/version"
 )
 
-// validateSpec rejects what admission lets through but this operator cannot
-// run. Such a cluster reports ValidConfiguration=False until its spec
-// changes; retrying would not help. Admission refuses most of these too; the
-// checks here cover objects stored before a rule existed (the API server
-// does not re-validate them).
 // Capabilities are what the runtime that runs control planes can do.
 type Capabilities struct {
 	// Publishing lists the service publishing strategies it supports;
@@ -24,6 +19,11 @@ type Capabilities struct {
 	EtcdStorage bool
 }
 
+// validateSpec rejects what admission lets through but this operator cannot
+// run. Such a cluster reports ValidConfiguration=False until its spec
+// changes; retrying would not help. Admission refuses most of these too; the
+// checks here cover objects stored before a rule existed (the API server
+// does not re-validate them).
 func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) error {
 	if v := hc.Spec.KubernetesVersion; v != "" && !version.Supported(v) {
 		return fmt.Errorf("spec.kubernetesVersion %s is not supported: this operator runs %v", v, version.SupportedKubernetesVersions())

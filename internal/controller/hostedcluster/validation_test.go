@@ -37,8 +37,10 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 			hc.Spec.Services[0].Type = "NodePort"
 			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
 		}},
-		{name: "host port on the kube runtime", supports: kube, mutate: func(*hypershiftv1alpha1.HostedCluster) {},
-			wantErr: "spec.services[0].servicePublishingStrategy.type HostPort is not supported by this operator's runtime: use [NodePort LoadBalancer]"},
+		{
+			name: "host port on the kube runtime", supports: kube, mutate: func(*hypershiftv1alpha1.HostedCluster) {},
+			wantErr: "spec.services[0].servicePublishingStrategy.type HostPort is not supported by this operator's runtime: use [NodePort LoadBalancer]",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

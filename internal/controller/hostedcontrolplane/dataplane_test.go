@@ -1,14 +1,13 @@
 package hostedcontrolplane
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"context"
-	"errors"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/runtime"
@@ -82,6 +81,7 @@ func (publishedPorts) Layout(runtime.ControlPlaneRef) runtime.Layout { return ru
 func (publishedPorts) Ports(context.Context, runtime.ControlPlaneRef, []string) (map[string]int, error) {
 	return nil, errors.New("not used")
 }
+
 func (publishedPorts) Apply(context.Context, runtime.ControlPlaneRef, []runtime.Spec) error {
 	return errors.New("not used")
 }

@@ -45,9 +45,11 @@ func TestKubeRuntime(t *testing.T) {
 	node := joinNode(t, hs, joinArgs, "--node-dir", nodeDir)
 
 	// The management cluster has no storage provisioner: the test makes
-	// the volume etcd's claim binds to.
+	// the volume etcd's claim binds to, of a class the cluster is told to
+	// use (a class binds claims and volumes by name, provisioner or not).
 	volumes := testenv.ShortTempDir(t)
-	makeHostPathVolume(t, mgmt, "inner-etcd-0", filepath.Join(volumes, "etcd-0"))
+	const class = "hypershift-e2e-static"
+	makeHostPathVolume(t, mgmt, "inner-etcd-0", class, filepath.Join(volumes, "etcd-0"))
 
 	start := time.Now()
 	hs.must("--kubeconfig", mgmt, "install", "--timeout", "3m")
@@ -56,7 +58,7 @@ func TestKubeRuntime(t *testing.T) {
 	start = time.Now()
 	hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "inner",
 		"--api-server-publishing", "NodePort", "--api-server-address", node.ip.String(),
-		"--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
+		"--etcd-storage-class", class, "--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
 	t.Logf("create → Available on the kube runtime: %.1fs", time.Since(start).Seconds())
 	inner := filepath.Join(hs.dataDir, "inner.kubeconfig")
 	hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "inner", "-o", inner)
@@ -119,6 +121,9 @@ func TestKubeRuntime(t *testing.T) {
 		if out := mustKubectl(t, mgmt, "get", "pvc", "-A", "-o", "name"); strings.TrimSpace(out) != "" {
 			t.Errorf("claims are left:\n%s", out)
 		}
+		if claim := mustKubectl(t, mgmt, "get", "pv", "inner-etcd-0", "-o", "jsonpath={.spec.claimRef.name}"); claim != "data-etcd-0" {
+			t.Errorf("the volume was bound by %q, want etcd's claim data-etcd-0", claim)
+		}
 	})
 	t.Run("uninstall", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "uninstall")
@@ -128,9 +133,10 @@ func TestKubeRuntime(t *testing.T) {
 	})
 }
 
-// makeHostPathVolume makes a PersistentVolume of 1Gi on a directory of this
-// host (the one node), owned by the pods' user.
-func makeHostPathVolume(t *testing.T, kc, name, dir string) {
+// makeHostPathVolume makes a PersistentVolume of 1Gi and storage class
+// class on a directory of this host (the one node), owned by the pods'
+// user.
+func makeHostPathVolume(t *testing.T, kc, name, class, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -148,10 +154,11 @@ spec:
     storage: 1Gi
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
+  storageClassName: %s
   hostPath:
     path: %s
     type: Directory
-`, name, dir))
+`, name, class, dir))
 	mustKubectl(t, kc, "apply", "-f", manifest)
 }
 

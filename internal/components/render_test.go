@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -18,19 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // fakePKI gives every key pair distinct, recognisable content, so tests can
 // check which file carries which key without generating keys.
-func fakePKI() *pki.ControlPlane {
-	kp := func(name string) pki.KeyPair {
-		return pki.KeyPair{CertPEM: []byte(name + ".crt"), KeyPEM: []byte(name + ".key")}
-	}
-	return &pki.ControlPlane{
-		EtcdCA: kp("etcd-ca"), RootCA: kp("root-ca"), ClientCA: kp("client-ca"), KubeletCA: kp("kubelet-ca"),
-		FrontProxyCA: kp("front-proxy-ca"), EtcdServer: kp("etcd-server"), EtcdPeer: kp("etcd-peer"),
-		EtcdClient: kp("etcd-client"), KubeAPIServer: kp("apiserver"), KubeAPIServerKubeletClient: kp("apiserver-kubelet"),
-		FrontProxyClient: kp("front-proxy-client"), Admin: kp("admin"), KubeControllerManager: kp("kcm"),
-		KubeScheduler: kp("scheduler"), ServiceAccountKey: kp("sa"),
-		KonnectivityCA: kp("konnectivity-ca"), KonnectivityServer: kp("konnectivity-server"), KonnectivityAgent: kp("konnectivity-agent"),
-	}
-}
+func fakePKI() *pki.ControlPlane { return pkitest.Named() }
 
 // testPorts numbers the ports of r from 20001 in PortNames order.
 func testPorts(r Replicas) map[string]int {

@@ -8,7 +8,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/simulated"
-	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -89,18 +89,9 @@ func TestRenderedProxyArgsParse(t *testing.T) {
 	for i, name := range components.PortNames(components.HighlyAvailable) {
 		ports[name] = 20001 + i
 	}
-	kp := func(name string) pki.KeyPair {
-		return pki.KeyPair{CertPEM: []byte(name + ".crt"), KeyPEM: []byte(name + ".key")}
-	}
 	specs, err := components.Render(components.Config{
 		Name: "clusters-demo", Layout: runtime.Layout{Dir: "/var/lib/hypershift/clusters/clusters-demo"},
-		PKI: &pki.ControlPlane{
-			EtcdCA: kp("etcd-ca"), RootCA: kp("root-ca"), ClientCA: kp("client-ca"), KubeletCA: kp("kubelet-ca"),
-			FrontProxyCA: kp("front-proxy-ca"), EtcdServer: kp("etcd-server"), EtcdPeer: kp("etcd-peer"),
-			EtcdClient: kp("etcd-client"), KubeAPIServer: kp("apiserver"), KubeAPIServerKubeletClient: kp("apiserver-kubelet"),
-			FrontProxyClient: kp("front-proxy-client"), Admin: kp("admin"), KubeControllerManager: kp("kcm"),
-			KubeScheduler: kp("scheduler"), ServiceAccountKey: kp("sa"),
-		},
+		PKI:      pkitest.Named(),
 		Replicas: components.HighlyAvailable, Ports: ports,
 		EncryptionKey: []byte("0123456789abcdef0123456789abcdef"),
 		ServiceCIDR:   "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14", NodeCIDRMaskSize: 23,

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"hypershift.dev/internal/components"
-	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 )
@@ -22,22 +22,12 @@ func renderedSpecs(t *testing.T, ref runtime.ControlPlaneRef, r components.Repli
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp := func(name string) pki.KeyPair {
-		return pki.KeyPair{CertPEM: []byte(name + ".crt"), KeyPEM: []byte(name + ".key")}
-	}
 	specs, err := components.Render(components.Config{
-		Name:     ref.Namespace,
-		Layout:   rt.Layout(ref),
-		Replicas: r,
-		Ports:    ports,
-		PKI: &pki.ControlPlane{
-			EtcdCA: kp("etcd-ca"), RootCA: kp("root-ca"), ClientCA: kp("client-ca"), KubeletCA: kp("kubelet-ca"),
-			FrontProxyCA: kp("front-proxy-ca"), EtcdServer: kp("etcd-server"), EtcdPeer: kp("etcd-peer"),
-			EtcdClient: kp("etcd-client"), KubeAPIServer: kp("apiserver"), KubeAPIServerKubeletClient: kp("apiserver-kubelet"),
-			FrontProxyClient: kp("front-proxy-client"), Admin: kp("admin"), KubeControllerManager: kp("kcm"),
-			KubeScheduler: kp("scheduler"), ServiceAccountKey: kp("sa"),
-			KonnectivityCA: kp("konnectivity-ca"), KonnectivityServer: kp("konnectivity-server"), KonnectivityAgent: kp("konnectivity-agent"),
-		},
+		Name:             ref.Namespace,
+		Layout:           rt.Layout(ref),
+		Replicas:         r,
+		Ports:            ports,
+		PKI:              pkitest.Named(),
 		EncryptionKey:    []byte("0123456789abcdef0123456789abcdef"),
 		ServiceCIDR:      "172.31.0.0/16",
 		ClusterCIDR:      "10.132.0.0/14",

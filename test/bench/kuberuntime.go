@@ -41,9 +41,9 @@ type kubeRuntimeResult struct {
 	Usage *kubeUsage `json:"usage,omitempty"`
 }
 
-// kubeRuntimeRounds is how many clusters are created one after another,
+// kubeRuntimeCounts is how many clusters are created one after another,
 // and how many of the last stay up for the usage sample.
-func kubeRuntimeRounds(o *options) (rounds, kept int) {
+func kubeRuntimeCounts(o *options) (rounds, kept int) {
 	return o.scaled(5, 2), 2
 }
 
@@ -60,7 +60,7 @@ var joinedAs = regexp.MustCompile(`as node (\S+) \((\S+)\)`)
 
 func runKubeRuntime(ctx context.Context, opts *options) (res *kubeRuntimeResult) {
 	res = &kubeRuntimeResult{}
-	res.Rounds, res.Kept = kubeRuntimeRounds(opts)
+	res.Rounds, res.Kept = kubeRuntimeCounts(opts)
 	if why := realJoinSkipReason(); why != "" {
 		res.Skipped = why
 		fmt.Printf("   skipped: %s\n", why)
@@ -103,54 +103,14 @@ func joinErrors(a, b string) string {
 // kubeRuntimeFlow is the phase from the management cluster to the usage
 // sample; the caller cleans up whatever it left.
 func kubeRuntimeFlow(ctx context.Context, opts *options, p *plane, nodeRoot, nodeDir string, res *kubeRuntimeResult) error {
-	start := time.Now()
-	out, err := p.cli(ctx, "create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "5m")
-	if err != nil {
-		return fmt.Errorf("create cluster none --name mgmt --wait: %w\n%s", err, tail(out, 20))
-	}
-	res.MgmtCreateS = round3(time.Since(start).Seconds())
-	line, err := joinLine(out)
+	kube, mgmtKC, err := kubeRuntimeSetup(ctx, p, nodeRoot, nodeDir, res)
 	if err != nil {
 		return err
 	}
-	if err := requireLoopback(flagAfter(line, "--server")); err != nil {
-		return err
-	}
-	cfg, err := p.hostedKubeconfig(ctx, "mgmt")
-	if err != nil {
-		return err
-	}
-	mgmtKC := filepath.Join(p.dataDir, "mgmt.kubeconfig")
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("client of mgmt: %w", err)
-	}
-
-	start = time.Now()
-	out, err = p.hypershift(ctx, append(line, "--node-dir", nodeDir)...)
-	if err != nil {
-		return fmt.Errorf("hypershift join: %w\n%s", err, tail(out, 20))
-	}
-	res.JoinS = round3(time.Since(start).Seconds())
-	m := joinedAs.FindSubmatch(out)
-	if m == nil || !readyLine.Match(out) {
-		return fmt.Errorf("join exited without reporting a Ready node:\n%s", tail(out, 20))
-	}
-	res.Node, res.NodeIP = string(m[1]), string(m[2])
-	fmt.Printf("   mgmt Available after %.1fs; node %s (%s) Ready after %.1fs\n", res.MgmtCreateS, res.Node, res.NodeIP, res.JoinS)
-
-	// No provisioner: one volume per inner cluster's etcd, as the e2e test
-	// makes them. Retain keeps a released volume from being bound again.
-	for k := 1; k <= res.Rounds; k++ {
-		if err := makeEtcdVolume(ctx, kube, fmt.Sprintf("inner%d-etcd", k), filepath.Join(nodeRoot, "volumes", fmt.Sprintf("inner%d", k))); err != nil {
-			return err
-		}
-	}
-
 	mgmt := func(args ...string) ([]byte, error) {
 		return p.hypershift(ctx, append([]string{"--kubeconfig", mgmtKC}, args...)...)
 	}
-	start = time.Now()
+	start := time.Now()
 	if out, err := mgmt("install", "--timeout", "5m"); err != nil {
 		return fmt.Errorf("install: %w\n%s", err, tail(out, 20))
 	}
@@ -194,23 +154,10 @@ func kubeRuntimeFlow(ctx context.Context, opts *options, p *plane, nodeRoot, nod
 		fmt.Printf("   round %d: %s Available after %.2fs, destroyed after %.2fs\n", k, name, creates[len(creates)-1], destroys[len(destroys)-1])
 	}
 
-	settle := kubeRuntimeSettle(opts)
-	if err := sleep(ctx, time.Until(lastAvailable.Add(settle))); err != nil {
+	if err := sleep(ctx, time.Until(lastAvailable.Add(kubeRuntimeSettle(opts)))); err != nil {
 		return errors.New("interrupted before the usage sample")
 	}
-	var namespaces []string
-	for _, name := range kept {
-		namespaces = append(namespaces, "clusters-"+name)
-	}
-	usage, err := sampleKubeUsage(ctx, kube, res.Node, namespaces)
-	if usage != nil {
-		usage.MeasuredAfterS = round1(time.Since(lastAvailable).Seconds())
-		res.Usage = usage
-		fmt.Printf("   usage after %.0fs: per control plane %.0f MiB working set, %.0f millicores (requests %.0f MiB, %.0f m); operator %v MiB\n",
-			usage.MeasuredAfterS, usage.PerControlPlane.WorkingSetMiB, usage.PerControlPlane.CPUMillicores,
-			usage.PerControlPlane.RequestMemoryMiB, usage.PerControlPlane.RequestCPUMillicores, usage.OperatorWorkingSetMiB)
-	}
-	if err != nil {
+	if err := sampleKept(ctx, kube, res, kept, lastAvailable); err != nil {
 		return err
 	}
 	for _, name := range kept {
@@ -219,6 +166,73 @@ func kubeRuntimeFlow(ctx context.Context, opts *options, p *plane, nodeRoot, nod
 		}
 		fmt.Printf("   %s destroyed after %.2fs\n", name, destroys[len(destroys)-1])
 	}
+	return nil
+}
+
+// kubeRuntimeSetup makes the management cluster (a None cluster with this
+// host joined as its node) and etcd's volumes, and returns a client of it
+// and its kubeconfig.
+func kubeRuntimeSetup(ctx context.Context, p *plane, nodeRoot, nodeDir string, res *kubeRuntimeResult) (kubernetes.Interface, string, error) {
+	start := time.Now()
+	out, err := p.cli(ctx, "create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "5m")
+	if err != nil {
+		return nil, "", fmt.Errorf("create cluster none --name mgmt --wait: %w\n%s", err, tail(out, 20))
+	}
+	res.MgmtCreateS = round3(time.Since(start).Seconds())
+	line, err := joinLine(out)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := requireLoopback(flagAfter(line, "--server")); err != nil {
+		return nil, "", err
+	}
+	cfg, err := p.hostedKubeconfig(ctx, "mgmt")
+	if err != nil {
+		return nil, "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("client of mgmt: %w", err)
+	}
+
+	start = time.Now()
+	out, err = p.hypershift(ctx, append(line, "--node-dir", nodeDir)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("hypershift join: %w\n%s", err, tail(out, 20))
+	}
+	res.JoinS = round3(time.Since(start).Seconds())
+	m := joinedAs.FindSubmatch(out)
+	if m == nil || !readyLine.Match(out) {
+		return nil, "", fmt.Errorf("join exited without reporting a Ready node:\n%s", tail(out, 20))
+	}
+	res.Node, res.NodeIP = string(m[1]), string(m[2])
+	fmt.Printf("   mgmt Available after %.1fs; node %s (%s) Ready after %.1fs\n", res.MgmtCreateS, res.Node, res.NodeIP, res.JoinS)
+
+	// No provisioner: one volume per inner cluster's etcd, as the e2e test
+	// makes them. Retain keeps a released volume from being bound again.
+	for k := 1; k <= res.Rounds; k++ {
+		if err := makeEtcdVolume(ctx, kube, fmt.Sprintf("inner%d-etcd", k), filepath.Join(nodeRoot, "volumes", fmt.Sprintf("inner%d", k))); err != nil {
+			return nil, "", err
+		}
+	}
+	return kube, filepath.Join(p.dataDir, "mgmt.kubeconfig"), nil
+}
+
+// sampleKept records the kubelet's figures of the kept clusters' pods.
+func sampleKept(ctx context.Context, kube kubernetes.Interface, res *kubeRuntimeResult, kept []string, lastAvailable time.Time) error {
+	var namespaces []string
+	for _, name := range kept {
+		namespaces = append(namespaces, "clusters-"+name)
+	}
+	usage, err := sampleKubeUsage(ctx, kube, res.Node, namespaces)
+	if err != nil {
+		return err
+	}
+	usage.MeasuredAfterS = round1(time.Since(lastAvailable).Seconds())
+	res.Usage = usage
+	pc := usage.PerControlPlane
+	fmt.Printf("   usage after %.0fs: per control plane %.0f MiB working set, %.0f millicores (requests %.0f MiB, %.0f m); operator %v MiB\n",
+		usage.MeasuredAfterS, pc.WorkingSetMiB, pc.CPUMillicores, pc.RequestMemoryMiB, pc.RequestCPUMillicores, usage.OperatorWorkingSetMiB)
 	return nil
 }
 

@@ -84,7 +84,10 @@ func sampleKubeUsage(ctx context.Context, kube kubernetes.Interface, node string
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the kubelet of %s measured %d of %d pods after two minutes (last error: %v)", node, want-missing, want, err)
+			if err != nil {
+				return nil, fmt.Errorf("the kubelet of %s measured %d of %d pods after two minutes: %w", node, want-missing, want, err)
+			}
+			return nil, fmt.Errorf("the kubelet of %s measured %d of %d pods after two minutes", node, want-missing, want)
 		}
 		if err := sleep(ctx, 2*time.Second); err != nil {
 			return nil, fmt.Errorf("interrupted while reading the stats summary of %s", node)

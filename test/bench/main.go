@@ -1,10 +1,11 @@
 // Command bench measures how fast hosted control planes come up and what
 // they cost: create latency against a hand-started baseline of the same
 // binary, idle footprint, recovery, a real node joining, kwokctl driving
-// the same components as a peer, 1,000 simulated nodes, density, and a
+// the same components as a peer, control planes as pods of a cluster
+// (`hypershift install`), 1,000 simulated nodes, density, and a
 // burst of creates. It prints a table and writes JSON.
 //
-//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,real_node_join,peer,nodes_1000,density,burst]
+//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,real_node_join,kube_runtime,peer,nodes_1000,density,burst]
 //
 // Everything it starts lives in data dirs under /tmp and is stopped with
 // `hypershift down --purge` (or killed by pid) before it exits, also on
@@ -28,7 +29,7 @@ import (
 )
 
 // phaseNames in run order: the quiet measurements first, the heavy ones last.
-var phaseNames = []string{"baseline", "create", "rss", "recovery", "real_node_join", "peer", "nodes_1000", "density", "burst"}
+var phaseNames = []string{"baseline", "create", "rss", "recovery", "real_node_join", "kube_runtime", "peer", "nodes_1000", "density", "burst"}
 
 type options struct {
 	quick bool
@@ -111,6 +112,8 @@ func runPhase(ctx context.Context, opts *options, rep *report, name string) {
 		rep.Recovery = runRecovery(ctx, opts)
 	case "real_node_join":
 		rep.RealJoin = runRealJoin(ctx, opts)
+	case "kube_runtime":
+		rep.KubeRuntime = runKubeRuntime(ctx, opts)
 	case "peer":
 		rep.Peer = runPeer(ctx, opts)
 	case "nodes_1000":

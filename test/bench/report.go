@@ -36,7 +36,9 @@ type report struct {
 	Recovery *recoveryResult `json:"recovery"`
 	Nodes    *nodesResult    `json:"nodes_1000"`
 	RealJoin *realJoinResult `json:"real_node_join"`
-	Targets  []target        `json:"targets"`
+	// KubeRuntime is kube_runtime: control planes as pods.
+	KubeRuntime *kubeRuntimeResult `json:"kube_runtime"`
+	Targets     []target           `json:"targets"`
 
 	quick  bool
 	shared *plane // the management plane of create and rss
@@ -151,6 +153,8 @@ func (r *report) setStatus(phase string, s status) {
 		r.Nodes = &nodesResult{status: s}
 	case "real_node_join":
 		r.RealJoin = &realJoinResult{status: s}
+	case "kube_runtime":
+		r.KubeRuntime = &kubeRuntimeResult{status: s}
 	}
 }
 

@@ -111,6 +111,9 @@ func (r *report) printErrors(w io.Writer) {
 	if r.RealJoin != nil {
 		errs["real_node_join"] = r.RealJoin.Error
 	}
+	if r.KubeRuntime != nil {
+		errs["kube_runtime"] = r.KubeRuntime.Error
+	}
 	header := false
 	for _, name := range phaseNames {
 		if errs[name] == "" {
@@ -151,6 +154,9 @@ func (r *report) nodeRows(row func(name string, s status, value, notes string)) 
 	}
 	if j := r.RealJoin; j != nil {
 		realJoinRows(j, row)
+	}
+	if k := r.KubeRuntime; k != nil {
+		kubeRuntimeRows(k, row)
 	}
 }
 
@@ -215,4 +221,34 @@ func (r *report) footprintRows(row func(name string, s status, value, notes stri
 		row("single-process control plane: RSS / idle CPU p50", s.status, fmt.Sprintf("%.0f MiB / %.1f m", s.SingleProcess.P50, c.SingleProcess.P50),
 			fmt.Sprintf("same window; anon %.0f, PSS %.0f; %s", s.SingleProcess.AnonP50, s.SingleProcess.PSSP50, formatComponents(s.SingleProcess.ByComponentP50, "%.0f")))
 	}
+}
+
+func kubeRuntimeRows(k *kubeRuntimeResult, row func(name string, s status, value, notes string)) {
+	if k.Skipped != "" || k.InstallS == 0 {
+		row("kube runtime: install → operator available", k.status, "-", "")
+		return
+	}
+	row("kube runtime: install → operator available", k.status, fmt.Sprintf("%.1f s", k.InstallS),
+		fmt.Sprintf("mgmt create --wait %.1f s; join → Ready %.1f s; node %s (%s)", k.MgmtCreateS, k.JoinS, k.Node, k.NodeIP))
+	if c := k.CreateS; c != nil {
+		row("kube runtime: create → Available p50/max", k.status, fmt.Sprintf("%.2f / %.2f s", c.P50, c.Max),
+			fmt.Sprintf("n=%d, one cluster per round; the last %d kept for the usage sample", c.N, k.Kept))
+	}
+	if d := k.DestroyS; d != nil {
+		row("kube runtime: destroy --wait p50/max", k.status, fmt.Sprintf("%.2f / %.2f s", d.P50, d.Max), fmt.Sprintf("n=%d", d.N))
+	}
+	u := k.Usage
+	if u == nil {
+		return
+	}
+	pc := u.PerControlPlane
+	row("kube runtime: per control plane (working set / CPU)", k.status, fmt.Sprintf("%.0f MiB / %.0f m", pc.WorkingSetMiB, pc.CPUMillicores),
+		fmt.Sprintf("median of %d, %.0f s after the last was Available; requests %.0f MiB / %.0f m", u.ControlPlanes, u.MeasuredAfterS, pc.RequestMemoryMiB, pc.RequestCPUMillicores))
+	for _, c := range slices.Sorted(maps.Keys(u.ByComponent)) {
+		cu := u.ByComponent[c]
+		row("kube runtime:   "+c, k.status, fmt.Sprintf("%.0f MiB / %.1f m", cu.WorkingSetMiB, cu.CPUMillicores),
+			fmt.Sprintf("requests %.0f MiB / %.0f m", cu.RequestMemoryMiB, cu.RequestCPUMillicores))
+	}
+	row("kube runtime: operator pods working set", k.status, fmt.Sprintf("%v MiB", u.OperatorWorkingSetMiB),
+		fmt.Sprintf("CPU %v millicores", u.OperatorCPUMillicores))
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"os"
 	"path/filepath"
@@ -12,9 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-
-	"crypto/sha256"
-	"encoding/hex"
 
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"

@@ -1,6 +1,7 @@
 package components
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -270,6 +271,9 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		specs = append(specs, scheduler)
 	}
 	if cfg.SingleProcess && r == SingleReplica && !cfg.Management {
+		if cfg.pods() {
+			return nil, errors.New("a single-process control plane runs on one host only, not in pods")
+		}
 		specs = singleProcess(cfg, specs)
 	}
 	return specs, nil

@@ -35,7 +35,9 @@ func controllerArgs(cfg Config, component, name string) []string {
 		"--bind-address=" + cfg.listen(),
 		fmt.Sprintf("--secure-port=%d", cfg.Ports[name]),
 		"--cert-dir=" + dir("certs"),
-		fmt.Sprintf("--leader-elect=%t", cfg.replicas().Controllers > 1),
+		// In pods also for one replica: a rollout runs the old and the new
+		// pod side by side, and two controller managers must not both act.
+		fmt.Sprintf("--leader-elect=%t", cfg.pods() || cfg.replicas().Controllers > 1),
 		"--profiling=false",
 	}
 }

@@ -28,6 +28,7 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 	opts.Supports = hostedcluster.Capabilities{
 		Publishing:  []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer},
 		EtcdStorage: true,
+		Pods:        true,
 	}
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
 		if kubeOpts.APIReader == nil {

@@ -17,6 +17,8 @@ type Capabilities struct {
 	// EtcdStorage: it keeps etcd's data on volumes that
 	// spec.etcd.managed.storage configures.
 	EtcdStorage bool
+	// Pods: it runs control planes as pods, so not as one process.
+	Pods bool
 }
 
 // validateSpec rejects what admission lets through but this operator cannot
@@ -47,6 +49,16 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) e
 		if !slices.Contains(publishing, s.Type) {
 			return fmt.Errorf("spec.services[%d].servicePublishingStrategy.type %s is not supported by this operator's runtime: use %v", i, s.Type, publishing)
 		}
+	}
+	// An empty list means HostPort.
+	if !slices.Contains(publishing, hypershiftv1alpha1.HostPort) &&
+		!slices.ContainsFunc(hc.Spec.Services, func(s hypershiftv1alpha1.ServicePublishingStrategyMapping) bool {
+			return s.Service == hypershiftv1alpha1.APIServer
+		}) {
+		return fmt.Errorf("spec.services needs an APIServer entry of type %v: this operator's runtime cannot publish on a host port", publishing)
+	}
+	if supports.Pods && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
+		return fmt.Errorf("annotation %s is not supported by this operator's runtime: it runs control planes as pods; remove it", hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 	}
 	if hc.Spec.Etcd.Managed != nil && !supports.EtcdStorage {
 		return errors.New("spec.etcd.managed.storage is not supported by this operator's runtime: the process runtime keeps etcd's data on the management host's disk; remove it")

@@ -12,7 +12,7 @@ import (
 // refused them: each reports ValidConfiguration=False naming the field
 // instead of being run with part of it ignored.
 func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
-	kube := Capabilities{Publishing: []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer}, EtcdStorage: true}
+	kube := Capabilities{Publishing: []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer}, EtcdStorage: true, Pods: true}
 	tests := []struct {
 		name     string
 		supports Capabilities // zero: the process runtime
@@ -37,6 +37,14 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 			hc.Spec.Services[0].Type = "NodePort"
 			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
 		}},
+		{
+			name: "no services on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil },
+			wantErr: "spec.services needs an APIServer entry of type [NodePort LoadBalancer]",
+		},
+		{name: "single process on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+			hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
+		}, wantErr: "annotation hypershift.dev/single-process-control-plane is not supported by this operator's runtime"},
 		{
 			name: "host port on the kube runtime", supports: kube, mutate: func(*hypershiftv1alpha1.HostedCluster) {},
 			wantErr: "spec.services[0].servicePublishingStrategy.type HostPort is not supported by this operator's runtime: use [NodePort LoadBalancer]",

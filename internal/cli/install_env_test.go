@@ -93,7 +93,12 @@ func TestInstallUninstall(t *testing.T) {
 	}
 
 	hc := hypershiftv1alpha1.NewHostedCluster("default", "keep-me", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
-	hc.Spec.Services = nil // the kube policy refuses the HostPort default
+	hc.Spec.Services = []hypershiftv1alpha1.ServicePublishingStrategyMapping{{
+		Service: hypershiftv1alpha1.APIServer,
+		ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{
+			Type: hypershiftv1alpha1.NodePort, NodePort: &hypershiftv1alpha1.NodePortPublishingStrategy{Address: "192.0.2.10"},
+		},
+	}} // what the kube policy admits
 	m, err := apimachineryruntime.DefaultUnstructuredConverter.ToUnstructured(hc)
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,12 @@ func runtimePolicy(runtime string) (*admissionregistrationv1.ValidatingAdmission
 			MessageExpression: "'spec.services[].servicePublishingStrategy.type: ' + " + wrong + ".join(', ') +" +
 				" ' is not supported: the kube runtime publishes through Services: use NodePort or LoadBalancer'",
 			Reason: ptr(metav1.StatusReasonInvalid),
+		}, admissionregistrationv1.Validation{
+			// No entry means HostPort.
+			Expression: "has(object.spec.services) && object.spec.services.exists(s, s.service == 'APIServer')",
+			Message: "spec.services needs an APIServer entry of type NodePort or LoadBalancer: the kube runtime cannot publish on a host port" +
+				" (hypershift create cluster --api-server-publishing NodePort --api-server-address ADDRESS)",
+			Reason: ptr(metav1.StatusReasonInvalid),
 		})
 	default:
 		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type == 'HostPort'`)

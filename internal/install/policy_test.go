@@ -157,6 +157,9 @@ func TestRuntimePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitted(t, c, storageKube)
+	noServices := hostedCluster(t, "no-services", "NodePort")
+	unstructured.RemoveNestedField(noServices.Object, "spec", "services")
+	refusedWith(t, c, noServices, "spec.services needs an APIServer entry of type NodePort or LoadBalancer")
 
 	// The HostPort cluster made before: a metadata change passes, a spec
 	// change is judged.

@@ -391,10 +391,14 @@ type HostedClusterSpec struct {
 	// server and the Konnectivity server (which follows the API server
 	// when not listed). HostPort when the list is empty.
 	//
+	// Immutable: the serving certificates name the published addresses,
+	// and are made at creation.
+	//
 	// +optional
 	// +listType=map
 	// +listMapKey=service
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.services is immutable: the serving certificates name the published addresses at creation; create a new cluster to publish it elsewhere"
 	Services []ServicePublishingStrategyMapping `json:"services,omitempty"`
 
 	// controllerAvailabilityPolicy is the replication of control-plane

@@ -161,6 +161,11 @@ func TestAdmission(t *testing.T) {
 				hc.Spec.Networking.ServiceNetwork[0].CIDR = "172.30.0.0/16"
 			}, "spec.networking is immutable"},
 			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Networking.ClusterNetwork[0].HostPrefix = 24 }, "spec.networking is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) {
+				hc.Spec.Services = append(hc.Spec.Services, hypershiftv1alpha1.ServicePublishingStrategyMapping{
+					Service: hypershiftv1alpha1.Konnectivity, ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.HostPort},
+				})
+			}, "spec.services is immutable"},
 			// Other updates stay possible.
 			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("true") }, ""},
 		}

@@ -9,6 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/install"
@@ -61,6 +64,22 @@ func TestInstallUninstall(t *testing.T) {
 	// Bad flags: refused before anything is made.
 	if _, err := run(t, append(args, "install", "--wait=false", "--namespace", "Bad_NS")...); err == nil || !strings.Contains(err.Error(), "--namespace") {
 		t.Fatalf("install --namespace Bad_NS: %v, want an error naming --namespace", err)
+	}
+	// A namespace install did not make is not taken over (uninstall would
+	// delete it with everything in it).
+	taken := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "taken", Labels: map[string]string{"team": "other"}}}
+	if err := env.Client.Create(t.Context(), taken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, append(args, "install", "--wait=false", "--namespace", "taken")...); err == nil ||
+		!strings.Contains(err.Error(), "Namespace taken exists and was not made by hypershift install") {
+		t.Fatalf("install into a namespace it did not make: %v, want a refusal naming it", err)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(taken), taken); err != nil {
+		t.Fatal(err)
+	}
+	if taken.Labels[install.ManagedByLabel] != "" || taken.Labels["pod-security.kubernetes.io/enforce"] != "" {
+		t.Errorf("install changed the labels of a namespace it did not make: %v", taken.Labels)
 	}
 	for key, rv := range resourceVersions(t, env.Client) {
 		// testenv installed the API and the policies as `up` does.

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"hypershift.dev/internal/scheme"
 )
 
@@ -76,9 +78,23 @@ func Apply(ctx context.Context, c client.Client, objs []client.Object, report fu
 			return err
 		}
 		kind, key := u.GetKind(), client.ObjectKeyFromObject(u).String()
+		if u.GetNamespace() == "" {
+			key = u.GetName() // cluster-scoped
+		}
 		before := &metav1.PartialObjectMetadata{}
 		before.SetGroupVersionKind(u.GroupVersionKind())
-		existed := c.Get(ctx, client.ObjectKeyFromObject(u), before) == nil
+		err = c.Get(ctx, client.ObjectKeyFromObject(u), before)
+		existed := err == nil
+		switch {
+		case err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+			return fmt.Errorf("read %s %s: %w", kind, key, err)
+		case existed && before.GetLabels()[ManagedByLabel] != ManagedBy:
+			// Not made by install: taking it over would let uninstall
+			// delete it later (a namespace with its workloads, another
+			// product's role).
+			return fmt.Errorf("%s %s exists and was not made by hypershift install (no label %s=%s): nothing was changed; choose another --namespace, or remove it",
+				kind, key, ManagedByLabel, ManagedBy)
+		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			if meta.IsNoMatchError(err) {
 				return fmt.Errorf("apply %s %s: the cluster does not serve %s (hypershift needs Kubernetes 1.30 or later): %w",
@@ -115,14 +131,18 @@ func WaitOperator(ctx context.Context, c client.Client, objs []client.Object, ti
 				lastErr = err.Error()
 				return false, nil
 			}
-			seen = fmt.Sprintf("%d of %d replicas available", cur.Status.AvailableReplicas, ptrValue(cur.Spec.Replicas))
+			seen = fmt.Sprintf("%d of %d replicas available, %d updated", cur.Status.AvailableReplicas, ptrValue(cur.Spec.Replicas), cur.Status.UpdatedReplicas)
 			for _, cond := range cur.Status.Conditions {
 				if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionFalse {
 					seen += ": " + cond.Message
 				}
 			}
+			// Every replica of the current template, and only those:
+			// during an upgrade the old pods alone are available too.
+			want := ptrValue(cur.Spec.Replicas)
 			return cur.Status.ObservedGeneration >= cur.Generation &&
-				cur.Status.AvailableReplicas >= ptrValue(cur.Spec.Replicas), nil
+				cur.Status.UpdatedReplicas >= want && cur.Status.Replicas == want &&
+				cur.Status.AvailableReplicas >= want, nil
 		})
 		last := seen
 		if last == "" {

@@ -48,8 +48,20 @@ func TestWaitOperator(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: install.DefaultNamespace, Name: install.OperatorName}, d); err != nil {
 		t.Fatal(err)
 	}
+	// An upgrade under way: the old pods are available, none of the new
+	// template yet (its image may not even pull).
 	d.Status.ObservedGeneration = d.Generation
-	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 2, 2, 2
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas, d.Status.UpdatedReplicas = 2, 2, 2, 0
+	if err := c.Status().Update(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	if err := install.WaitOperator(t.Context(), c, objs, 3*time.Second); err == nil || !strings.Contains(err.Error(), "0 updated") {
+		t.Errorf("WaitOperator with only the old replicas available: %v, want it to wait for the updated ones", err)
+	}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(d), d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.UpdatedReplicas = 2
 	if err := c.Status().Update(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}

@@ -68,16 +68,29 @@ func podsOfInstances(w *workload, pods []*corev1.Pod) []*corev1.Pod {
 		}
 		return out
 	}
-	// Pods on their way out (a rollout's old ones) come last.
-	sort.Slice(pods, func(i, j int) bool {
-		ti, tj := pods[i].DeletionTimestamp != nil, pods[j].DeletionTimestamp != nil
-		if ti != tj {
-			return tj
+	// Pods on their way out (a rollout's old ones being deleted, evicted or
+	// finished ones) come last; of the others the newest first: during a
+	// rollout the new pods are what the control plane waits for, and one
+	// that crash-loops must show, not hide behind a ready old one.
+	sort.SliceStable(pods, func(i, j int) bool {
+		ei, ej := ending(pods[i]), ending(pods[j])
+		if ei != ej {
+			return ej
+		}
+		ci, cj := pods[i].CreationTimestamp, pods[j].CreationTimestamp
+		if !ci.Equal(&cj) {
+			return cj.Before(&ci)
 		}
 		return pods[i].Name < pods[j].Name
 	})
 	copy(out, pods)
 	return out
+}
+
+// ending: the pod is deleted or has finished (evicted pods stay Failed
+// until collected).
+func ending(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
 // instanceStatus reads one instance's state from its container in pod.
@@ -90,7 +103,7 @@ func instanceStatus(name, component string, pod *corev1.Pod, listErr error) runt
 	case pod == nil:
 		st.Phase, st.Message = runtime.Stopped, "no pod"
 		return st
-	case pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+	case ending(pod):
 		st.Phase, st.Message = runtime.Stopped, fmt.Sprintf("pod %s is %s", pod.Name, podState(pod))
 		return st
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,6 +58,11 @@ func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs 
 	rendered := map[string]bool{}
 	for _, obj := range objs {
 		key := objectKey(obj.GetObjectKind().GroupVersionKind(), obj.GetName())
+		if sts, ok := obj.(*appsv1.StatefulSet); ok && existing[key] != "" {
+			if err := r.keepClaimTemplates(ctx, sts); err != nil {
+				return err
+			}
+		}
 		if err := r.apply(ctx, obj, existing[key]); err != nil {
 			return err
 		}
@@ -65,6 +72,25 @@ func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs 
 }
 
 func objectKey(gvk schema.GroupVersionKind, name string) string { return gvk.Kind + "/" + name }
+
+// keepClaimTemplates gives sts the claim templates of the StatefulSet that
+// exists: they are immutable, and the volumes were made from them, so a
+// later default (the operator's --etcd-storage-class or size) must not make
+// every existing control plane's apply fail.
+func (r *Runtime) keepClaimTemplates(ctx context.Context, sts *appsv1.StatefulSet) error {
+	live := &appsv1.StatefulSet{}
+	if err := r.getPastCache(ctx, client.ObjectKeyFromObject(sts), live); err != nil {
+		return fmt.Errorf("read StatefulSet %s/%s: %w", sts.Namespace, sts.Name, err)
+	}
+	for i := range sts.Spec.VolumeClaimTemplates {
+		for _, l := range live.Spec.VolumeClaimTemplates {
+			if l.Name == sts.Spec.VolumeClaimTemplates[i].Name {
+				sts.Spec.VolumeClaimTemplates[i].Spec = l.Spec
+			}
+		}
+	}
+	return nil
+}
 
 // checkOwnership refuses, before anything is written, when an object to
 // apply exists and is not this control plane's with this owner. It returns

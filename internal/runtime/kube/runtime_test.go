@@ -53,6 +53,7 @@ func TestRuntime(t *testing.T) {
 		{"ForeignObjectsBehindALabelledCache", testForeignBehindCache},
 		{"PodsPassRestrictedPodSecurity", testRestrictedPods},
 		{"RenderedControlPlaneApplies", testRenderedApplies},
+		{"ClaimTemplatesOutliveNewDefaults", testClaimTemplatesKept},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -456,5 +457,31 @@ func testPublished(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) 
 	}
 	if _, _, ok, err := rt.Published(t.Context(), ref, "metrics"); ok || err != nil {
 		t.Errorf("Published(an unpublished port): ok %v, %v", ok, err)
+	}
+}
+
+// testClaimTemplatesKept: an operator restarted with another default
+// storage class and size still applies the control planes it made before
+// (claim templates are immutable), and their volumes keep what they were
+// made with.
+func testClaimTemplatesKept(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	specs := clusterSpecs(ref, 1, 1)
+	before := testOptions()
+	before.StorageClassName = "old-class"
+	if err := New(env.Client, before).Apply(t.Context(), ref, specs); err != nil {
+		t.Fatal(err)
+	}
+	after := testOptions()
+	after.StorageClassName, after.EtcdStorageSize = "new-class", resource.MustParse("20Gi")
+	if err := New(env.Client, after).Apply(t.Context(), ref, specs); err != nil {
+		t.Fatalf("Apply with new defaults to a control plane made with others: %v", err)
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "etcd"}, sts); err != nil {
+		t.Fatal(err)
+	}
+	claim := sts.Spec.VolumeClaimTemplates[0].Spec
+	if claim.StorageClassName == nil || *claim.StorageClassName != "old-class" || !claim.Resources.Requests.Storage().Equal(DefaultEtcdStorageSize) {
+		t.Errorf("claim template %v / %v, want the class and size it was made with", claim.StorageClassName, claim.Resources.Requests.Storage())
 	}
 }

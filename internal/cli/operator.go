@@ -60,9 +60,12 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 	if err != nil || size.Sign() <= 0 {
 		return kube.Options{}, fmt.Errorf("--etcd-storage-size %q is not a positive quantity (e.g. 8Gi)", f.etcdStorageSize)
 	}
-	ns := f.leaderElectionNamespace
+	// The namespace the operator runs in, which the control planes'
+	// NetworkPolicies admit: its pod's, else (outside the cluster) the
+	// one its lease is in.
+	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
-		ns = os.Getenv("POD_NAMESPACE")
+		ns = f.leaderElectionNamespace
 	}
 	return kube.Options{
 		Image:             f.image,

@@ -137,6 +137,20 @@ func TestInstallUninstall(t *testing.T) {
 	if err := env.Client.Delete(t.Context(), hc); err != nil {
 		t.Fatal(err)
 	}
+	// A NodePool left without its cluster holds a finalizer too.
+	np := &hypershiftv1alpha1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "orphan"},
+		Spec:       hypershiftv1alpha1.NodePoolSpec{ClusterName: "keep-me", Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform}},
+	}
+	if err := env.Client.Create(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, append(args, "uninstall", "--timeout=2m")...); err == nil || !strings.Contains(err.Error(), "NodePools exist (default/orphan): destroy them first") {
+		t.Fatalf("uninstall with a NodePool: %v, want a refusal naming default/orphan", err)
+	}
+	if err := env.Client.Delete(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
 	out, err = run(t, append(args, "uninstall", "--timeout=2m")...)
 	if err != nil {
 		t.Fatalf("uninstall: %v\n%s", err, out)

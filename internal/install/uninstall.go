@@ -34,36 +34,52 @@ var installedKinds = []schema.GroupVersionKind{
 	{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
 }
 
-// HostedClusters returns "namespace/name" of every HostedCluster; none when
-// the API is not installed.
-func HostedClusters(ctx context.Context, c client.Client) ([]string, error) {
-	list := &hypershiftv1alpha1.HostedClusterList{}
-	if err := c.List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return nil, nil
+// inUse lists "namespace/name" of every object of the API's kinds that
+// holds what the operator tears down: HostedClusters, and NodePools and
+// HostedControlPlanes left without one. None when the API is not
+// installed.
+func inUse(ctx context.Context, c client.Client) (map[string][]string, error) {
+	out := map[string][]string{}
+	for kind, list := range map[string]client.ObjectList{
+		"HostedClusters":      &hypershiftv1alpha1.HostedClusterList{},
+		"NodePools":           &hypershiftv1alpha1.NodePoolList{},
+		"HostedControlPlanes": &hypershiftv1alpha1.HostedControlPlaneList{},
+	} {
+		if err := c.List(ctx, list); err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("list %s: %w", kind, err)
 		}
-		return nil, fmt.Errorf("list HostedClusters: %w", err)
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			o := item.(client.Object)
+			out[kind] = append(out[kind], o.GetNamespace()+"/"+o.GetName())
+		}
+		slices.Sort(out[kind])
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, hc := range list.Items {
-		names = append(names, hc.Namespace+"/"+hc.Name)
-	}
-	slices.Sort(names)
-	return names, nil
+	return out, nil
 }
 
 // Uninstall deletes every object labelled ManagedByLabel=ManagedBy, CRDs
-// last, and reports each; it refuses while HostedClusters exist, naming
-// them, since their control planes would lose their operator and their
-// objects with the CRDs. With wait it returns once all of them are gone.
+// last, and reports each; it refuses while HostedClusters, NodePools or
+// HostedControlPlanes exist, naming them, since their control planes would
+// lose their operator and their objects with the CRDs (whose deletion would
+// then hang on their finalizers). With wait it returns once all of them are gone.
 func Uninstall(ctx context.Context, c client.Client, wait bool, timeout time.Duration, report func(kind, key string)) error {
-	clusters, err := HostedClusters(ctx, c)
+	used, err := inUse(ctx, c)
 	if err != nil {
 		return err
 	}
-	if len(clusters) > 0 {
-		return fmt.Errorf("%d HostedClusters exist (%s): destroy them first (`hypershift destroy cluster --name NAME -n NAMESPACE`); nothing was removed",
-			len(clusters), strings.Join(clusters, ", "))
+	// HostedClusters first: destroying them removes the rest.
+	for _, kind := range []string{"HostedClusters", "NodePools", "HostedControlPlanes"} {
+		if names := used[kind]; len(names) > 0 {
+			return fmt.Errorf("%d %s exist (%s): destroy them first (`hypershift destroy cluster --name NAME -n NAMESPACE`); nothing was removed",
+				len(names), kind, strings.Join(names, ", "))
+		}
 	}
 	var deleted []*unstructured.Unstructured
 	for _, gvk := range installedKinds {

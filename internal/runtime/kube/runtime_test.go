@@ -250,12 +250,10 @@ func testApplyChanges(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRe
 	}
 }
 
-func testForeignObjects(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
-	c := env.Client
-	foreign := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver", Namespace: ref.Namespace, Labels: map[string]string{
-			ManagedByLabel: ManagedBy, ControlPlaneLabel: ref.Name, OwnerUIDLabel: "another-owner", ComponentLabel: "kube-apiserver",
-		}},
+// foreignDeployment is a Deployment someone else made, with labels.
+func foreignDeployment(namespace, name string, labels map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "foreign"}},
 			Template: corev1.PodTemplateSpec{
@@ -264,6 +262,13 @@ func testForeignObjects(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 			},
 		},
 	}
+}
+
+func testForeignObjects(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	c := env.Client
+	foreign := foreignDeployment(ref.Namespace, "kube-apiserver", map[string]string{
+		ManagedByLabel: ManagedBy, ControlPlaneLabel: ref.Name, OwnerUIDLabel: "another-owner", ComponentLabel: "kube-apiserver",
+	})
 	if err := c.Create(t.Context(), foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -300,16 +305,7 @@ func testForeignObjects(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 // through the API reader, and leaves it alone.
 func testForeignBehindCache(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 	c := env.Client
-	foreign := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: ref.Namespace},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "foreign"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "foreign"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "foreign:1"}}},
-			},
-		},
-	}
+	foreign := foreignDeployment(ref.Namespace, "kube-scheduler", nil)
 	if err := c.Create(t.Context(), foreign); err != nil {
 		t.Fatal(err)
 	}

@@ -359,11 +359,12 @@ func PublishingFor(services []ServicePublishingStrategyMapping, service ServiceT
 // HostedClusterSpec is the desired state of a hosted cluster.
 type HostedClusterSpec struct {
 	// kubernetesVersion is the Kubernetes version of the hosted control plane.
-	// Only versions compiled into this hypershift build can run.
+	// Only the releases of the operator's install can run (`hypershift
+	// version` lists them; docs/releases.md); another is refused.
 	//
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self in ['v1.37.1']",message="spec.kubernetesVersion is not supported: this build runs v1.37.1"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$')",message="spec.kubernetesVersion must be a Kubernetes version vMAJOR.MINOR.PATCH, such as v1.37.1"
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
 	// platform selects where the cluster's nodes run.

@@ -35,10 +35,12 @@ const (
 )
 
 // runtimePolicy refuses what the runtime cannot do, naming the field and
-// the fix. It checks creates and those updates that change the spec, so that
-// an object made under another runtime can still get its finalizers removed.
-func runtimePolicy(runtime string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	var validations []admissionregistrationv1.Validation
+// the fix: among it a Kubernetes version other than versions (the releases
+// of the installation's catalog). It checks creates and those updates that
+// change the spec, so that an object made under another runtime can still
+// get its finalizers removed.
+func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	validations := []admissionregistrationv1.Validation{availableVersionValidation(versions)}
 	switch runtime {
 	case RuntimeKube:
 		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type in ['NodePort', 'LoadBalancer']`)

@@ -65,6 +65,10 @@ type Options struct {
 	// NodeEvents carries node runtime notifications to the NodePool
 	// controller; see nodepool.NewRuntimeEvents.
 	NodeEvents chan event.GenericEvent
+	// Versions are the Kubernetes versions the operator can run (its
+	// release catalog); the runtime admission policy it installs refuses
+	// others. Nil: the compiled-in one.
+	Versions []string
 	// AllowRepeatedControllers lets one process build several operators
 	// (tests); controller-runtime otherwise refuses repeated names.
 	AllowRepeatedControllers bool

@@ -62,6 +62,8 @@ type rolloutPlan struct {
 	// Moved and Total count the versioned instances (components, for
 	// pods) that run To, and all of them.
 	Moved, Total int
+	// pods: Moved and Total count components.
+	pods bool
 }
 
 // rollout decides, from the instances' versions, which instances run the
@@ -79,7 +81,7 @@ func rollout(in rolloutInput) rolloutPlan {
 		}
 		return true
 	}
-	plan := rolloutPlan{Total: len(units)}
+	plan := rolloutPlan{Total: len(units), pods: in.Pods}
 	keepOld := map[string]bool{}
 	for _, u := range units {
 		switch {
@@ -156,10 +158,16 @@ func findInstance(instances []instanceState, name string) (instanceState, bool) 
 	return instanceState{}, false
 }
 
+// isVersioned reports whether component runs a Kubernetes release (and so
+// is rolled), as opposed to the hypershift binary's own components.
+func isVersioned(component string) bool {
+	return slices.Contains(rolloutOrder, component)
+}
+
 // progress is the ClusterVersionProgressing message of a rollout under way.
-func (p rolloutPlan) progress(to string, pods bool) string {
+func (p rolloutPlan) progress(to string) string {
 	what := "instances"
-	if pods {
+	if p.pods {
 		what = "components"
 	}
 	return fmt.Sprintf("Rolling %s to %s (%d of %d %s done)", p.Rolling, to, p.Moved, p.Total, what)

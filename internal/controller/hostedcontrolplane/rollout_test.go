@@ -164,7 +164,7 @@ func TestRolloutFoldedInstances(t *testing.T) {
 
 func TestRolloutProgressMessage(t *testing.T) {
 	p := rolloutPlan{Rolling: "kube-apiserver-1", Moved: 1, Total: 6}
-	if got, want := p.progress("v1.37.1", false), "Rolling kube-apiserver-1 to v1.37.1 (1 of 6 instances done)"; got != want {
+	if got, want := p.progress("v1.37.1"), "Rolling kube-apiserver-1 to v1.37.1 (1 of 6 instances done)"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
@@ -33,6 +35,10 @@ func TestAdmission(t *testing.T) {
 	const ns = "clusters"
 	createNamespace(t, c, ns)
 	longNS := strings.Repeat("n", 30)
+	releases, err := release.Load(filepath.Join(filepath.Dir(testenv.Binary(t)), "releases"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	createNamespace(t, c, longNS)
 
 	tests := []struct {
@@ -77,14 +83,17 @@ func TestAdmission(t *testing.T) {
 		}, wantErr: "spec.networking.serviceNetwork[].cidr must be a CIDR"},
 		{
 			name: "not a version", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "1.37" },
-			wantErr: "spec.kubernetesVersion must be a Kubernetes version such as v1.37.1",
+			wantErr: "spec.kubernetesVersion must be a Kubernetes version vMAJOR.MINOR.PATCH, such as v1.37.1",
 		},
 		// Which versions can run is the runtime admission policy's
 		// (internal/install): the installation's releases.
 		{
 			name: "unavailable version", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.20.0" },
-			wantErr: "spec.kubernetesVersion: v1.20.0 is not available in this installation: use one of " + version.KubernetesVersion,
+			wantErr: "spec.kubernetesVersion: v1.20.0 is not available in this installation: use one of " + strings.Join(releases.Versions(), ", "),
 		},
+		// Which versions can run is the operator's release catalog, not the
+		// CRD's: the format is all the schema checks.
+		{name: "another release", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.36.3" }},
 		{
 			name: "bad pausedUntil", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("tomorrow") },
 			wantErr: "spec.pausedUntil must be an RFC 3339 date",

@@ -68,7 +68,7 @@ func (o Options) withDefaults() Options {
 		o.Replicas = 2
 	}
 	if len(o.Versions) == 0 {
-		o.Versions = version.SupportedKubernetesVersions()
+		o.Versions = []string{version.KubernetesVersion}
 	}
 	return o
 }

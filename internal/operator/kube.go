@@ -52,7 +52,7 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 // installs or upgrades the CRDs and the kube runtime's policies.
 func RunKube(ctx context.Context, opts Options, kubeOpts kube.Options, installAPI bool, log logr.Logger) error {
 	if installAPI {
-		if err := installRuntimeAPI(ctx, opts.RESTConfig, install.RuntimeKube, opts.Versions); err != nil {
+		if err := installRuntimeAPI(ctx, opts.RESTConfig, install.RuntimeKube, opts.Releases.Versions()); err != nil {
 			return err
 		}
 	}

@@ -49,6 +49,19 @@ type Catalog struct {
 	releases map[string]Release
 }
 
+// New returns a catalog of the compiled-in release and rs, taken as they
+// are (no checksum is checked): for tests and for callers that already
+// checked them.
+func New(rs ...Release) *Catalog {
+	c := &Catalog{releases: map[string]Release{
+		version.KubernetesVersion: {Version: version.KubernetesVersion},
+	}}
+	for _, r := range rs {
+		c.releases[r.Version] = r
+	}
+	return c
+}
+
 // DefaultDir is where an install keeps its releases: beside the hypershift
 // binary (bin/hypershift → bin/releases), as `make build` lays them out.
 func DefaultDir() string {
@@ -68,9 +81,8 @@ func DefaultDir() string {
 // without a binary or sums, is an error naming the file: never run
 // something other than what was built.
 func Load(dir string) (*Catalog, error) {
-	c := &Catalog{dir: dir, releases: map[string]Release{
-		version.KubernetesVersion: {Version: version.KubernetesVersion},
-	}}
+	c := New()
+	c.dir = dir
 	if dir == "" {
 		return c, nil
 	}
@@ -101,6 +113,23 @@ func Load(dir string) (*Catalog, error) {
 		c.releases[v] = r
 	}
 	return c, nil
+}
+
+// Installed lists the compiled-in version and those of dir's releases,
+// newest first, without checking their binaries: cheap enough for a help
+// text. Load is what decides what runs.
+func Installed(dir string) []string {
+	out := []string{version.KubernetesVersion}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if _, ok := parse(e.Name()); ok && e.Name() != version.KubernetesVersion {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), BinaryName)); err == nil {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return Less(out[j], out[i]) })
+	return out
 }
 
 // verify returns the release in vdir if its binary matches its sums.

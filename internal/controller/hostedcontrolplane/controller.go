@@ -220,6 +220,8 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		SingleProcess:    hcp.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true",
 		APIServer:        r.publish(hcp.Spec.Services, hypershiftv1alpha1.APIServer),
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
+		// The runtime runs the release of this version (internal/release).
+		KubernetesVersion: hcp.Spec.KubernetesVersion,
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {

@@ -27,9 +27,11 @@ const oldNodeVersion = "v1.36.3"
 // running a Deployment of 6 replicas behind a PodDisruptionBudget, from
 // v1.36.3 to the control plane's version: one with Replace (new nodes,
 // the old ones drained and removed), one InPlace with maxUnavailable 1
-// (the same nodes drained, restarted at the new version, uncordoned). A
-// watcher of the hosted cluster's Nodes checks that no more than one node
-// of a pool is unavailable (NotReady or cordoned) at any time.
+// (the same nodes drained, restarted at the new version, uncordoned). While
+// the budgets allow no eviction the rollouts wait at their first drain;
+// then they finish. A watcher of the hosted cluster's Nodes checks that no
+// more than one node of a pool is unavailable (NotReady or cordoned) at
+// any time.
 func TestNodePoolUpgrade(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
@@ -103,20 +105,52 @@ spec:
 	})
 
 	watcher := watchUnavailable(t, kc)
+	// First the PodDisruptionBudgets allow no eviction: each rollout must
+	// stop at its first drain, with every pod still Running.
 	for _, p := range pools {
+		mustKubectl(t, kc, "patch", "pdb", "web-"+p.name, "--type", "merge", "-p", `{"spec":{"maxUnavailable":0}}`)
+		eventually(t, 30*time.Second, "PDB web-"+p.name+" computed", func() error {
+			if got := mustKubectl(t, kc, "get", "pdb", "web-"+p.name, "-o", "jsonpath={.status.disruptionsAllowed}/{.status.observedGeneration}/{.metadata.generation}"); !strings.HasPrefix(got, "0/") || strings.Split(got, "/")[1] != strings.Split(got, "/")[2] {
+				return errorf("disruptionsAllowed/observedGeneration/generation %q", got)
+			}
+			return nil
+		})
 		mustKubectl(t, mgmt, "-n", "clusters", "patch", "nodepool", p.name, "--type", "merge",
 			"-p", `{"spec":{"kubernetesVersion":"`+target+`"}}`)
 	}
+	for _, p := range pools {
+		eventually(t, time.Minute, p.name+": UpdatingVersion True, one node cordoned, its drain refused", func() error {
+			cond := poolField(t, mgmt, p.name, `{.status.conditions[?(@.type=="UpdatingVersion")].status}: {.status.conditions[?(@.type=="UpdatingVersion")].message}`)
+			if !strings.HasPrefix(cond, "True: "+p.upgradeType+" upgrade to "+target) || !strings.Contains(cond, "draining") {
+				return errorf("UpdatingVersion %q", cond)
+			}
+			cordoned := 0
+			for _, n := range nodesOfPool(t, kc, p.name) {
+				if n.unschedulable {
+					cordoned++
+				}
+			}
+			if cordoned != 1 {
+				return errorf("%d nodes cordoned, want 1", cordoned)
+			}
+			return nil
+		})
+		if err := podsOfApp(t, kc, "web-"+p.name, 6, nodesOfPool(t, kc, p.name)); err != nil {
+			t.Errorf("a pod protected by the PDB went: %v", err)
+		}
+		if got := poolField(t, mgmt, p.name, "{.status.version}"); got != oldNodeVersion {
+			t.Errorf("pool %s: status.version %q while its nodes are upgraded, want %s until all run %s", p.name, got, oldNodeVersion, target)
+		}
+	}
 	start := time.Now()
-	sawUpdating := map[string]bool{}
+	for _, p := range pools {
+		mustKubectl(t, kc, "patch", "pdb", "web-"+p.name, "--type", "merge", "-p", `{"spec":{"maxUnavailable":1}}`)
+	}
 	for _, p := range pools {
 		t.Run(p.upgradeType, func(t *testing.T) {
 			eventually(t, 5*time.Minute, p.name+": every node at "+target+", UpdatingVersion False", func() error {
 				cond := poolField(t, mgmt, p.name, `{.status.conditions[?(@.type=="UpdatingVersion")].status}/{.status.conditions[?(@.type=="UpdatingVersion")].reason}/{.status.conditions[?(@.type=="UpdatingVersion")].observedGeneration}/{.metadata.generation}/{.status.version}`)
 				f := strings.Split(cond, "/")
-				if f[0] == "True" {
-					sawUpdating[p.name] = true
-				}
 				if len(f) != 5 || f[0] != "False" || f[1] != "AsExpected" || f[2] != f[3] || f[4] != target {
 					return errorf("UpdatingVersion status/reason/observedGeneration, generation, status.version: %s", cond)
 				}
@@ -131,11 +165,7 @@ spec:
 				}
 				return podsOfApp(t, kc, "web-"+p.name, 6, nodes)
 			})
-			t.Logf("%s: pool at %s %.1fs after the change", p.upgradeType, target, time.Since(start).Seconds())
-			if !sawUpdating[p.name] {
-				// Polled while it ran, unless it was over before the first look.
-				t.Logf("%s: UpdatingVersion was not seen True (the rollout ended between polls)", p.name)
-			}
+			t.Logf("%s: pool at %s %.1fs after the PDB allowed evictions", p.upgradeType, target, time.Since(start).Seconds())
 			nodes := nodesOfPool(t, kc, p.name)
 			for name := range nodes {
 				switch {

@@ -272,6 +272,12 @@ func TestAdmission(t *testing.T) {
 					MaxSurge: ptr.To(intstr.FromString("lots")),
 				}}
 			}, wantErr: "spec.management.replace.rollingUpdate.maxSurge must be a non-negative number or a percentage"},
+			{name: "none pool upgraded in place", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Management.UpgradeType = hypershiftv1alpha1.UpgradeTypeInPlace
+			}, wantErr: "spec.management upgrade settings are not supported on platform None"},
+			{name: "none pool with rolling-update bounds", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Management.Replace = &hypershiftv1alpha1.ReplaceUpgrade{}
+			}, wantErr: "spec.management upgrade settings are not supported on platform None"},
 			{name: "kubernetes version", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
 				np.Spec.KubernetesVersion = "v1.36.3"
 			}},
@@ -291,6 +297,22 @@ func TestAdmission(t *testing.T) {
 				np.Spec.PausedUntil = ptr.To("true")
 			}},
 		}
+		t.Run("none pool version is set once", func(t *testing.T) {
+			np := pool(hypershiftv1alpha1.NonePlatform)
+			np.Namespace, np.Name = ns, "none-version"
+			if err := c.Create(t.Context(), np); err != nil {
+				t.Fatal(err)
+			}
+			np.Spec.KubernetesVersion = "v1.37.1" // the controller's pinning
+			if err := c.Update(t.Context(), np); err != nil {
+				t.Fatalf("pinning the version of a None pool: %v", err)
+			}
+			np.Spec.KubernetesVersion = "v1.36.3"
+			err := c.Update(t.Context(), np)
+			if err == nil || !strings.Contains(err.Error(), "spec.kubernetesVersion cannot be changed on platform None") {
+				t.Fatalf("changing the version of a None pool: %v, want the refusal naming the field", err)
+			}
+		})
 		for i, tt := range pools {
 			t.Run(tt.name, func(t *testing.T) {
 				np := pool(tt.platform)

@@ -177,6 +177,24 @@ spec:
 			}
 		})
 	}
+	t.Run("a pool newer than its control plane is not rolled", func(t *testing.T) {
+		// The skew admission policy refuses this where it is installed; a
+		// pool stored before it existed is held by the controller.
+		out, err := kubectl(t, mgmt, "-n", "clusters", "patch", "nodepool", "pinned", "--type", "merge", "-p", `{"spec":{"kubernetesVersion":"v1.38.0"}}`)
+		if err != nil {
+			if !strings.Contains(out, "spec.kubernetesVersion") {
+				t.Fatalf("refused without naming the field: %s", out)
+			}
+			return
+		}
+		eventually(t, 30*time.Second, "UpdatingVersion False, reason UnsupportedVersionSkew", func() error {
+			cond := poolField(t, mgmt, "pinned", `{.status.conditions[?(@.type=="UpdatingVersion")].status}/{.status.conditions[?(@.type=="UpdatingVersion")].reason}: {.status.conditions[?(@.type=="UpdatingVersion")].message}`)
+			if !strings.HasPrefix(cond, "False/UnsupportedVersionSkew: spec.kubernetesVersion v1.38.0 is newer than the control plane's "+target) {
+				return errorf("UpdatingVersion %q", cond)
+			}
+			return nil
+		})
+	})
 	peak, transitions := watcher()
 	for _, p := range pools {
 		t.Logf("pool %s: at most %d node(s) unavailable at once, %d availability changes seen", p.name, peak[p.name], transitions[p.name])

@@ -115,6 +115,13 @@ const (
 	// autorepair is on.
 	EnabledReason  ConditionReason = "Enabled"
 	DisabledReason ConditionReason = "Disabled"
+	// RollingOutReason (UpdatingVersion True): nodes are being moved to
+	// the pool's version.
+	RollingOutReason ConditionReason = "RollingOut"
+	// UnsupportedVersionSkewReason (UpdatingVersion False): the pool's
+	// version is newer than the control plane's, or more than three
+	// minors older; the nodes keep the version they run.
+	UnsupportedVersionSkewReason ConditionReason = "UnsupportedVersionSkew"
 )
 
 // Event reasons (not condition reasons: an Event's reason is a plain string).

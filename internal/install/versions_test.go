@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apimachineryruntime "k8s.io/apimachinery/pkg/runtime"
@@ -20,48 +19,11 @@ import (
 // catalog is the installation the test pretends to be: two releases.
 var catalog = []string{"v1.37.1", "v1.36.3"}
 
-// declareNodePoolVersion adds spec.kubernetesVersion to the NodePool CRD
-// where it does not declare it yet, so that the skew policies are tested
-// with pools that set it whichever lands first, the field or the policy.
-func declareNodePoolVersion(t *testing.T, c client.Client) {
-	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(t.Context(), client.ObjectKey{Name: "nodepools.hypershift.dev"}, crd); err != nil {
-		t.Fatal(err)
-	}
-	changed := false
-	for i := range crd.Spec.Versions {
-		spec := crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"]
-		if _, ok := spec.Properties["kubernetesVersion"]; ok {
-			continue
-		}
-		spec.Properties["kubernetesVersion"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-		changed = true
-	}
-	if !changed {
-		return
-	}
-	if err := c.Update(t.Context(), crd); err != nil {
-		t.Fatalf("declare NodePool spec.kubernetesVersion: %v", err)
-	}
-	// Served once a pool keeps the field.
-	probe := nodePool("clusters", "probe", "nobody", "v1.36.3")
-	testenv.Eventually(t, 30*time.Second, "NodePool spec.kubernetesVersion served", func() (bool, error) {
-		obj := probe.DeepCopy()
-		if err := c.Create(t.Context(), obj); err != nil {
-			return false, err
-		}
-		_, ok, _ := unstructured.NestedString(obj.Object, "spec", "kubernetesVersion")
-		return ok, c.Delete(t.Context(), obj)
-	})
-}
-
 func nodePool(ns, name, cluster, version string) *unstructured.Unstructured {
 	spec := map[string]any{
 		"clusterName": cluster,
 		"replicas":    int64(0),
-		"platform":    map[string]any{"type": "None"},
+		"platform":    map[string]any{"type": "Simulated"},
 	}
 	if version != "" {
 		spec["kubernetesVersion"] = version
@@ -142,7 +104,6 @@ func TestVersionAdmission(t *testing.T) {
 	if err := install.Apply(ctx, c, policy, func(string, string, install.Result) {}); err != nil {
 		t.Fatal(err)
 	}
-	declareNodePoolVersion(t, c)
 
 	// Availability (runtime policy): create, and a change of version.
 	refusedWith(t, c, cluster(t, ns, "old", "v1.35.0"),

@@ -40,7 +40,7 @@ const (
 // change the spec, so that an object made under another runtime can still
 // get its finalizers removed.
 func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	validations := []admissionregistrationv1.Validation{availableVersionValidation(versions)}
+	var validations []admissionregistrationv1.Validation
 	switch runtime {
 	case RuntimeKube:
 		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type in ['NodePort', 'LoadBalancer']`)
@@ -71,6 +71,7 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 			Reason: ptr(metav1.StatusReasonInvalid),
 		})
 	}
+	validations = append(validations, availableVersionValidation(versions))
 	return policy(RuntimePolicyName,
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		[]admissionregistrationv1.MatchCondition{{

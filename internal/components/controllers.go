@@ -93,6 +93,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 	return runtime.Spec{
 		Name:      name,
 		Component: KubeControllerManager,
+		Version:   cfg.version(),
 		After:     []string{endpointInstance(cfg)},
 		Args:      args,
 		Files:     files,
@@ -111,6 +112,7 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 	return runtime.Spec{
 		Name:      name,
 		Component: KubeScheduler,
+		Version:   cfg.version(),
 		After:     []string{endpointInstance(cfg)},
 		Args:      controllerArgs(cfg, KubeScheduler, name),
 		Files:     []runtime.File{{Path: "kubeconfig", Content: kc, Secret: true}},

@@ -50,10 +50,13 @@ func (r *Reconciler) updateStatus(s *scope) {
 	sort.Strings(versions)
 	np.Status.Replicas = s.machines.machines
 	np.Status.ReadyReplicas = ready
-	np.Status.Version = strings.Join(versions, ",")
-	if np.Status.Version == "" {
-		np.Status.Version = kubeletVersion(s.hc)
+	switch {
+	case len(versions) == 1:
+		np.Status.Version = versions[0]
+	case len(versions) == 0 && np.Status.Version == "":
+		np.Status.Version = s.version
 	}
+	setUpdatingVersion(s, versions)
 
 	switch {
 	case s.machines.problem != "":
@@ -99,4 +102,30 @@ func names(list []string) string {
 		return strings.Join(list, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(list[:shown], ", "), len(list)-shown)
+}
+
+// setUpdatingVersion reports a version rollout: True while the platform
+// rolls one, False when every node runs the pool's version, when the
+// version cannot be rolled out (the reason says why), or when the
+// platform does not upgrade nodes and some run another version.
+func setUpdatingVersion(s *scope, versions []string) {
+	np := s.np
+	set := func(status bool, reason hypershiftv1alpha1.ConditionReason, msg string) {
+		conditions.Set(&np.Status.Conditions, np.Generation, hypershiftv1alpha1.NodePoolUpdatingVersion, status, reason, msg)
+	}
+	atVersion := len(versions) == 0 || (len(versions) == 1 && versions[0] == s.version)
+	switch {
+	case s.versionProblem != "":
+		set(false, hypershiftv1alpha1.UnsupportedVersionSkewReason, s.versionProblem)
+	case s.machines.rollout != "":
+		set(true, hypershiftv1alpha1.RollingOutReason, s.machines.rollout)
+	case !atVersion && !s.platform.upgradesNodes():
+		set(false, hypershiftv1alpha1.UnsupportedReason, fmt.Sprintf(
+			"Nodes run %s, spec.kubernetesVersion is %s: this platform does not upgrade nodes; join them again with a kubelet of %s",
+			strings.Join(versions, ", "), s.version, s.version))
+	case !atVersion:
+		set(true, hypershiftv1alpha1.RollingOutReason, fmt.Sprintf("Nodes run %s, moving to %s", strings.Join(versions, ", "), s.version))
+	default:
+		set(false, hypershiftv1alpha1.AsExpectedReason, fmt.Sprintf("All %d nodes run %s", len(s.nodes), s.version))
+	}
 }

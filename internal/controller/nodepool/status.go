@@ -53,8 +53,8 @@ func (r *Reconciler) updateStatus(s *scope) {
 	switch {
 	case len(versions) == 1:
 		np.Status.Version = versions[0]
-	case len(versions) == 0 && np.Status.Version == "":
-		np.Status.Version = s.version
+	case len(versions) == 0:
+		np.Status.Version = s.version // no node runs another
 	}
 	setUpdatingVersion(s, versions)
 

@@ -80,13 +80,13 @@ func TestDecide(t *testing.T) {
 		{name: "day time", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T12:00:00Z",
 			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T20:00:00Z"},
 		{name: "time zone moves the window", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "America/New_York"},
-			now: "2026-11-24T23:00:00Z", // 18:00 in New York
+			now:  "2026-11-24T23:00:00Z", // 18:00 in New York
 			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-25T01:00:00Z"},
 		{name: "time zone: inside in New York", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "America/New_York"},
-			now: "2026-11-25T02:00:00Z", // 21:00 in New York
+			now:  "2026-11-25T02:00:00Z", // 21:00 in New York
 			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T12:00:00Z"},
 		{name: "DST: the window's edges follow the wall clock", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "Europe/Berlin"},
-			now: "2026-03-29T05:30:00Z", // 07:30 CEST, the night DST began
+			now:  "2026-03-29T05:30:00Z", // 07:30 CEST, the night DST began
 			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-03-29T18:00:00Z"},
 		{name: "idle for longer than idleAfter", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
 			lastActivity: "2026-11-24T11:40:00Z", awakeSince: "2026-11-24T08:00:00Z", want: hypershiftv1alpha1.IdleHibernatedReason},

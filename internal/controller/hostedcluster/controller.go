@@ -169,7 +169,8 @@ func (r *Reconciler) recordTransitions(before, after *hypershiftv1alpha1.HostedC
 		}
 		eventType := corev1.EventTypeNormal
 		degraded := c.Type == hypershiftv1alpha1.Degraded.String() && c.Status == metav1.ConditionTrue
-		lostAvailability := c.Type == hypershiftv1alpha1.Available.String() && c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue
+		lostAvailability := c.Type == hypershiftv1alpha1.Available.String() && c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue &&
+			c.Reason != hypershiftv1alpha1.HibernatedReason.String() // asked for
 		if degraded || lostAvailability {
 			eventType = corev1.EventTypeWarning
 		}

@@ -23,6 +23,9 @@ func validateHibernation(hc *hypershiftv1alpha1.HostedCluster, supports Capabili
 	if _, _, err := hibernation.ParseWindows(h.Schedules, h.TimeZone); err != nil {
 		return err
 	}
+	if h.IdleAfter != nil && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
+		return fmt.Errorf("spec.hibernation.idleAfter cannot be combined with annotation %s: waking on a request puts the endpoint proxy in front of a separate API server; remove one", hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
+	}
 	if h.IdleAfter != nil && supports.Pods {
 		return errors.New("spec.hibernation.idleAfter is not supported by this operator's runtime: it runs control planes as pods, and waking on a request needs the process runtime's endpoint proxy; use spec.hibernation.enabled or schedules")
 	}
@@ -70,12 +73,4 @@ func awakeSince(hc *hypershiftv1alpha1.HostedCluster) time.Time {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
-}
-
-// hibernationSummary is a line for `describe cluster`.
-func hibernationSummary(h *hypershiftv1alpha1.ControlPlaneHibernation) string {
-	if h == nil || !h.Hibernated {
-		return "running"
-	}
-	return fmt.Sprintf("hibernated (%s)", h.Reason)
 }

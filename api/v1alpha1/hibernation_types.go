@@ -96,6 +96,11 @@ type ControlPlaneActivity struct {
 	//
 	// +optional
 	WaitingConnections int32 `json:"waitingConnections,omitempty"`
+	// internalEndpoint is where the operator's controllers reach the API
+	// server through the proxy without counting as a client (loopback).
+	//
+	// +optional
+	InternalEndpoint *APIEndpoint `json:"internalEndpoint,omitempty"`
 }
 
 // Hibernation condition and reasons.

@@ -3,6 +3,8 @@ package hostedcontrolplane
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/dataplane"
+	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/version"
 )
@@ -199,8 +202,10 @@ func (r *Reconciler) connectHosted(ctx context.Context, s *scope) (*hostedCluste
 	}
 	kc := secret.Data[adminKubeconfigKey]
 	if port := s.ports[components.ProxyInternalPort]; idleWake(hcp) && port != 0 {
+		// Not through the public endpoint: the operator's watches are not a
+		// client's activity.
 		var err error
-		if kc, err = internalKubeconfig(kc, port); err != nil {
+		if kc, err = kubeconfig.WithServer(kc, "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
 			return nil, err
 		}
 	}

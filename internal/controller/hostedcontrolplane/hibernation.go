@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -123,6 +122,9 @@ func (r *Reconciler) recordActivity(ctx context.Context, s *scope) {
 		st.LastActivityTime = &t
 	}
 	st.WaitingConnections = a.Waiting
+	if port := s.ports[components.ProxyInternalPort]; port != 0 {
+		st.InternalEndpoint = &hypershiftv1alpha1.APIEndpoint{Host: "127.0.0.1", Port: int32(port)} //nolint:gosec // ports fit in int32
+	}
 }
 
 // updateHibernatedStatus reports a sleeping control plane: Hibernated once
@@ -177,17 +179,4 @@ func setAwakeCondition(hcp *hypershiftv1alpha1.HostedControlPlane, available boo
 	}
 	conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Hibernated, false,
 		hypershiftv1alpha1.NotHibernatedReason, "The control plane runs")
-}
-
-// internalKubeconfig points the admin kubeconfig at the proxy's internal
-// port: the operator's watches are not a client's activity.
-func internalKubeconfig(kc []byte, port int) ([]byte, error) {
-	cfg, err := clientcmd.Load(kc)
-	if err != nil {
-		return nil, fmt.Errorf("admin kubeconfig: %w", err)
-	}
-	for _, c := range cfg.Clusters {
-		c.Server = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	}
-	return clientcmd.Write(*cfg)
 }

@@ -102,7 +102,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) error {
 		return fmt.Errorf("admin kubeconfig of %s/%s: %w", s.hc.Namespace, s.hc.Name, err)
 	}
 	kc := secret.Data[ref.Key]
-	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), kc)
+	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), r.operatorKubeconfig(ctx, s.hc, kc))
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func runtimePolicy(runtime string) (*admissionregistrationv1.ValidatingAdmission
 			Message: "spec.services needs an APIServer entry of type NodePort or LoadBalancer: the kube runtime cannot publish on a host port" +
 				" (hypershift create cluster --api-server-publishing NodePort --api-server-address ADDRESS)",
 			Reason: ptr(metav1.StatusReasonInvalid),
-		})
+		}, idleWakeRefused())
 	default:
 		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type == 'HostPort'`)
 		validations = append(validations, admissionregistrationv1.Validation{

@@ -110,8 +110,9 @@ type scope struct {
 	notAppliedComing bool
 	// requeue is the soonest another look is wanted.
 	requeue ctrl.Result
-	// hibernated: the control plane sleeps (spec.hibernation).
-	hibernated bool
+	// hibernated: the control plane sleeps (spec.hibernation); with
+	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
+	hibernated, sleepInPlace bool
 }
 
 // requeueAfter asks for another pass within d.
@@ -139,6 +140,9 @@ func (r *Reconciler) reconcileRender(ctx context.Context, s *scope) (ctrl.Result
 
 // reconcileRuntime hands the rendered components to the runtime.
 func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.sleepInPlace {
+		return ctrl.Result{}, r.sleepInPlace(ctx, s)
+	}
 	if err := r.Runtime.Apply(ctx, s.ref, s.specs); err != nil {
 		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())

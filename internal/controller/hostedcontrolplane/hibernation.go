@@ -18,6 +18,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/runtime"
 )
 
 // Hibernation of a control plane, as the HostedCluster controller decided
@@ -61,6 +62,12 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 	if !s.hibernated {
 		return ctrl.Result{}, nil
 	}
+	// Its watches would knock at the proxy, which would wake the cluster.
+	r.hostedClusters().cache.Forget(key)
+	if _, ok := r.Runtime.(runtime.Sleeper); ok {
+		s.sleepInPlace = true // reconcileRuntime calls Sleep instead of Apply
+		return ctrl.Result{}, nil
+	}
 	var keep = s.specs[:0]
 	for _, spec := range s.specs {
 		if idleWake(hcp) && spec.Component == components.KubeAPIServerProxy {
@@ -68,9 +75,19 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 		}
 	}
 	s.specs = keep
-	// Its watches would knock at the proxy, which would wake the cluster.
-	r.hostedClusters().cache.Forget(key)
 	return ctrl.Result{}, nil
+}
+
+// sleepInPlace has a Sleeper runtime stop the control plane (the kube
+// runtime scales its workloads to 0).
+func (r *Reconciler) sleepInPlace(ctx context.Context, s *scope) error {
+	sleeper, _ := r.Runtime.(runtime.Sleeper)
+	if err := sleeper.Sleep(ctx, s.ref); err != nil {
+		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
+		return fmt.Errorf("hibernate: %w", err)
+	}
+	return nil
 }
 
 // healthURL is where the endpoint proxy reports its activity.
@@ -136,7 +153,7 @@ func (r *Reconciler) updateHibernatedStatus(s *scope) {
 	hcp.Status.Ready = false
 	var left []string
 	for _, st := range statuses {
-		if st.Component != components.KubeAPIServerProxy {
+		if st.Component != components.KubeAPIServerProxy && st.Phase != hypershiftv1alpha1.ComponentStopped {
 			left = append(left, st.Name)
 		}
 	}

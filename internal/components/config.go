@@ -3,11 +3,13 @@ package components
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/version"
 )
 
 // Component names: the compiled-in Kubernetes components, and hypershift's
@@ -75,6 +77,34 @@ type Config struct {
 	// its etcd members' volumes (spec.etcd.managed.storage), for runtimes
 	// that keep Data on volumes; empty means the runtime's default.
 	EtcdStorageClass, EtcdStorageSize string
+	// KubernetesVersion is the release the API server, controller manager
+	// and scheduler run (internal/release); "" or the compiled-in version
+	// renders specs without a Version. etcd and hypershift's own
+	// components always come from the hypershift binary.
+	KubernetesVersion string
+	// IdleWake puts the endpoint proxy in front of the API server(s) even
+	// of a single-replica control plane, holding client connections while
+	// the control plane sleeps and counting client activity
+	// (spec.hibernation.idleAfter); the control plane's own components
+	// reach it on an internal port that is not counted. One host only.
+	IdleWake bool
+}
+
+// version is the Spec.Version of the Kubernetes components: "" for the
+// compiled-in release.
+func (cfg Config) version() string {
+	if cfg.KubernetesVersion == version.KubernetesVersion {
+		return ""
+	}
+	return cfg.KubernetesVersion
+}
+
+// idleWake: the proxy fronts the API servers for idle hibernation.
+func (cfg Config) idleWake() bool { return cfg.IdleWake && !cfg.pods() && !cfg.Management }
+
+// proxied: the published endpoint is the endpoint proxy.
+func (cfg Config) proxied() bool {
+	return (cfg.replicas().KubeAPIServer > 1 || cfg.idleWake()) && !cfg.pods()
 }
 
 // pods: each instance runs in a network namespace and filesystem of its
@@ -160,7 +190,26 @@ const (
 	EndpointPort = "endpoint"
 	// proxyHealthPort serves the endpoint proxy's own /readyz.
 	proxyHealthPort = "kube-apiserver-proxy-health"
+	// ProxyHealthPort names it for the operator, which reads the proxy's
+	// activity there.
+	ProxyHealthPort = proxyHealthPort
+	// proxyInternalPort is the proxy's endpoint for the control plane's
+	// own clients (IdleWake); ProxyInternalPort names it for the operator,
+	// whose connection to the hosted cluster is not a client's activity
+	// either.
+	proxyInternalPort = "kube-apiserver-proxy-internal"
+	ProxyInternalPort = proxyInternalPort
 )
+
+// IdleWakePortNames are the ports a control plane of r needs besides
+// PortNames when IdleWake is on: the proxy's, and the API server's own
+// when it is the only one (otherwise it listens on the endpoint).
+func IdleWakePortNames(r Replicas) []string {
+	if r.KubeAPIServer > 1 {
+		return []string{proxyInternalPort}
+	}
+	return []string{KubeAPIServer, proxyHealthPort, proxyInternalPort}
+}
 
 // PortNames lists the ports a control plane of r needs. The runtime keeps
 // the ports it gave out, and gives names new to a control plane (the
@@ -215,7 +264,7 @@ func (cfg Config) apiServerBindAddress() string {
 	if cfg.pods() {
 		return cfg.listen()
 	}
-	if cfg.replicas().KubeAPIServer == 1 {
+	if cfg.replicas().KubeAPIServer == 1 && !cfg.idleWake() {
 		return cfg.endpointHost()
 	}
 	return loopback
@@ -224,7 +273,7 @@ func (cfg Config) apiServerBindAddress() string {
 // apiServerPort is the port of API server i.
 func (cfg Config) apiServerPort(i int) int {
 	n := cfg.replicas().KubeAPIServer
-	if n == 1 {
+	if n == 1 && !cfg.idleWake() {
 		return cfg.Ports[EndpointPort]
 	}
 	return cfg.Ports[instanceName(KubeAPIServer, i, n)]
@@ -232,6 +281,9 @@ func (cfg Config) apiServerPort(i int) int {
 
 // Render returns the control plane's instances in start order.
 func Render(cfg Config) ([]runtime.Spec, error) {
+	if v := cfg.version(); v != "" && !versionPattern.MatchString(v) {
+		return nil, fmt.Errorf("KubernetesVersion %q is not a Kubernetes version: use vMAJOR.MINOR.PATCH, such as %s", v, version.KubernetesVersion)
+	}
 	r := cfg.replicas()
 	var specs []runtime.Spec
 	for i := range r.Etcd {
@@ -251,7 +303,7 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		}
 		specs = append(specs, spec)
 	}
-	if r.KubeAPIServer > 1 && !cfg.pods() {
+	if cfg.proxied() {
 		// In pods, the runtime's Service balances the API servers.
 		specs = append(specs, renderKubeAPIServerProxy(cfg))
 	}
@@ -270,7 +322,9 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		}
 		specs = append(specs, scheduler)
 	}
-	if cfg.SingleProcess && r == SingleReplica && !cfg.Management {
+	// The combined process is a command of the hypershift binary only:
+	// another release runs its components as separate processes.
+	if cfg.SingleProcess && r == SingleReplica && !cfg.Management && cfg.version() == "" {
 		if cfg.pods() {
 			return nil, errors.New("a single-process control plane runs on one host only, not in pods")
 		}
@@ -294,6 +348,8 @@ func WellKnownPort(name string) int {
 		return 8093
 	case proxyHealthPort:
 		return 8444
+	case proxyInternalPort:
+		return 8445
 	}
 	for _, p := range []struct {
 		prefix string
@@ -319,3 +375,6 @@ func WellKnownPort(name string) int {
 	}
 	return 0
 }
+
+// versionPattern is the form of a Kubernetes release version.
+var versionPattern = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)

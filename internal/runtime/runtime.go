@@ -106,4 +106,16 @@ type InstanceStatus struct {
 	// StartedAt is when the current process or container started; zero
 	// when unknown.
 	StartedAt time.Time
+	// Version is the Spec.Version the running instance was started from
+	// ("": the compiled-in release; release.Normalize names it).
+	Version string
+}
+
+// Sleeper is a runtime that puts a control plane to sleep in place instead
+// of by an Apply of fewer specs, which would delete what the next Apply has
+// to make again (the kube runtime's Services keep their node ports). Sleep
+// stops every instance and keeps the control plane's data; the next Apply
+// runs them again.
+type Sleeper interface {
+	Sleep(ctx context.Context, ref ControlPlaneRef) error
 }

@@ -26,9 +26,9 @@ func TestSetUpdatingVersion(t *testing.T) {
 		},
 		{
 			name: "a rollout, its drain refused", platform: hypershiftv1alpha1.SimulatedPlatform, versions: []string{"v1.36.3", "v1.37.1"},
-			machines: machineReport{rollout: "Replace upgrade to v1.37.1: 1 of 3 nodes updated; draining [a]", blocked: 2},
+			machines: machineReport{rollout: "Replace upgrade to v1.37.1: 1 of 3 nodes updated; draining a", blocked: 2},
 			status:   true, reason: hypershiftv1alpha1.RollingOutReason,
-			message: "Replace upgrade to v1.37.1: 1 of 3 nodes updated; draining [a]; 2 evictions refused by PodDisruptionBudgets, retrying",
+			message: "Replace upgrade to v1.37.1: 1 of 3 nodes updated; draining a; 2 evictions refused by PodDisruptionBudgets, retrying",
 		},
 		{
 			name: "a version outside the skew", platform: hypershiftv1alpha1.SimulatedPlatform, versions: []string{"v1.36.3"},

@@ -63,3 +63,7 @@ func (Platform) Cleanup(context.Context, *platform.Pool) error { return nil }
 
 // Delete has nothing to remove.
 func (Platform) Delete(context.Context, *platform.Pool) error { return nil }
+
+// Sleep does nothing: real nodes keep running while their cluster
+// sleeps, and register again when it answers.
+func (Platform) Sleep(context.Context, *platform.Pool) error { return nil }

@@ -3,6 +3,7 @@ package simulated
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -203,7 +204,7 @@ func rolloutMessage(typ hypershiftv1alpha1.UpgradeType, target string, states []
 	}
 	msg := fmt.Sprintf("%s upgrade to %s: %d of %d nodes updated", typ, target, updated, want)
 	if len(draining) > 0 {
-		msg += fmt.Sprintf("; draining %v", draining)
+		msg += "; draining " + strings.Join(draining, ", ")
 	}
 	return msg
 }

@@ -9,8 +9,6 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-var _ platform.Sleeper = (*Platform)(nil)
-
 // Sleep stops the pool's agent while its cluster hibernates, keeping its
 // directory (the nodes' certificates): Reconcile starts it again, and its
 // nodes report Ready, once the cluster is Available.

@@ -35,6 +35,11 @@ type HostedControlPlaneSpec struct {
 	// pausedUntil mirrors the HostedCluster's.
 	// +optional
 	PausedUntil *string `json:"pausedUntil,omitempty"`
+
+	// hibernation is the HostedCluster controller's decision: whether the
+	// control plane sleeps now, and whether it sleeps when idle.
+	// +optional
+	Hibernation *ControlPlaneHibernation `json:"hibernation,omitempty"`
 }
 
 // ComponentPhase is the state of one control-plane component.
@@ -78,6 +83,11 @@ type ComponentStatus struct {
 	// startedAt is when the current process started.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// version is the Kubernetes version the running instance was started
+	// from; empty for components that are not versioned (etcd,
+	// Konnectivity, the endpoint proxy).
+	// +optional
+	Version string `json:"version,omitempty"`
 }
 
 // HostedControlPlaneStatus is the observed state of a control plane.
@@ -85,9 +95,17 @@ type HostedControlPlaneStatus struct {
 	// ready is true when the API server answers /readyz.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
-	// version is the Kubernetes version the control plane runs.
+	// version is the Kubernetes version the control plane runs: the
+	// newest one every versioned component was rolled out to.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// versionHistory lists the versions the control plane was rolled out
+	// to, newest first: the one being rolled out is Partial until every
+	// component runs it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	VersionHistory []VersionHistory `json:"versionHistory,omitempty"`
 	// controlPlaneEndpoint is where the API server is reached.
 	// +optional
 	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitzero"`
@@ -102,6 +120,10 @@ type HostedControlPlaneStatus struct {
 	// +optional
 	// +listType=atomic
 	DataPlane []DataPlaneObjectStatus `json:"dataPlane,omitempty"`
+	// activity is what the endpoint proxy saw of clients, when the
+	// cluster hibernates when idle.
+	// +optional
+	Activity *ControlPlaneActivity `json:"activity,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -70,7 +70,8 @@ func (l *Local) Release() {
 }
 
 // InstallAPI installs or upgrades the hypershift.dev CRDs and the process
-// runtime's policies in the management cluster of cfg.
-func InstallAPI(ctx context.Context, cfg *rest.Config) error {
-	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess)
+// runtime's policies, for the Kubernetes versions the operator runs (nil:
+// the compiled-in one), in the management cluster of cfg.
+func InstallAPI(ctx context.Context, cfg *rest.Config, versions []string) error {
+	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess, versions)
 }

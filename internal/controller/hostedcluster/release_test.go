@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/operator/operatortest"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
@@ -41,9 +43,10 @@ func TestHostedClusterRunsItsRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(hc)
-	testenv.Eventually(t, 3*time.Minute, "Available", func() (bool, error) {
+	testenv.Eventually(t, 3*time.Minute, "Available, every component at its version", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()), err
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) &&
+			meta.IsStatusConditionFalse(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()), err
 	})
 	if hc.Status.Version != releaseVersion {
 		t.Errorf("status.version %q, want %s", hc.Status.Version, releaseVersion)
@@ -79,15 +82,24 @@ func TestHostedClusterRunsItsRelease(t *testing.T) {
 }
 
 // TestHostedClusterOfUnavailableRelease: a version the operator has no
-// release of is refused, naming those it has; nothing is started.
+// release of is refused at admission and, for an object stored without the
+// admission policy, by the controller, naming those it has; nothing is
+// started.
 func TestHostedClusterOfUnavailableRelease(t *testing.T) {
 	env, _ := operatortest.Setup(t, "clusters")
 	c := env.Client
 	ctx := t.Context()
 	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "ancient", hypershiftv1alpha1.NonePlatform, "v1.20.0")
-	if err := c.Create(ctx, hc); err != nil {
+	if err := c.Create(ctx, hc.DeepCopy()); err == nil || !strings.Contains(err.Error(), "spec.kubernetesVersion: v1.20.0 is not available in this installation") {
+		t.Fatalf("create at v1.20.0: %v, want refused by the runtime admission policy", err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: install.RuntimePolicyName}}
+	if err := c.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
+	testenv.Eventually(t, 30*time.Second, "created once the policy is unbound", func() (bool, error) {
+		return c.Create(ctx, hc) == nil, nil
+	})
 	testenv.Eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())

@@ -50,6 +50,9 @@ type Reconciler struct {
 
 	hostedOnce sync.Once
 	hosted     *hostedClusters
+
+	activityOnce  sync.Once
+	activityWatch *activityWatcher
 }
 
 // hostedClusters are the connections to the hosted clusters, made on first
@@ -79,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Each phase needs what the one before made.
 			res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 				{Name: "render components", Run: r.reconcileRender},
+				{Name: "hibernation", Run: r.reconcileHibernation},
 				{Name: "run components", Run: r.reconcileRuntime},
 				{Name: "data plane inputs", Run: r.reconcileDataPlaneInputs},
 				{Name: "status", Run: r.reconcileStatus},
@@ -106,6 +110,12 @@ type scope struct {
 	notAppliedComing bool
 	// requeue is the soonest another look is wanted.
 	requeue ctrl.Result
+	// rollout is how far the components are at rolloutTo (upgrade.go).
+	rollout   *rolloutPlan
+	rolloutTo string
+	// hibernated: the control plane sleeps (spec.hibernation); with
+	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
+	hibernated, sleepInPlace bool
 }
 
 // requeueAfter asks for another pass within d.
@@ -133,6 +143,9 @@ func (r *Reconciler) reconcileRender(ctx context.Context, s *scope) (ctrl.Result
 
 // reconcileRuntime hands the rendered components to the runtime.
 func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.sleepInPlace {
+		return ctrl.Result{}, r.sleepInPlace(ctx, s)
+	}
 	if err := r.Runtime.Apply(ctx, s.ref, s.specs); err != nil {
 		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
@@ -144,6 +157,8 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("published endpoint: %w", err)
 	case ok:
 		s.hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: host, Port: int32(port)} //nolint:gosec // ports fit in int32
+	case s.hibernated:
+		// Nothing publishes it while it sleeps; it comes back on the same port.
 	default:
 		s.requeueAfter(time.Second) // a node port or load balancer on its way
 	}
@@ -154,12 +169,18 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 // while some do not run yet. The later phase still runs: it needs to know
 // whether the API serves.
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.hibernated {
+		r.updateHibernatedStatus(s)
+		return ctrl.Result{}, nil
+	}
 	var waiting []string
 	if s.notAppliedComing {
 		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
 	}
 	d := r.updateStatus(s.hcp, s.ref, waiting)
+	r.updateVersionStatus(s, time.Now())
 	s.available = d.available
+	setAwakeCondition(s.hcp, d.available)
 	s.hcp.Status.ObservedGeneration = s.hcp.Generation
 	if !d.allRunning {
 		s.requeueAfter(2 * time.Second)
@@ -170,26 +191,39 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 }
 
 func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, error) {
+	cfg, err := r.renderConfig(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return r.renderRollout(s, cfg)
+}
+
+// renderConfig is the control plane's configuration, its version aside.
+func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Config, error) {
 	hcp, ref := s.hcp, s.ref
 	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: hcp.Namespace, ReadOnly: true}
 	certs, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{})
 	if err != nil {
-		return nil, err
+		return components.Config{}, err
 	}
 	encryptionKey := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hcp.Namespace, Name: pki.EncryptionKeyName}, encryptionKey); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s: %w", pki.EncryptionKeyName, pki.ErrMissing)
+			return components.Config{}, fmt.Errorf("%s: %w", pki.EncryptionKeyName, pki.ErrMissing)
 		}
-		return nil, err
+		return components.Config{}, err
 	}
 	replicas := components.SingleReplica
 	if hcp.Spec.ControllerAvailabilityPolicy == hypershiftv1alpha1.HighlyAvailable {
 		replicas = components.HighlyAvailable
 	}
-	ports, err := r.Runtime.Ports(ctx, ref, components.PortNames(replicas))
+	portNames := components.PortNames(replicas)
+	if idleWake(hcp) {
+		portNames = append(portNames, components.IdleWakePortNames(replicas)...)
+	}
+	ports, err := r.Runtime.Ports(ctx, ref, portNames)
 	if err != nil {
-		return nil, fmt.Errorf("ports: %w", err)
+		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}
 	s.ports = ports
 	net := hcp.Spec.Networking
@@ -209,6 +243,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
 		// The runtime runs the release of this version (internal/release).
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
+		IdleWake:          idleWake(hcp),
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {
@@ -221,7 +256,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24
 	}
-	return components.Render(cfg)
+	return cfg, nil
 }
 
 // publish is how a service is published: the cluster's strategy, at the
@@ -242,6 +277,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	// The in-cluster objects go with the hosted cluster; only the
 	// connection to it is closed.
 	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(hcp))
+	r.activity().forget(client.ObjectKeyFromObject(hcp))
 	err := r.Runtime.Delete(ctx, ref)
 	switch {
 	case errors.Is(err, runtime.ErrNotOwner):
@@ -264,7 +300,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
 	}
-	// Changes to the objects applied in hosted clusters.
+	// Changes to the objects applied in hosted clusters, and wake requests.
 	b = b.WatchesRawSource(source.Channel(r.hostedClusters().events, &handler.EnqueueRequestForObject{}))
+	if err := mgr.Add(r.activity()); err != nil {
+		return fmt.Errorf("activity watcher: %w", err)
+	}
 	return b.Complete(r)
 }

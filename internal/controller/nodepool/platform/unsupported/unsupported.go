@@ -34,6 +34,9 @@ func (Platform) SupportsAutoscaling() bool { return false }
 // SupportsAutorepair is false.
 func (Platform) SupportsAutorepair() bool { return false }
 
+// UpgradesNodes is false: nothing runs.
+func (Platform) UpgradesNodes() bool { return false }
+
 // UnsetReplicas is zero.
 func (Platform) UnsetReplicas(*platform.Pool) int32 { return 0 }
 
@@ -55,3 +58,6 @@ func (Platform) Cleanup(context.Context, *platform.Pool) error { return nil }
 
 // Delete has nothing to remove.
 func (Platform) Delete(context.Context, *platform.Pool) error { return nil }
+
+// Sleep does nothing: nothing runs.
+func (Platform) Sleep(context.Context, *platform.Pool) error { return nil }

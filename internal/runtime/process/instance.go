@@ -201,6 +201,12 @@ func (in *instance) run() {
 		case actionRelease:
 			return
 		case actionRespec:
+			if _, _, err := in.command(in.currentSpec()); err != nil {
+				// The new spec cannot run (a release the install lacks):
+				// the process of the earlier one keeps serving, and
+				// adoptOrStart reports why.
+				continue
+			}
 			in.log.Info("spec changed, restarting", "pid", p.pid)
 			if err := terminate(p.pid, p.startTime, stopGrace); err != nil {
 				in.log.Error(err, "stop for restart failed")
@@ -229,8 +235,9 @@ func (in *instance) run() {
 }
 
 // wait sleeps for d unless stopped or released; it returns actionExited when
-// the sleep ran out. A stop during back-off has no process to kill but still
-// clears the pid file.
+// the sleep ran out. A stop during back-off stops the process of an earlier
+// spec that is left serving (a new spec that cannot run), and clears the
+// pid file.
 func (in *instance) wait(d time.Duration) action {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -240,8 +247,13 @@ func (in *instance) wait(d time.Duration) action {
 	case <-in.respec:
 		return actionExited
 	case <-in.stop:
+		if rec, ok := readPidRecord(in.pidPath()); ok && alive(rec.PID, rec.StartTime) {
+			if err := terminate(rec.PID, rec.StartTime, stopGrace); err != nil {
+				in.log.Error(err, "stop failed")
+			}
+		}
 		_ = removePidRecord(in.pidPath())
-		in.update(func(s *runtime.InstanceStatus) { s.Phase = runtime.Stopped })
+		in.update(func(s *runtime.InstanceStatus) { s.Phase = runtime.Stopped; s.PID = 0 })
 		return actionStop
 	case <-in.release:
 		return actionRelease

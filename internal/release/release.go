@@ -82,10 +82,16 @@ func DefaultDir() string {
 // something other than what was built.
 func Load(dir string) (*Catalog, error) {
 	c := New()
-	c.dir = dir
 	if dir == "" {
 		return c, nil
 	}
+	// Absolute: the runtime starts a release's binary from the instance's
+	// own directory.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("releases directory: %w", err)
+	}
+	c.dir = dir
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil

@@ -61,6 +61,19 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+func TestLoadRelativeDirGivesAbsoluteBinaries(t *testing.T) {
+	dir := t.TempDir()
+	bin := writeRelease(t, dir, "v1.36.3", "release 1.36")
+	t.Chdir(dir)
+	c, err := Load(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := c.Lookup("v1.36.3"); r.Binary != bin {
+		t.Errorf("binary %q, want the absolute %s: the runtime starts it from another directory", r.Binary, bin)
+	}
+}
+
 func TestLoadMissingDirHoldsTheCompiledInRelease(t *testing.T) {
 	c, err := Load(filepath.Join(t.TempDir(), "none"))
 	if err != nil {

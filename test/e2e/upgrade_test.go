@@ -14,15 +14,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/scheme"
+	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
 // managementClient is a client of the management plane of hs.
 func managementClient(t *testing.T, hs *cli) client.Client {
 	t.Helper()
+	// controller-runtime's client logs through its own logger; without one
+	// it warns with a stack trace.
+	ctrllog.SetLogger(testenv.Logger())
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(hs.dataDir, "management.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)

@@ -426,6 +426,12 @@ type HostedClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == 'true' || self == 'false' || self.matches('^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$')",message="spec.pausedUntil must be an RFC 3339 date or \"true\""
 	PausedUntil *string `json:"pausedUntil,omitempty"`
+
+	// hibernation stops the control plane now, on a schedule, or when it
+	// is idle, keeping its data (docs/hibernation.md).
+	//
+	// +optional
+	Hibernation *HibernationSpec `json:"hibernation,omitempty"`
 }
 
 // APIEndpoint is where a hosted kube-apiserver listens.
@@ -504,6 +510,7 @@ type HostedClusterStatus struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version"
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=".status.conditions[?(@.type==\"Available\")].status"
 // +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=".status.conditions[?(@.type==\"Progressing\")].status"
+// +kubebuilder:printcolumn:name="Hibernated",type=string,JSONPath=".status.conditions[?(@.type==\"Hibernated\")].reason",priority=0
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=".status.nodeCount"
 // +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=".status.readyNodeCount"
 // +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=".status.endpoint"

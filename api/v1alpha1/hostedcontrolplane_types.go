@@ -35,6 +35,11 @@ type HostedControlPlaneSpec struct {
 	// pausedUntil mirrors the HostedCluster's.
 	// +optional
 	PausedUntil *string `json:"pausedUntil,omitempty"`
+
+	// hibernation is the HostedCluster controller's decision: whether the
+	// control plane sleeps now, and whether it sleeps when idle.
+	// +optional
+	Hibernation *ControlPlaneHibernation `json:"hibernation,omitempty"`
 }
 
 // ComponentPhase is the state of one control-plane component.
@@ -115,6 +120,10 @@ type HostedControlPlaneStatus struct {
 	// +optional
 	// +listType=atomic
 	DataPlane []DataPlaneObjectStatus `json:"dataPlane,omitempty"`
+	// activity is what the endpoint proxy saw of clients, when the
+	// cluster hibernates when idle.
+	// +optional
+	Activity *ControlPlaneActivity `json:"activity,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

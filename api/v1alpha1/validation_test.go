@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,21 @@ func TestAdmission(t *testing.T) {
 			wantErr: "spec.pausedUntil must be an RFC 3339 date",
 		},
 		{name: "pausedUntil date", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("2030-01-02T03:04:05Z") }},
+		{name: "hibernation with schedules, time zone and idleAfter", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{
+				Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * * 1-5", Resume: "@daily"}},
+				TimeZone:  "Europe/Berlin", IdleAfter: &metav1.Duration{Duration: 10 * time.Second},
+			}
+		}},
+		{name: "idleAfter below 10s", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: 5 * time.Second}}
+		}, wantErr: "spec.hibernation.idleAfter must be at least 10s"},
+		{name: "cron with four fields", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * *", Resume: "0 7 * * *"}}}
+		}, wantErr: "spec.hibernation.schedules[].hibernate must be a 5-field cron expression"},
+		{name: "time zone with spaces", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{TimeZone: "Central European Time"}
+		}, wantErr: "spec.hibernation.timeZone must be an IANA time zone name"},
 		{
 			name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "Azure" },
 			wantErr: "spec.platform.type: Unsupported value",

@@ -3,14 +3,13 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"hypershift.dev/internal/golden"
+)
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -32,24 +31,13 @@ func TestCreateClusterRenderGolden(t *testing.T) {
 	}
 }
 
-func checkRenderGolden(t *testing.T, golden string, args ...string) {
+func checkRenderGolden(t *testing.T, path string, args ...string) {
 	t.Helper()
 	got, err := run(t, append([]string{"--data-dir", t.TempDir(), "create", "cluster", "none", "--name", "demo", "--render"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run `make update-golden`)", err)
-	}
-	if got != string(want) {
-		t.Errorf("--render output differs from %s (run `make update-golden` if intended):\n%s", golden, got)
-	}
+	golden.Check(t, path, []byte(got))
 }
 
 func TestErrorsSayWhatToDo(t *testing.T) {

@@ -50,6 +50,7 @@ type createClusterOptions struct {
 	apiServerNodePort int32
 	etcdStorageClass  string
 	etcdStorageSize   string
+	idleAfter         time.Duration
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
@@ -92,6 +93,7 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.apiServerAddress, "api-server-address", "", "with NodePort: the address of the management cluster's nodes clients use; with LoadBalancer: the DNS name clients use")
 	f.Int32Var(&o.apiServerNodePort, "api-server-node-port", 0, "with NodePort: the node port of the API server (default: the management cluster chooses)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volumes (kube runtime; default: the operator's)")
+	f.DurationVar(&o.idleAfter, "idle-hibernate-after", 0, "hibernate the control plane after this long without a client request (at least 10s; the next request wakes it; process runtime only); 0: never")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "", "size of each etcd member's volume, e.g. 8Gi (kube runtime; default: the operator's)")
 	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
@@ -108,6 +110,9 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 	hc.Spec.ControllerAvailabilityPolicy = hypershiftv1alpha1.AvailabilityPolicy(o.availabilityPolicy)
 	if o.singleProcess {
 		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
+	}
+	if o.idleAfter > 0 {
+		hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: o.idleAfter}}
 	}
 	strategy := hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.PublishingStrategyType(o.publishing)}
 	switch strategy.Type {
@@ -137,6 +142,12 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 func (o *createClusterOptions) validateFlags(platform hypershiftv1alpha1.PlatformType) error {
 	if o.name == "" {
 		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
+	}
+	if o.idleAfter != 0 && o.idleAfter < 10*time.Second {
+		return fmt.Errorf("--idle-hibernate-after %s is too short: give at least 10s, such as 30m", o.idleAfter)
+	}
+	if o.idleAfter > 0 && o.singleProcess {
+		return fmt.Errorf("--idle-hibernate-after cannot be combined with --single-process-control-plane: waking on a request puts the endpoint proxy in front of a separate API server")
 	}
 	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
 		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")

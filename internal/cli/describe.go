@@ -78,6 +78,7 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	fmt.Fprintf(w, "Availability policy:\t%s\n", hc.Spec.ControllerAvailabilityPolicy)
 	fmt.Fprintf(w, "Version:\t%s\n", orDash(hc.Status.Version))
 	fmt.Fprintf(w, "Endpoint:\t%s\n", orDash(hc.Status.Endpoint))
+	printHibernation(w, hc, hcp)
 	if hc.Status.KubeConfig != nil {
 		fmt.Fprintf(w, "Kubeconfig secret:\t%s/%s\n", hc.Namespace, hc.Status.KubeConfig.Name)
 	}

@@ -38,11 +38,12 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 				return nil
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tNODES (READY/ALL)\tENDPOINT\tAGE")
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tHIBERNATION\tNODES (READY/ALL)\tENDPOINT\tAGE")
 			for _, hc := range list.Items {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
 					conditionStatus(hc.Status, hypershiftv1alpha1.Available),
 					conditionStatus(hc.Status, hypershiftv1alpha1.Progressing),
+					hibernationState(hc.Status),
 					hc.Status.ReadyNodeCount, hc.Status.NodeCount,
 					orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
 			}

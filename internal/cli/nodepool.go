@@ -278,7 +278,7 @@ func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
 				return nil
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tAGE\tMESSAGE")
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tVERSION\tAGE\tMESSAGE")
 			for _, np := range list.Items {
 				desired := "-"
 				switch {
@@ -291,8 +291,15 @@ func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
 				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String()); cond != nil && cond.Status != metav1.ConditionTrue {
 					msg = cond.Message
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
-					np.Status.Replicas, np.Status.ReadyReplicas, duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
+				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolUpdatingVersion); msg == "" && cond != nil && cond.Status == metav1.ConditionTrue {
+					msg = cond.Message
+				}
+				ver := np.Status.Version
+				if ver == "" {
+					ver = "-"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
+					np.Status.Replicas, np.Status.ReadyReplicas, ver, duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
 			}
 			return w.Flush()
 		},

@@ -131,6 +131,8 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newGetCommand(opts),
 		newDescribeCommand(opts),
 		newDestroyCommand(opts),
+		newHibernateCommand(opts, false),
+		newHibernateCommand(opts, true),
 		newJoinCommand(),
 		newNodeCommand(),
 		newImageCommand(),

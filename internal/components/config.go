@@ -82,6 +82,12 @@ type Config struct {
 	// renders specs without a Version. etcd and hypershift's own
 	// components always come from the hypershift binary.
 	KubernetesVersion string
+	// IdleWake puts the endpoint proxy in front of the API server(s) even
+	// of a single-replica control plane, holding client connections while
+	// the control plane sleeps and counting client activity
+	// (spec.hibernation.idleAfter); the control plane's own components
+	// reach it on an internal port that is not counted. One host only.
+	IdleWake bool
 }
 
 // version is the Spec.Version of the Kubernetes components: "" for the
@@ -91,6 +97,14 @@ func (cfg Config) version() string {
 		return ""
 	}
 	return cfg.KubernetesVersion
+}
+
+// idleWake: the proxy fronts the API servers for idle hibernation.
+func (cfg Config) idleWake() bool { return cfg.IdleWake && !cfg.pods() && !cfg.Management }
+
+// proxied: the published endpoint is the endpoint proxy.
+func (cfg Config) proxied() bool {
+	return (cfg.replicas().KubeAPIServer > 1 || cfg.idleWake()) && !cfg.pods()
 }
 
 // pods: each instance runs in a network namespace and filesystem of its
@@ -176,7 +190,26 @@ const (
 	EndpointPort = "endpoint"
 	// proxyHealthPort serves the endpoint proxy's own /readyz.
 	proxyHealthPort = "kube-apiserver-proxy-health"
+	// ProxyHealthPort names it for the operator, which reads the proxy's
+	// activity there.
+	ProxyHealthPort = proxyHealthPort
+	// proxyInternalPort is the proxy's endpoint for the control plane's
+	// own clients (IdleWake); ProxyInternalPort names it for the operator,
+	// whose connection to the hosted cluster is not a client's activity
+	// either.
+	proxyInternalPort = "kube-apiserver-proxy-internal"
+	ProxyInternalPort = proxyInternalPort
 )
+
+// IdleWakePortNames are the ports a control plane of r needs besides
+// PortNames when IdleWake is on: the proxy's, and the API server's own
+// when it is the only one (otherwise it listens on the endpoint).
+func IdleWakePortNames(r Replicas) []string {
+	if r.KubeAPIServer > 1 {
+		return []string{proxyInternalPort}
+	}
+	return []string{KubeAPIServer, proxyHealthPort, proxyInternalPort}
+}
 
 // PortNames lists the ports a control plane of r needs. The runtime keeps
 // the ports it gave out, and gives names new to a control plane (the
@@ -231,7 +264,7 @@ func (cfg Config) apiServerBindAddress() string {
 	if cfg.pods() {
 		return cfg.listen()
 	}
-	if cfg.replicas().KubeAPIServer == 1 {
+	if cfg.replicas().KubeAPIServer == 1 && !cfg.idleWake() {
 		return cfg.endpointHost()
 	}
 	return loopback
@@ -240,7 +273,7 @@ func (cfg Config) apiServerBindAddress() string {
 // apiServerPort is the port of API server i.
 func (cfg Config) apiServerPort(i int) int {
 	n := cfg.replicas().KubeAPIServer
-	if n == 1 {
+	if n == 1 && !cfg.idleWake() {
 		return cfg.Ports[EndpointPort]
 	}
 	return cfg.Ports[instanceName(KubeAPIServer, i, n)]
@@ -270,7 +303,7 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		}
 		specs = append(specs, spec)
 	}
-	if r.KubeAPIServer > 1 && !cfg.pods() {
+	if cfg.proxied() {
 		// In pods, the runtime's Service balances the API servers.
 		specs = append(specs, renderKubeAPIServerProxy(cfg))
 	}
@@ -315,6 +348,8 @@ func WellKnownPort(name string) int {
 		return 8093
 	case proxyHealthPort:
 		return 8444
+	case proxyInternalPort:
+		return 8445
 	}
 	for _, p := range []struct {
 		prefix string

@@ -16,10 +16,19 @@ const managementControllers = "garbage-collector-controller,namespace-controller
 
 // endpointInstance is the instance behind the published API port.
 func endpointInstance(cfg Config) string {
-	if cfg.replicas().KubeAPIServer > 1 && !cfg.pods() {
+	if cfg.proxied() {
 		return KubeAPIServerProxy
 	}
 	return KubeAPIServer
+}
+
+// controllersAfter is what the controllers wait for: the endpoint, or with
+// IdleWake the API server itself (the proxy is healthy without one).
+func controllersAfter(cfg Config) string {
+	if cfg.idleWake() && cfg.replicas().KubeAPIServer == 1 {
+		return KubeAPIServer
+	}
+	return endpointInstance(cfg)
 }
 
 // controllerArgs are the flags the controller manager and the scheduler
@@ -94,7 +103,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 		Name:      name,
 		Component: KubeControllerManager,
 		Version:   cfg.version(),
-		After:     []string{endpointInstance(cfg)},
+		After:     []string{controllersAfter(cfg)},
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{"https": cfg.Ports[name]},
@@ -113,7 +122,7 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 		Name:      name,
 		Component: KubeScheduler,
 		Version:   cfg.version(),
-		After:     []string{endpointInstance(cfg)},
+		After:     []string{controllersAfter(cfg)},
 		Args:      controllerArgs(cfg, KubeScheduler, name),
 		Files:     []runtime.File{{Path: "kubeconfig", Content: kc, Secret: true}},
 		Ports:     map[string]int{"https": cfg.Ports[name]},
@@ -127,6 +136,11 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 // Service in pods.
 func localKubeconfig(cfg Config, component, name string, client pki.KeyPair) ([]byte, error) {
 	server := "https://" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(cfg.Ports[EndpointPort]))
+	if cfg.idleWake() {
+		// Not through the public endpoint: a controller's watches are not
+		// a client's activity.
+		server = "https://" + net.JoinHostPort(loopback, strconv.Itoa(cfg.Ports[proxyInternalPort]))
+	}
 	if cfg.pods() {
 		name = component // replicas have equal files
 		server = "https://" + net.JoinHostPort(cfg.Layout.Host(KubeAPIServer, ""), strconv.Itoa(cfg.apiServerPort(0)))

@@ -124,15 +124,25 @@ func renderKubeAPIServerProxy(cfg Config) runtime.Spec {
 	for i := range cfg.replicas().KubeAPIServer {
 		flags.Backends = append(flags.Backends, net.JoinHostPort(loopback, strconv.Itoa(cfg.apiServerPort(i))))
 	}
+	readiness := runtime.Probe{Scheme: "http", Port: health, Path: "/readyz"}
+	ports := map[string]int{PublishedPort: port, "health": health}
+	if cfg.idleWake() {
+		internal := cfg.Ports[proxyInternalPort]
+		flags.InternalListen = net.JoinHostPort(loopback, strconv.Itoa(internal))
+		flags.WakeOnRequest = true
+		ports["internal"] = internal
+		// It runs, and holds clients, while the control plane sleeps.
+		readiness.Path = "/healthz"
+	}
 	return runtime.Spec{
 		Name:      KubeAPIServerProxy,
 		Component: KubeAPIServerProxy,
 		Args:      flags.Args(),
 		Files:     []runtime.File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
-		Ports:     map[string]int{PublishedPort: port, "health": health},
+		Ports:     ports,
 		Publish:   cfg.publish(cfg.APIServer, EndpointPort, PublishedPort),
 		Requests:  runtime.Resources{MilliCPU: 10, MemoryBytes: 32 << 20},
 		// Ready while it routes to at least one ready API server.
-		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/readyz"},
+		Readiness: readiness,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,16 @@ type Config struct {
 	BackendCAFile string
 	// Backends are the API servers, HOST:PORT each.
 	Backends []string
+	// InternalListen, when set, is a loopback endpoint for the control
+	// plane's own clients (controllers, the operator): not counted as
+	// activity, never held.
+	InternalListen string
+	// WakeOnRequest holds client connections while no API server is ready
+	// (the control plane sleeps) instead of closing them, up to HoldMax at
+	// once for HoldTimeout each (zero: the defaults).
+	WakeOnRequest bool
+	HoldMax       int
+	HoldTimeout   time.Duration
 }
 
 // Args renders the configuration as the proxy's flags, leaving out those
@@ -52,6 +63,16 @@ func (c Config) Args() []string {
 	for _, b := range c.Backends {
 		add("backend", b)
 	}
+	add("internal-listen", c.InternalListen)
+	if c.WakeOnRequest {
+		args = append(args, "--wake-on-request")
+	}
+	if c.HoldMax != 0 {
+		add("hold-max", strconv.Itoa(c.HoldMax))
+	}
+	if c.HoldTimeout != 0 {
+		add("hold-timeout", c.HoldTimeout.String())
+	}
 	return args
 }
 
@@ -63,6 +84,10 @@ func Parse(args []string) (Config, error) {
 	fs.StringVar(&c.HealthListen, "health-listen", c.HealthListen, "address of the proxy's own /readyz (optional)")
 	fs.StringVar(&c.BackendCAFile, "backend-ca-file", c.BackendCAFile, "CA that signs the API servers' serving certificates")
 	fs.Var((*backendList)(&c.Backends), "backend", "API server address (repeat)")
+	fs.StringVar(&c.InternalListen, "internal-listen", c.InternalListen, "address for the control plane's own clients: not counted as activity, never held (optional)")
+	fs.BoolVar(&c.WakeOnRequest, "wake-on-request", c.WakeOnRequest, "hold client connections while no API server is ready, instead of closing them")
+	fs.IntVar(&c.HoldMax, "hold-max", c.HoldMax, "most connections held at once (default 64)")
+	fs.DurationVar(&c.HoldTimeout, "hold-timeout", c.HoldTimeout, "how long a connection is held (default 90s)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -84,8 +109,19 @@ func Run(ctx context.Context, c Config) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
+	if c.WakeOnRequest {
+		p.Hold(c.HoldMax, c.HoldTimeout)
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if c.InternalListen != "" {
+		il, err := net.Listen("tcp", c.InternalListen)
+		if err != nil {
+			_ = l.Close()
+			return fmt.Errorf("%s: internal endpoint: %w", Name, err)
+		}
+		go func() { _ = p.ServeInternal(ctx, il) }()
+	}
 	go p.HealthChecks(ctx, healthInterval)
 	if c.HealthListen != "" {
 		go serveHealth(ctx, c.HealthListen, p)
@@ -136,6 +172,7 @@ func serveHealth(ctx context.Context, addr string, p *Proxy) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	serveActivity(mux, p)
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

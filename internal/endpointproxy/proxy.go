@@ -34,6 +34,13 @@ type Proxy struct {
 	mu        sync.Mutex
 	downUntil map[string]time.Time
 	ready     map[string]bool
+
+	// act counts client activity on the public listener.
+	act activity
+	// holdMax and holdTimeout bound the connections held while no API
+	// server is ready (Hold); zero holdMax: none is held.
+	holdMax     int32
+	holdTimeout time.Duration
 }
 
 // New returns a proxy over backends (host:port). check, when not nil, is
@@ -45,8 +52,20 @@ func New(backends []string, check func(ctx context.Context, backend string) erro
 	return &Proxy{backends: backends, check: check, downUntil: map[string]time.Time{}, ready: map[string]bool{}}, nil
 }
 
-// Serve accepts connections on l until ctx ends.
+// Serve accepts client connections on l until ctx ends: they count as
+// activity, and are held while no API server is ready when Hold is on.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
+	return p.serve(ctx, l, true)
+}
+
+// ServeInternal accepts the control plane's own connections (its
+// controllers, the operator) on l: they are neither counted as activity
+// nor held.
+func (p *Proxy) ServeInternal(ctx context.Context, l net.Listener) error {
+	return p.serve(ctx, l, false)
+}
+
+func (p *Proxy) serve(ctx context.Context, l net.Listener, public bool) error {
 	go func() {
 		<-ctx.Done()
 		_ = l.Close()
@@ -65,12 +84,20 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 			}
 			return fmt.Errorf("accept: %w", err)
 		}
-		wg.Go(func() { p.handle(ctx, conn) })
+		wg.Go(func() { p.handle(ctx, conn, public) })
 	}
 }
 
-func (p *Proxy) handle(ctx context.Context, client net.Conn) {
+func (p *Proxy) handle(ctx context.Context, client net.Conn, public bool) {
 	defer client.Close()
+	if public {
+		p.act.touch()
+		p.act.connections.Add(1)
+		defer p.act.connections.Add(-1)
+		if !p.awaitBackend(ctx, client) {
+			return
+		}
+	}
 	backend, err := p.dial(ctx)
 	if err != nil {
 		return
@@ -78,7 +105,11 @@ func (p *Proxy) handle(ctx context.Context, client net.Conn) {
 	defer backend.Close()
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		var w io.Writer = dst
+		if public {
+			w = activeWriter{w: dst, act: &p.act}
+		}
+		_, _ = io.Copy(w, src)
 		// Half-close so the other direction can finish its response.
 		if tcp, ok := dst.(*net.TCPConn); ok {
 			_ = tcp.CloseWrite()

@@ -55,7 +55,7 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 			Message: "spec.services needs an APIServer entry of type NodePort or LoadBalancer: the kube runtime cannot publish on a host port" +
 				" (hypershift create cluster --api-server-publishing NodePort --api-server-address ADDRESS)",
 			Reason: ptr(metav1.StatusReasonInvalid),
-		})
+		}, idleWakeRefused())
 	default:
 		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type == 'HostPort'`)
 		validations = append(validations, admissionregistrationv1.Validation{

@@ -157,6 +157,16 @@ func TestRuntimePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitted(t, c, storageKube)
+	idle := hostedCluster(t, "idle", "NodePort")
+	if err := unstructured.SetNestedField(idle.Object, "30m", "spec", "hibernation", "idleAfter"); err != nil {
+		t.Fatal(err)
+	}
+	refusedWith(t, c, idle, "spec.hibernation.idleAfter is not supported: the kube runtime cannot hold a request while the control plane sleeps")
+	asleep := hostedCluster(t, "asleep", "NodePort")
+	if err := unstructured.SetNestedField(asleep.Object, true, "spec", "hibernation", "enabled"); err != nil {
+		t.Fatal(err)
+	}
+	admitted(t, c, asleep)
 	noServices := hostedCluster(t, "no-services", "NodePort")
 	unstructured.RemoveNestedField(noServices.Object, "spec", "services")
 	refusedWith(t, c, noServices, "spec.services needs an APIServer entry of type NodePort or LoadBalancer")

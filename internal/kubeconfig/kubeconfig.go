@@ -48,3 +48,17 @@ func RESTConfig(p Params) *rest.Config {
 		BearerToken: p.Token,
 	}
 }
+
+// WithServer returns kc with every cluster's server set to server (the
+// operator reaching a hosted API server at another address than clients
+// do, with the same credentials).
+func WithServer(kc []byte, server string) ([]byte, error) {
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	return clientcmd.Write(*cfg)
+}

@@ -110,3 +110,12 @@ type InstanceStatus struct {
 	// ("": the compiled-in release; release.Normalize names it).
 	Version string
 }
+
+// Sleeper is a runtime that puts a control plane to sleep in place instead
+// of by an Apply of fewer specs, which would delete what the next Apply has
+// to make again (the kube runtime's Services keep their node ports). Sleep
+// stops every instance and keeps the control plane's data; the next Apply
+// runs them again.
+type Sleeper interface {
+	Sleep(ctx context.Context, ref ControlPlaneRef) error
+}

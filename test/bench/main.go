@@ -5,7 +5,7 @@
 // (`hypershift install`), 1,000 simulated nodes, density, and a
 // burst of creates. It prints a table and writes JSON.
 //
-//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,real_node_join,kube_runtime,peer,nodes_1000,density,burst]
+//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,hibernation,real_node_join,kube_runtime,peer,nodes_1000,density,burst]
 //
 // Everything it starts lives in data dirs under /tmp and is stopped with
 // `hypershift down --purge` (or killed by pid) before it exits, also on
@@ -29,7 +29,7 @@ import (
 )
 
 // phaseNames in run order: the quiet measurements first, the heavy ones last.
-var phaseNames = []string{"baseline", "create", "rss", "recovery", "real_node_join", "kube_runtime", "peer", "nodes_1000", "density", "burst"}
+var phaseNames = []string{"baseline", "create", "rss", "recovery", "hibernation", "real_node_join", "kube_runtime", "peer", "nodes_1000", "density", "burst"}
 
 type options struct {
 	quick bool
@@ -110,6 +110,8 @@ func runPhase(ctx context.Context, opts *options, rep *report, name string) {
 		runCreateAndRSS(ctx, opts, rep, name)
 	case "recovery":
 		rep.Recovery = runRecovery(ctx, opts)
+	case "hibernation":
+		rep.Hibernation = runHibernation(ctx, opts)
 	case "real_node_join":
 		rep.RealJoin = runRealJoin(ctx, opts)
 	case "kube_runtime":

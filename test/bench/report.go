@@ -34,8 +34,10 @@ type report struct {
 	Burst    *burstResult    `json:"burst_100"`
 	Peer     *peerResult     `json:"peer"`
 	Recovery *recoveryResult `json:"recovery"`
-	Nodes    *nodesResult    `json:"nodes_1000"`
-	RealJoin *realJoinResult `json:"real_node_join"`
+	// Hibernation is resume and wake latency, and what a sleeping cluster costs.
+	Hibernation *hibernationResult `json:"hibernation"`
+	Nodes       *nodesResult       `json:"nodes_1000"`
+	RealJoin    *realJoinResult    `json:"real_node_join"`
 	// KubeRuntime is kube_runtime: control planes as pods.
 	KubeRuntime *kubeRuntimeResult `json:"kube_runtime"`
 	Targets     []target           `json:"targets"`

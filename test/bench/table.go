@@ -56,6 +56,9 @@ func (r *report) printTable(w io.Writer) {
 	if rc := r.Recovery; rc != nil {
 		recoveryRows(rc, row)
 	}
+	if h := r.Hibernation; h != nil {
+		hibernationRows(h, row)
+	}
 	if p := r.Peer; p != nil {
 		row("peer: kwokctl create p50", p.status, fmt.Sprintf("%.2f s", p.CreateS.P50),
 			fmt.Sprintf("%s; kwokctl returned p50 %.2f s", p.Tool, p.KwokctlReturnP50))
@@ -104,6 +107,9 @@ func (r *report) printErrors(w io.Writer) {
 	}
 	if r.Recovery != nil {
 		errs["recovery"] = r.Recovery.Error
+	}
+	if r.Hibernation != nil {
+		errs["hibernation"] = r.Hibernation.Error
 	}
 	if r.Nodes != nil {
 		errs["nodes_1000"] = r.Nodes.Error

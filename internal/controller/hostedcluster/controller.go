@@ -75,6 +75,10 @@ type scope struct {
 	// conflict says why the cluster is refused (another owner has its
 	// control-plane namespace, or a Secret in it); empty otherwise.
 	conflict string
+	// requeue is when the hibernation decision changes by time alone.
+	requeue ctrl.Result
+	// hibernationMessage explains the hibernation decision.
+	hibernationMessage string
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -136,7 +140,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if res.IsZero() {
 		hc.Status.ObservedGeneration = hc.Generation
 	}
-	return res, nil
+	return lifecycle.Soonest(res, s.requeue), nil
 }
 
 // observeTransitions emits an Event for every condition transition and
@@ -165,7 +169,8 @@ func (r *Reconciler) recordTransitions(before, after *hypershiftv1alpha1.HostedC
 		}
 		eventType := corev1.EventTypeNormal
 		degraded := c.Type == hypershiftv1alpha1.Degraded.String() && c.Status == metav1.ConditionTrue
-		lostAvailability := c.Type == hypershiftv1alpha1.Available.String() && c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue
+		lostAvailability := c.Type == hypershiftv1alpha1.Available.String() && c.Status == metav1.ConditionFalse && old != nil && old.Status == metav1.ConditionTrue &&
+			c.Reason != hypershiftv1alpha1.HibernatedReason.String() // asked for
 		if degraded || lostAvailability {
 			eventType = corev1.EventTypeWarning
 		}

@@ -120,6 +120,10 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		if v == "" {
 			v = version.KubernetesVersion
 		}
+		hib, err := decideHibernation(s, hcp, time.Now())
+		if err != nil {
+			return err
+		}
 		hcp.Spec = hypershiftv1alpha1.HostedControlPlaneSpec{
 			KubernetesVersion:            v,
 			Networking:                   s.hc.Spec.Networking,
@@ -128,6 +132,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			Platform:                     s.hc.Spec.Platform,
 			Services:                     s.hc.Spec.Services,
 			PausedUntil:                  s.hc.Spec.PausedUntil,
+			Hibernation:                  hib,
 		}
 		return nil
 	})

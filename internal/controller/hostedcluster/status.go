@@ -25,6 +25,7 @@ var mirrored = []hypershiftv1alpha1.ConditionType{
 	hypershiftv1alpha1.KubeAPIServerAvailable,
 	hypershiftv1alpha1.DataPlaneAvailable,
 	hypershiftv1alpha1.ClusterVersionProgressing,
+	hypershiftv1alpha1.Hibernated,
 }
 
 // updateStatus derives the HostedCluster's status from its control plane.

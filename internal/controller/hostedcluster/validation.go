@@ -69,5 +69,5 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) e
 	if hc.Spec.Etcd.Managed != nil && !supports.EtcdStorage {
 		return errors.New("spec.etcd.managed.storage is not supported by this operator's runtime: the process runtime keeps etcd's data on the management host's disk; remove it")
 	}
-	return nil
+	return validateHibernation(hc, supports)
 }

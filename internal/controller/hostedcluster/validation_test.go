@@ -3,6 +3,9 @@ package hostedcluster
 import (
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/release"
@@ -21,6 +24,20 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 		wantErr  string // empty: valid
 	}{
 		{name: "default cluster", mutate: func(*hypershiftv1alpha1.HostedCluster) {}},
+		{name: "hibernation cron out of range", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 7 * * *", Resume: "61 7 * * *"}}}
+		}, wantErr: "spec.hibernation.schedules[0].resume"},
+		{name: "hibernation time zone unknown", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{TimeZone: "Europe/Atlantis"}
+		}, wantErr: "spec.hibernation.timeZone \"Europe/Atlantis\" is not a known IANA time zone"},
+		{name: "idleAfter on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: time.Minute}}
+		}, wantErr: "spec.hibernation.idleAfter is not supported by this operator's runtime"},
+		{name: "idleAfter with a single-process control plane", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
+			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: time.Minute}}
+		}, wantErr: "spec.hibernation.idleAfter cannot be combined with annotation"},
 		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
 		{name: "second cluster network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ClusterNetwork = append(hc.Spec.Networking.ClusterNetwork, hypershiftv1alpha1.ClusterNetworkEntry{CIDR: "fd01::/48"})

@@ -50,6 +50,9 @@ type Reconciler struct {
 
 	hostedOnce sync.Once
 	hosted     *hostedClusters
+
+	activityOnce  sync.Once
+	activityWatch *activityWatcher
 }
 
 // hostedClusters are the connections to the hosted clusters, made on first
@@ -79,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Each phase needs what the one before made.
 			res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 				{Name: "render components", Run: r.reconcileRender},
+				{Name: "hibernation", Run: r.reconcileHibernation},
 				{Name: "run components", Run: r.reconcileRuntime},
 				{Name: "data plane inputs", Run: r.reconcileDataPlaneInputs},
 				{Name: "status", Run: r.reconcileStatus},
@@ -109,6 +113,9 @@ type scope struct {
 	// rollout is how far the components are at rolloutTo (upgrade.go).
 	rollout   *rolloutPlan
 	rolloutTo string
+	// hibernated: the control plane sleeps (spec.hibernation); with
+	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
+	hibernated, sleepInPlace bool
 }
 
 // requeueAfter asks for another pass within d.
@@ -136,6 +143,9 @@ func (r *Reconciler) reconcileRender(ctx context.Context, s *scope) (ctrl.Result
 
 // reconcileRuntime hands the rendered components to the runtime.
 func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.sleepInPlace {
+		return ctrl.Result{}, r.sleepInPlace(ctx, s)
+	}
 	if err := r.Runtime.Apply(ctx, s.ref, s.specs); err != nil {
 		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
@@ -147,6 +157,8 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("published endpoint: %w", err)
 	case ok:
 		s.hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: host, Port: int32(port)} //nolint:gosec // ports fit in int32
+	case s.hibernated:
+		// Nothing publishes it while it sleeps; it comes back on the same port.
 	default:
 		s.requeueAfter(time.Second) // a node port or load balancer on its way
 	}
@@ -157,6 +169,10 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 // while some do not run yet. The later phase still runs: it needs to know
 // whether the API serves.
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
+	if s.hibernated {
+		r.updateHibernatedStatus(s)
+		return ctrl.Result{}, nil
+	}
 	var waiting []string
 	if s.notAppliedComing {
 		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
@@ -164,6 +180,7 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 	d := r.updateStatus(s.hcp, s.ref, waiting)
 	r.updateVersionStatus(s, time.Now())
 	s.available = d.available
+	setAwakeCondition(s.hcp, d.available)
 	s.hcp.Status.ObservedGeneration = s.hcp.Generation
 	if !d.allRunning {
 		s.requeueAfter(2 * time.Second)
@@ -200,7 +217,11 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	if hcp.Spec.ControllerAvailabilityPolicy == hypershiftv1alpha1.HighlyAvailable {
 		replicas = components.HighlyAvailable
 	}
-	ports, err := r.Runtime.Ports(ctx, ref, components.PortNames(replicas))
+	portNames := components.PortNames(replicas)
+	if idleWake(hcp) {
+		portNames = append(portNames, components.IdleWakePortNames(replicas)...)
+	}
+	ports, err := r.Runtime.Ports(ctx, ref, portNames)
 	if err != nil {
 		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}
@@ -222,6 +243,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
 		// The runtime runs the release of this version (internal/release).
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
+		IdleWake:          idleWake(hcp),
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {
@@ -255,6 +277,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	// The in-cluster objects go with the hosted cluster; only the
 	// connection to it is closed.
 	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(hcp))
+	r.activity().forget(client.ObjectKeyFromObject(hcp))
 	err := r.Runtime.Delete(ctx, ref)
 	switch {
 	case errors.Is(err, runtime.ErrNotOwner):
@@ -277,7 +300,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))
 	}
-	// Changes to the objects applied in hosted clusters.
+	// Changes to the objects applied in hosted clusters, and wake requests.
 	b = b.WatchesRawSource(source.Channel(r.hostedClusters().events, &handler.EnqueueRequestForObject{}))
+	if err := mgr.Add(r.activity()); err != nil {
+		return fmt.Errorf("activity watcher: %w", err)
+	}
 	return b.Complete(r)
 }

@@ -3,6 +3,8 @@ package hostedcontrolplane
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/dataplane"
+	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/version"
 )
@@ -127,6 +131,9 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 	setCondition := func(status bool, reason hypershiftv1alpha1.ConditionReason, message string) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.DataPlaneAvailable, status, reason, message)
 	}
+	if s.hibernated {
+		return ctrl.Result{}, nil // reported by updateHibernatedStatus
+	}
 	if !s.available {
 		setCondition(false, hypershiftv1alpha1.WaitingForKubeAPIServerReason,
 			"Waiting for the hosted API server before applying the data plane")
@@ -139,7 +146,7 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 	}
 	ctx, cancel := context.WithTimeout(ctx, applyTimeout)
 	defer cancel()
-	hosted, err := r.connectHosted(ctx, hcp)
+	hosted, err := r.connectHosted(ctx, s)
 	if err != nil {
 		setCondition(false, hypershiftv1alpha1.ApplyFailedReason, err.Error())
 		return ctrl.Result{}, err
@@ -183,7 +190,8 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 
 // connectHosted returns the connection to the hosted cluster, made from its
 // admin kubeconfig.
-func (r *Reconciler) connectHosted(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane) (*hostedCluster, error) {
+func (r *Reconciler) connectHosted(ctx context.Context, s *scope) (*hostedCluster, error) {
+	hcp := s.hcp
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: hcp.Namespace, Name: adminKubeconfigSecret}
 	if err := r.Client.Get(ctx, key, secret); err != nil {
@@ -192,7 +200,16 @@ func (r *Reconciler) connectHosted(ctx context.Context, hcp *hypershiftv1alpha1.
 		}
 		return nil, fmt.Errorf("admin kubeconfig %s: %w", key, err)
 	}
-	return r.hostedClusters().cache.Get(ctx, client.ObjectKeyFromObject(hcp), secret.Data[adminKubeconfigKey])
+	kc := secret.Data[adminKubeconfigKey]
+	if port := s.ports[components.ProxyInternalPort]; idleWake(hcp) && port != 0 {
+		// Not through the public endpoint: the operator's watches are not a
+		// client's activity.
+		var err error
+		if kc, err = kubeconfig.WithServer(kc, "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+			return nil, err
+		}
+	}
+	return r.hostedClusters().cache.Get(ctx, client.ObjectKeyFromObject(hcp), kc)
 }
 
 // apply server-side applies obj, taking over fields someone else changed,

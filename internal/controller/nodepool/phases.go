@@ -79,6 +79,9 @@ func (r *Reconciler) reconcileHostedCluster(ctx context.Context, s *scope) (ctrl
 		notReady(reasonHostedClusterDeleting, fmt.Sprintf("HostedCluster %s is being deleted", key))
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	}
+	if clusterSleeps(hc) {
+		return r.sleep(ctx, s)
+	}
 	if !conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) || hc.Status.KubeConfig == nil {
 		notReady(reasonWaitingForHostedCluster, fmt.Sprintf("Waiting for HostedCluster %s to be Available", key))
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil // its watch brings the change
@@ -99,7 +102,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) error {
 		return fmt.Errorf("admin kubeconfig of %s/%s: %w", s.hc.Namespace, s.hc.Name, err)
 	}
 	kc := secret.Data[ref.Key]
-	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), kc)
+	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), r.operatorKubeconfig(ctx, s.hc, kc))
 	if err != nil {
 		return err
 	}

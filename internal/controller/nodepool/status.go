@@ -53,8 +53,8 @@ func (r *Reconciler) updateStatus(s *scope) {
 	switch {
 	case len(versions) == 1:
 		np.Status.Version = versions[0]
-	case len(versions) == 0 && np.Status.Version == "":
-		np.Status.Version = s.version
+	case len(versions) == 0:
+		np.Status.Version = s.version // no node runs another
 	}
 	setUpdatingVersion(s, versions)
 
@@ -75,8 +75,12 @@ func (r *Reconciler) updateStatus(s *scope) {
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllNodesHealthy, true, hypershiftv1alpha1.AsExpectedReason,
 			fmt.Sprintf("All %d nodes are Ready", len(s.nodes)))
 	}
+	setReady(s, ready)
+}
 
-	want := s.want
+// setReady says whether the pool has the nodes it wants, Ready.
+func setReady(s *scope, ready int32) {
+	np, gen, want := s.np, s.np.Generation, s.want
 	switch {
 	case s.machines.problem != "":
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, false, reasonAgentNotRunning, s.machines.problem)
@@ -86,6 +90,9 @@ func (r *Reconciler) updateStatus(s *scope) {
 			msg += fmt.Sprintf("; %d evictions refused by PodDisruptionBudgets, retrying", s.machines.blocked)
 		}
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, false, reasonScalingDown, msg)
+	case s.machines.rollout != "" && ready >= want:
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, true, hypershiftv1alpha1.AsExpectedReason,
+			fmt.Sprintf("%d of %d nodes Ready; %s", min(ready, want), want, s.machines.rollout))
 	case ready != want || s.machines.machines != want:
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, false, reasonWaitingForNodes,
 			fmt.Sprintf("%d of %d nodes Ready", ready, want))
@@ -118,7 +125,11 @@ func setUpdatingVersion(s *scope, versions []string) {
 	case s.versionProblem != "":
 		set(false, hypershiftv1alpha1.UnsupportedVersionSkewReason, s.versionProblem)
 	case s.machines.rollout != "":
-		set(true, hypershiftv1alpha1.RollingOutReason, s.machines.rollout)
+		msg := s.machines.rollout
+		if s.machines.blocked > 0 {
+			msg += fmt.Sprintf("; %d evictions refused by PodDisruptionBudgets, retrying", s.machines.blocked)
+		}
+		set(true, hypershiftv1alpha1.RollingOutReason, msg)
 	case !atVersion && !s.platform.upgradesNodes():
 		set(false, hypershiftv1alpha1.UnsupportedReason, fmt.Sprintf(
 			"Nodes run %s, spec.kubernetesVersion is %s: this platform does not upgrade nodes; join them again with a kubelet of %s",

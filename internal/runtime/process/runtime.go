@@ -228,8 +228,24 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 		}
 	}
 	r.mu.Unlock()
-	stopAll(removed)
+	stopInOrder(removed)
 	return nil
+}
+
+// stopInOrder stops instances, those with StopLast (the datastore) after
+// the others: an API server whose etcd is gone cannot finish its graceful
+// shutdown. A hibernating control plane loses every instance at once.
+func stopInOrder(instances []*instance) {
+	var servers, datastores []*instance
+	for _, in := range instances {
+		if in.currentSpec().StopLast {
+			datastores = append(datastores, in)
+		} else {
+			servers = append(servers, in)
+		}
+	}
+	stopAll(servers)
+	stopAll(datastores)
 }
 
 // readiness reports whether a named instance of a control plane runs and
@@ -286,18 +302,11 @@ func (r *Runtime) Stop(_ context.Context, ref runtime.ControlPlaneRef) {
 	plane := r.planes[ref]
 	delete(r.planes, ref)
 	r.mu.Unlock()
-	var servers, datastores []*instance
+	instances := make([]*instance, 0, len(plane))
 	for _, in := range plane {
-		if in.currentSpec().StopLast {
-			datastores = append(datastores, in)
-		} else {
-			servers = append(servers, in)
-		}
+		instances = append(instances, in)
 	}
-	// The datastore goes last: an API server whose etcd is gone cannot
-	// finish its graceful shutdown.
-	stopAll(servers)
-	stopAll(datastores)
+	stopInOrder(instances)
 	// Processes of this control plane that no supervisor knows (an operator
 	// that died before adopting them) are stopped from their pid files.
 	StopOrphans(r.Dir(ref), r.log)

@@ -153,3 +153,12 @@ func ControlPlaneVersion(hc *hypershiftv1alpha1.HostedCluster) string {
 		return version.KubernetesVersion
 	}
 }
+
+// Sleeper is a platform whose machines sleep with their cluster's control
+// plane (docs/hibernation.md): Sleep stops them and keeps what they need
+// to come back; the next Reconcile once the cluster is Available again
+// starts them. Real nodes are not Sleepers: their kubelets keep running
+// and register again when the API answers.
+type Sleeper interface {
+	Sleep(ctx context.Context, s *Pool) error
+}

@@ -50,8 +50,8 @@ func withVersions(machines []simagent.Machine, listVersion, poolVersion string) 
 // when the pool's version is held) the pool only scales to want.
 func (p *Platform) planRollout(s *platform.Pool, machines []simagent.Machine, want int) (rolloutStep, error) {
 	step := rolloutStep{add: max(want-len(machines), 0), limit: want}
-	if s.VersionHeld {
-		return step, nil
+	if s.VersionHeld || s.Deleting || s.Version == "" {
+		return step, nil // deleting: no version decided, every machine goes
 	}
 	limits, err := limitsOf(s.NodePool.Spec.Management, want)
 	if err != nil {
@@ -134,4 +134,27 @@ func drainTimeout(s *platform.Pool) time.Duration {
 		return s.NodePool.Spec.NodeDrainTimeout.Duration
 	}
 	return 0
+}
+
+// reportRollout puts a running rollout into the report: old nodes it
+// drains are not a scale-down, and the machines it adds beyond the pool's
+// size are not part of the size (the autoscaler starts from
+// status.replicas). It returns how many machines that is.
+func reportRollout(s *platform.Pool, step rolloutStep, machines []simagent.Machine, want int, report *platform.Report) int {
+	if !step.rolling {
+		return 0
+	}
+	var scaling, rolling []string
+	for _, name := range report.Draining {
+		if step.replace[name] {
+			rolling = append(rolling, name)
+		} else {
+			scaling = append(scaling, name)
+		}
+	}
+	report.Draining = scaling
+	report.Rollout = rolloutMessage(s.NodePool.Spec.Management.UpgradeType, s.Version,
+		statesOf(machines, s.Nodes), want, append(rolling, step.drainingInPlace...))
+	report.Busy = true
+	return max(len(machines)-want, 0)
 }

@@ -10,7 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/nodes/drain"
+	simagent "hypershift.dev/internal/nodes/simulated"
 )
 
 const (
@@ -264,5 +266,36 @@ func TestLimitsOf(t *testing.T) {
 				t.Errorf("limitsOf = %+v, want %+v", got, tt.out)
 			}
 		})
+	}
+}
+
+// Deleting a pool (no version decided) or holding its version must not
+// start a rollout: a rollout's surge limit would keep machines a deletion
+// removes.
+func TestPlanRolloutWithoutAVersion(t *testing.T) {
+	machines := withVersions([]simagent.Machine{{Name: "a"}, {Name: "b", KubeletVersion: newV}}, oldV, "")
+	if machines[0].KubeletVersion != oldV || machines[1].KubeletVersion != newV {
+		t.Fatalf("withVersions = %+v, want a at the list's %s, b at its own %s", machines, oldV, newV)
+	}
+	np := &hypershiftv1alpha1.NodePool{}
+	np.Spec.Management.UpgradeType = hypershiftv1alpha1.UpgradeTypeReplace
+	for name, pool := range map[string]*platform.Pool{
+		"deleting": {NodePool: np, Deleting: true},
+		"held":     {NodePool: np, Version: newV, VersionHeld: true},
+	} {
+		step, err := (&Platform{}).planRollout(pool, machines, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step.rolling || step.limit != 0 || step.add != 0 || len(step.replace) != 0 {
+			t.Errorf("%s: step %+v, want a plain scale to 0", name, step)
+		}
+	}
+	step, err := (&Platform{}).planRollout(&platform.Pool{NodePool: np, Version: newV}, machines, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !step.rolling || step.limit != 3 {
+		t.Errorf("step %+v, want a Replace rollout with room for one surge machine", step)
 	}
 }

@@ -152,16 +152,14 @@ func (p *Platform) Reconcile(ctx context.Context, s *platform.Pool, want int32) 
 		removed[name] = true
 	}
 	machines = without(machines, removed)
-	if step.rolling {
-		report.Rollout = rolloutMessage(s.NodePool.Spec.Management.UpgradeType, s.Version,
-			statesOf(machines, s.Nodes), int(want), append(append([]string(nil), report.Draining...), step.drainingInPlace...))
-		report.Busy = true
-	}
+	surge := reportRollout(s, step, machines, int(want), &report)
 
 	cfg.Machines = machines
 	cfg.Labels = s.NodePool.Spec.NodeLabels
 	cfg.Taints = platform.Taints(s.NodePool.Spec.Taints)
-	cfg.KubeletVersion = s.Version
+	if s.Version != "" {
+		cfg.KubeletVersion = s.Version
+	}
 	if err := writeConfig(ctx, s.Cluster.Kube, s.NodePool.Name, cfg, cm); err != nil {
 		return report, err
 	}
@@ -174,7 +172,7 @@ func (p *Platform) Reconcile(ctx context.Context, s *platform.Pool, want int32) 
 		s.Log.Info("machine removed", "machine", name)
 	}
 
-	report.Machines = int32(len(machines)) //nolint:gosec // machine counts fit in int32
+	report.Machines = int32(len(machines) - surge) //nolint:gosec // machine counts fit in int32
 	for _, m := range machines {
 		if s.Nodes[m.Name] == nil {
 			report.Unregistered = append(report.Unregistered, m.Name)

@@ -1,0 +1,71 @@
+package components
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"hypershift.dev/internal/runtime"
+)
+
+// TestIdleWakeFrontsASingleAPIServer: with IdleWake the endpoint proxy
+// takes the published port in front of the one API server, holds clients
+// while the control plane sleeps, and the controllers reach the API at its
+// internal port; without it nothing changes.
+func TestIdleWakeFrontsASingleAPIServer(t *testing.T) {
+	cfg := testConfig()
+	cfg.Ports = testPorts(SingleReplica)
+	next := 40000
+	for _, name := range IdleWakePortNames(SingleReplica) {
+		cfg.Ports[name] = next
+		next++
+	}
+	plain, err := Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IdleWake = true
+	specs, err := Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]runtime.Spec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	proxy, ok := byName[KubeAPIServerProxy]
+	if !ok {
+		t.Fatalf("no endpoint proxy with IdleWake: %v", names(specs))
+	}
+	if proxy.Ports[PublishedPort] != cfg.Ports[EndpointPort] || len(proxy.Publish) != 1 {
+		t.Errorf("the proxy does not publish the endpoint port: ports %v publish %v", proxy.Ports, proxy.Publish)
+	}
+	for _, want := range []string{"--wake-on-request", "--internal-listen=127.0.0.1:"} {
+		if !slices.ContainsFunc(proxy.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
+			t.Errorf("proxy args lack %s: %v", want, proxy.Args)
+		}
+	}
+	if proxy.Readiness.Path != "/healthz" {
+		t.Errorf("proxy readiness %s: it must stay ready while the control plane sleeps", proxy.Readiness.Path)
+	}
+	api := byName[KubeAPIServer]
+	if len(api.Publish) != 0 || api.Ports[PublishedPort] == cfg.Ports[EndpointPort] || !slices.Contains(api.Args, "--bind-address=127.0.0.1") {
+		t.Errorf("the API server still takes the endpoint: ports %v publish %v", api.Ports, api.Publish)
+	}
+	internal := cfg.Ports[ProxyInternalPort]
+	for _, name := range []string{KubeControllerManager, KubeScheduler} {
+		kc := ""
+		for _, f := range byName[name].Files {
+			if f.Path == "kubeconfig" {
+				kc = string(f.Content)
+			}
+		}
+		if !strings.Contains(kc, "https://127.0.0.1:"+strconv.Itoa(internal)) {
+			t.Errorf("%s does not reach the API at the proxy's internal port %d", name, internal)
+		}
+	}
+	if slices.Contains(names(plain), KubeAPIServerProxy) {
+		t.Errorf("a single-replica control plane without IdleWake got a proxy: %v", names(plain))
+	}
+}

@@ -1,0 +1,199 @@
+package hostedcontrolplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/runtime"
+)
+
+// Hibernation of a control plane, as the HostedCluster controller decided
+// it in spec.hibernation:
+//
+//	running ──hibernated──▶ Hibernating (instances stop, etcd last)
+//	   ▲                          │ none left (the endpoint proxy stays with idleAfter)
+//	   │                          ▼
+//	Available ◀── Resuming ◀── Hibernated ──hibernated=false──▶ Resuming
+//
+// With idleAfter the endpoint proxy fronts the API server, counts client
+// activity and holds connections while the control plane sleeps; the
+// activity watcher (activity.go) reads it and this controller reports it in
+// status.activity, from which the HostedCluster controller decides.
+
+// hibernated: the control plane is to sleep.
+func hibernated(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
+	return hcp.Spec.Hibernation != nil && hcp.Spec.Hibernation.Hibernated
+}
+
+// idleWake: the control plane sleeps when idle and wakes on a request.
+func idleWake(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
+	h := hcp.Spec.Hibernation
+	return h != nil && h.IdleAfter != nil && h.IdleAfter.Duration > 0
+}
+
+// reconcileHibernation reads the endpoint proxy's activity and, while the
+// control plane sleeps, keeps only the proxy of the rendered instances and
+// closes the connection to the hosted cluster.
+func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hcp := s.hcp
+	key := client.ObjectKeyFromObject(hcp)
+	if idleWake(hcp) {
+		r.recordActivity(ctx, s)
+		r.activity().watch(key, s.healthURL(), hcp)
+	} else {
+		r.activity().forget(key)
+		hcp.Status.Activity = nil
+	}
+	s.hibernated = hibernated(hcp)
+	if !s.hibernated {
+		return ctrl.Result{}, nil
+	}
+	// Its watches would knock at the proxy, which would wake the cluster.
+	r.hostedClusters().cache.Forget(key)
+	if _, ok := r.Runtime.(runtime.Sleeper); ok {
+		s.sleepInPlace = true // reconcileRuntime calls Sleep instead of Apply
+		return ctrl.Result{}, nil
+	}
+	var keep = s.specs[:0]
+	for _, spec := range s.specs {
+		if idleWake(hcp) && spec.Component == components.KubeAPIServerProxy {
+			keep = append(keep, spec)
+		}
+	}
+	s.specs = keep
+	return ctrl.Result{}, nil
+}
+
+// sleepInPlace has a Sleeper runtime stop the control plane (the kube
+// runtime scales its workloads to 0).
+func (r *Reconciler) sleepInPlace(ctx context.Context, s *scope) error {
+	sleeper, _ := r.Runtime.(runtime.Sleeper)
+	if err := sleeper.Sleep(ctx, s.ref); err != nil {
+		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
+		return fmt.Errorf("hibernate: %w", err)
+	}
+	return nil
+}
+
+// healthURL is where the endpoint proxy reports its activity.
+func (s *scope) healthURL() string {
+	port := s.ports[components.ProxyHealthPort]
+	if port == 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/activity"
+}
+
+// readActivity asks the endpoint proxy what it saw of clients.
+func readActivity(ctx context.Context, url string) (endpointproxy.Activity, error) {
+	var a endpointproxy.Activity
+	if url == "" {
+		return a, fmt.Errorf("no health port")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return a, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return a, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return a, json.NewDecoder(resp.Body).Decode(&a)
+}
+
+// recordActivity reports the proxy's activity in status.activity. The
+// latest time is kept: a restarted proxy starts with none.
+func (r *Reconciler) recordActivity(ctx context.Context, s *scope) {
+	a, err := readActivity(ctx, s.healthURL())
+	if err != nil {
+		return // the proxy is starting; the watcher looks again
+	}
+	st := s.hcp.Status.Activity
+	if st == nil {
+		st = &hypershiftv1alpha1.ControlPlaneActivity{}
+		s.hcp.Status.Activity = st
+	}
+	if !a.LastActivity.IsZero() && (st.LastActivityTime == nil || a.LastActivity.After(st.LastActivityTime.Time)) {
+		t := metav1.NewTime(a.LastActivity)
+		st.LastActivityTime = &t
+	}
+	st.WaitingConnections = a.Waiting
+	if port := s.ports[components.ProxyInternalPort]; port != 0 {
+		st.InternalEndpoint = &hypershiftv1alpha1.APIEndpoint{Host: "127.0.0.1", Port: int32(port)} //nolint:gosec // ports fit in int32
+	}
+}
+
+// updateHibernatedStatus reports a sleeping control plane: Hibernated once
+// no instance but the endpoint proxy is left, not Available.
+func (r *Reconciler) updateHibernatedStatus(s *scope) {
+	hcp := s.hcp
+	statuses := componentStatuses(r.Runtime.Status(s.ref))
+	hcp.Status.Components = statuses
+	hcp.Status.Ready = false
+	var left []string
+	for _, st := range statuses {
+		if st.Component != components.KubeAPIServerProxy && st.Phase != hypershiftv1alpha1.ComponentStopped {
+			left = append(left, st.Name)
+		}
+	}
+	reason := hcp.Spec.Hibernation.Reason
+	if reason == "" {
+		reason = hypershiftv1alpha1.HibernatedReason
+	}
+	set := func(typ hypershiftv1alpha1.ConditionType, status bool, reason hypershiftv1alpha1.ConditionReason, msg string) {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, typ, status, reason, msg)
+	}
+	why := fmt.Sprintf("The control plane is hibernated (%s)", reason)
+	if idleWake(hcp) {
+		why += "; the next request to its endpoint wakes it"
+	}
+	if len(left) > 0 {
+		set(hypershiftv1alpha1.Hibernated, false, hypershiftv1alpha1.HibernatingReason, "Stopping: "+joinMessages(left))
+		s.requeueAfter(time.Second)
+	} else {
+		set(hypershiftv1alpha1.Hibernated, true, reason, why)
+	}
+	set(hypershiftv1alpha1.Available, false, hypershiftv1alpha1.HibernatedReason, why)
+	set(hypershiftv1alpha1.Progressing, false, hypershiftv1alpha1.HibernatedReason, why)
+	set(hypershiftv1alpha1.Degraded, false, hypershiftv1alpha1.AsExpectedReason, "No component is failing")
+	set(hypershiftv1alpha1.EtcdAvailable, false, hypershiftv1alpha1.HibernatedReason, why)
+	set(hypershiftv1alpha1.KubeAPIServerAvailable, false, hypershiftv1alpha1.HibernatedReason, why)
+	set(hypershiftv1alpha1.DataPlaneAvailable, false, hypershiftv1alpha1.HibernatedReason, why)
+	hcp.Status.ObservedGeneration = hcp.Generation
+}
+
+// setAwakeCondition reports a running control plane: Resuming until it is
+// Available again after a sleep.
+func setAwakeCondition(hcp *hypershiftv1alpha1.HostedControlPlane, available bool) {
+	was := meta.FindStatusCondition(hcp.Status.Conditions, hypershiftv1alpha1.Hibernated.String())
+	resuming := was != nil && (was.Status == metav1.ConditionTrue ||
+		was.Reason == hypershiftv1alpha1.HibernatingReason.String() || was.Reason == hypershiftv1alpha1.ResumingReason.String())
+	if resuming && !available {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Hibernated, false,
+			hypershiftv1alpha1.ResumingReason, "The control plane is starting again")
+		return
+	}
+	conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Hibernated, false,
+		hypershiftv1alpha1.NotHibernatedReason, "The control plane runs")
+}

@@ -1,0 +1,65 @@
+package nodepool
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/conditions"
+	nodeplatform "hypershift.dev/internal/controller/nodepool/platform"
+	"hypershift.dev/internal/kubeconfig"
+)
+
+// clusterSleeps: the pool's cluster hibernates or is on its way to.
+func clusterSleeps(hc *hypershiftv1alpha1.HostedCluster) bool {
+	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String())
+	return c != nil && (c.Status == metav1.ConditionTrue || c.Reason == hypershiftv1alpha1.HibernatingReason.String())
+}
+
+// sleep closes the connection to a hibernating cluster and lets the
+// platform's machines sleep with it; nothing is deleted or repaired.
+func (r *Reconciler) sleep(ctx context.Context, s *scope) (ctrl.Result, error) {
+	key := types.NamespacedName{Namespace: s.hc.Namespace, Name: s.hc.Name}
+	r.hosted.forget(key)
+	if sleeper, ok := s.platform.impl.(nodeplatform.Sleeper); ok {
+		if err := sleeper.Sleep(ctx, s.pool()); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	conditions.Set(&s.np.Status.Conditions, s.np.Generation, hypershiftv1alpha1.NodePoolReady, false,
+		hypershiftv1alpha1.HostedClusterHibernatedReason,
+		fmt.Sprintf("HostedCluster %s hibernates; the pool's nodes come back when it resumes", key))
+	return ctrl.Result{RequeueAfter: 5 * time.Minute}, nil // its watch brings the resume
+}
+
+// operatorKubeconfig is the kubeconfig the controller reaches a hosted
+// cluster with: a cluster that sleeps when idle is reached at its endpoint
+// proxy's internal port, so that the controller's watches do not count as
+// a client's activity and keep it awake. Nodes keep the public endpoint.
+func (r *Reconciler) operatorKubeconfig(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kc []byte) []byte {
+	if hc.Spec.Hibernation == nil || hc.Spec.Hibernation.IdleAfter == nil || hc.Status.ControlPlaneNamespace == "" {
+		return kc
+	}
+	hcp := &hypershiftv1alpha1.HostedControlPlane{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Status.ControlPlaneNamespace, Name: hc.Name}, hcp); err != nil {
+		return kc
+	}
+	a := hcp.Status.Activity
+	if a == nil || a.InternalEndpoint == nil {
+		return kc
+	}
+	out, err := kubeconfig.WithServer(kc, "https://"+net.JoinHostPort(a.InternalEndpoint.Host, strconv.Itoa(int(a.InternalEndpoint.Port))))
+	if err != nil {
+		return kc
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package endpointproxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// sleepingBackend is an address where nothing listens until wake is called.
+func sleepingBackend(t *testing.T) (addr string, wake func(name string) func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close()
+	return addr, func(name string) func() {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					r := bufio.NewReader(c)
+					for {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+						fmt.Fprintf(c, "%s\n", name)
+					}
+				}()
+			}
+		}()
+		return func() { l.Close() }
+	}
+}
+
+func dialCheck(ctx context.Context, backend string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", backend)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// startHolding runs a proxy that holds connections over backend.
+func startHolding(t *testing.T, backend string, maxHeld int, timeout time.Duration) (*Proxy, string) {
+	t.Helper()
+	p, err := New([]string{backend}, dialCheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hold(maxHeld, timeout)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = p.Serve(ctx, l) }()
+	go p.HealthChecks(ctx, 50*time.Millisecond)
+	return p, l.Addr().String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHoldsAConnectionAcrossAWake: a client that connects while no API
+// server runs is held, counted as a wake request, and passed through once
+// the backend is up; its bytes arrive.
+func TestHoldsAConnectionAcrossAWake(t *testing.T) {
+	backend, wake := sleepingBackend(t)
+	p, addr := startHolding(t, backend, 4, time.Minute)
+	before := time.Now()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintln(c, "hi") // sent while the backend sleeps
+	waitFor(t, "the connection to be held", func() bool { return p.Activity().Waiting == 1 })
+	if a := p.Activity(); a.LastActivity.Before(before) {
+		t.Fatalf("a held connection is activity: last activity %s is before %s", a.LastActivity, before)
+	}
+	stop := wake("awake")
+	defer stop()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || got != "awake\n" {
+		t.Fatalf("answer through the held connection = %q, %v; want awake", got, err)
+	}
+	if w := p.Activity().Waiting; w != 0 {
+		t.Errorf("waiting = %d after the wake, want 0", w)
+	}
+}
+
+// TestHoldIsBounded: beyond the maximum, and after the timeout, held
+// connections are closed.
+func TestHoldIsBounded(t *testing.T) {
+	backend, _ := sleepingBackend(t)
+	p, addr := startHolding(t, backend, 1, 300*time.Millisecond)
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	waitFor(t, "the first connection to be held", func() bool { return p.Activity().Waiting == 1 })
+	second, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	_ = second.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := second.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("second connection beyond the maximum: read = %v, want EOF (closed)", err)
+	}
+	_ = first.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := first.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("held connection after the timeout: read = %v, want EOF (closed)", err)
+	}
+	waitFor(t, "no connection held", func() bool { return p.Activity().Waiting == 0 })
+}
+
+// TestInternalIsNotActivity: the control plane's own connections do not
+// keep it awake.
+func TestInternalIsNotActivity(t *testing.T) {
+	addr, stop := echoServer(t, "a")
+	defer stop()
+	p, err := New([]string{addr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = p.ServeInternal(ctx, l) }()
+	if got, err := ask(t, l.Addr().String()); err != nil || got != "a\n" {
+		t.Fatalf("internal = %q, %v", got, err)
+	}
+	if a := p.Activity(); !a.LastActivity.IsZero() {
+		t.Errorf("internal connection counted as activity at %s", a.LastActivity)
+	}
+}

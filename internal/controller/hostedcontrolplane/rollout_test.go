@@ -101,6 +101,12 @@ func TestRollout(t *testing.T) {
 			wantOld: []string{"kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"},
 		},
 		{
+			name: "instances without a process (resuming) keep the last Completed version", from: from,
+			instances:   running(old, nil, "", "kube-apiserver-0", "kube-apiserver-1", "kube-controller-manager-0", "kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"),
+			wantRolling: "kube-apiserver-0", wantTotal: 6,
+			wantOld: []string{"kube-apiserver-1", "kube-controller-manager-0", "kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"},
+		},
+		{
 			name: "all moved: done", from: from,
 			instances: running(old, nil, to),
 			wantMoved: 6, wantTotal: 6,

@@ -67,11 +67,22 @@ func instanceStates(in []runtime.InstanceStatus) []instanceState {
 	for _, s := range in {
 		out = append(out, instanceState{
 			Name: s.Name, Component: s.Component,
-			Version: release.Normalize(s.Version),
+			Version: instanceVersion(s),
 			Ready:   s.Phase == runtime.Running,
 		})
 	}
 	return out
+}
+
+// instanceVersion is the version an instance's process was started from;
+// "" when no process of it is known (not started yet, or stopped before
+// this operator saw it: a hibernated control plane's). An empty
+// InstanceStatus.Version of a started process is the compiled-in release.
+func instanceVersion(s runtime.InstanceStatus) string {
+	if s.PID == 0 && s.StartedAt.IsZero() {
+		return ""
+	}
+	return release.Normalize(s.Version)
 }
 
 // updateVersionStatus records the rollout in the version history, sets

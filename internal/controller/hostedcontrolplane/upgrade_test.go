@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/version"
 )
 
 func TestRecordVersion(t *testing.T) {
@@ -74,4 +76,19 @@ func TestRecordVersion(t *testing.T) {
 func ptrTime(t time.Time) *metav1.Time {
 	m := metav1.NewTime(t)
 	return &m
+}
+
+// TestInstanceVersion: an instance without a known process has no version
+// (it must not pass for the compiled-in release); a started one with an
+// empty version runs the compiled-in release.
+func TestInstanceVersion(t *testing.T) {
+	if v := instanceVersion(runtime.InstanceStatus{Phase: runtime.Stopped}); v != "" {
+		t.Errorf("never started: %q, want none", v)
+	}
+	if v := instanceVersion(runtime.InstanceStatus{Phase: runtime.Running, PID: 7}); v != version.KubernetesVersion {
+		t.Errorf("started from a spec without a version: %q, want %s", v, version.KubernetesVersion)
+	}
+	if v := instanceVersion(runtime.InstanceStatus{Phase: runtime.Starting, StartedAt: time.Now(), Version: "v1.36.3"}); v != "v1.36.3" {
+		t.Errorf("a pod started at v1.36.3: %q", v)
+	}
 }

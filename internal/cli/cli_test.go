@@ -88,12 +88,12 @@ func TestVersionListsReleases(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, []byte("a release"), 0o755); err != nil { //nolint:gosec // an executable
+	if err := os.WriteFile(bin, []byte("a release"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte("a release"))
 	sums := hex.EncodeToString(sum[:]) + "  kubernetes\n"
-	if err := os.WriteFile(filepath.Join(dir, "v1.36.3", "SHA256SUMS"), []byte(sums), 0o644); err != nil { //nolint:gosec // not secret
+	if err := os.WriteFile(filepath.Join(dir, "v1.36.3", "SHA256SUMS"), []byte(sums), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := run(t, "version", "--releases-dir", dir)
@@ -105,7 +105,7 @@ func TestVersionListsReleases(t *testing.T) {
 			t.Errorf("version output %q lacks %q", out, want)
 		}
 	}
-	if err := os.WriteFile(bin, []byte("tampered"), 0o755); err != nil { //nolint:gosec // an executable
+	if err := os.WriteFile(bin, []byte("tampered"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run(t, "version", "--releases-dir", dir); err == nil || !strings.Contains(err.Error(), bin) {

@@ -22,7 +22,8 @@ func newImageCommand() *cobra.Command {
 		Use:   "save -o FILE.tar",
 		Short: "Write the image " + image.Ref() + " as a docker-archive tarball (hypershift join imports it into each node)",
 		Long: "save builds the image from this binary: /hypershift (the entrypoint), the host's CA roots, /etc/passwd and\n" +
-			"/etc/group (root, nobody) and an empty /tmp. Load it elsewhere with `hypershift node load-image FILE.tar`,\n" +
+			"/etc/group (root, nobody), an empty /tmp and /releases/<version>/kubernetes of every release beside the binary\n" +
+			"(hypershift version lists them). Load it elsewhere with `hypershift node load-image FILE.tar`,\n" +
 			"`ctr images import FILE.tar` or `docker load -i FILE.tar`; pods run it with imagePullPolicy Never.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -75,7 +75,7 @@ func helpFlags(t *testing.T, r release.Release, component string) map[string]boo
 	if r.CompiledIn() {
 		path = hypershiftBinary(t)
 	}
-	out, err := exec.CommandContext(t.Context(), path, append(args, "--help")...).CombinedOutput() //nolint:gosec // a binary of this build
+	out, err := exec.CommandContext(t.Context(), path, append(args, "--help")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %v --help: %v\n%s", path, args, err, out)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	goruntime "runtime"
 	"sync"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )
 
@@ -31,6 +33,11 @@ const Repository = "hypershift.dev/hypershift"
 
 // Entrypoint is the binary's path in the image.
 const Entrypoint = "/hypershift"
+
+// ReleasesDir holds the image's Kubernetes releases besides the
+// compiled-in one, as ReleasesDir/<version>/kubernetes with its SHA256SUMS:
+// the releases directory of a hypershift running in the image (docs/releases.md).
+const ReleasesDir = "/releases"
 
 // CABundle is where Debian keeps the CA roots: the host's are copied to the
 // same path in the image when present, for components that dial out over
@@ -49,6 +56,9 @@ type Options struct {
 	CABundle string
 	// Ref is the tag; default Ref().
 	Ref string
+	// Releases are packed under ReleasesDir; nil: the catalog of the
+	// releases directory beside the binary (release.DefaultDir).
+	Releases *release.Catalog
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -64,6 +74,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Ref == "" {
 		o.Ref = Ref()
+	}
+	if o.Releases == nil {
+		c, err := release.Load(release.DefaultDir())
+		if err != nil {
+			return o, fmt.Errorf("releases of the image: %w", err)
+		}
+		o.Releases = c
 	}
 	return o, nil
 }
@@ -105,7 +122,7 @@ func Save(w io.Writer, img v1.Image, ref string) error {
 }
 
 // Build assembles the image: one layer with the binary, the CA roots,
-// /etc/passwd, /etc/group and /tmp; entrypoint /hypershift.
+// /etc/passwd, /etc/group, /tmp and the releases; entrypoint /hypershift.
 func Build(opts Options) (v1.Image, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -170,10 +187,44 @@ func layerEntries(opts Options) ([]entry, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("CA bundle: %w", err)
 	}
-	return append(entries,
+	entries = append(entries,
 		entry{path: "tmp/", mode: 0o1777, dir: true},
 		entry{path: Entrypoint[1:], mode: 0o755, src: opts.Executable, size: exe.Size()},
-	), nil
+	)
+	releases, err := releaseEntries(opts.Releases)
+	if err != nil {
+		return nil, err
+	}
+	return append(entries, releases...), nil
+}
+
+// releaseEntries are ReleasesDir/<version>/kubernetes and its SHA256SUMS
+// for every release that is not compiled in, oldest first. The sums are
+// the ones checked when the catalog was loaded: a binary changed since
+// then is refused where the image runs.
+func releaseEntries(c *release.Catalog) ([]entry, error) {
+	var out []entry
+	rs := c.Releases()
+	for i := len(rs) - 1; i >= 0; i-- {
+		r := rs[i]
+		if r.CompiledIn() {
+			continue
+		}
+		if len(out) == 0 {
+			out = append(out, entry{path: ReleasesDir[1:] + "/", mode: 0o755, dir: true})
+		}
+		info, err := os.Stat(r.Binary)
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", r.Version, err)
+		}
+		dir := path.Join(ReleasesDir[1:], r.Version)
+		out = append(out,
+			entry{path: dir + "/", mode: 0o755, dir: true},
+			entry{path: path.Join(dir, release.BinaryName), mode: 0o755, src: r.Binary, size: info.Size()},
+			entry{path: path.Join(dir, release.SumsName), mode: 0o644, data: []byte(r.SHA256 + "  " + release.BinaryName + "\n")},
+		)
+	}
+	return out, nil
 }
 
 // writeLayer writes the layer's tar stream; the same bytes every time (no

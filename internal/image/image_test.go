@@ -3,6 +3,8 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,10 +15,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"hypershift.dev/internal/release"
 )
 
-// The saved image holds the binary, the CA roots, the users and /tmp with
-// their modes, is tagged Ref() and starts the binary.
+// The saved image holds the binary, the CA roots, the users, /tmp and the
+// releases with their modes, is tagged Ref() and starts the binary.
 func TestWriteImage(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "hypershift")
@@ -33,7 +37,17 @@ func TestWriteImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(f, Options{Executable: exe, CABundle: ca}); err != nil {
+	releaseBinary := filepath.Join(dir, "v1.36.3", "kubernetes")
+	if err := os.MkdirAll(filepath.Dir(releaseBinary), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(releaseBinary, []byte("release binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("release binary"))
+	sums := hex.EncodeToString(sum[:]) + "  kubernetes\n"
+	releases := release.New(release.Release{Version: "v1.36.3", Binary: releaseBinary, SHA256: hex.EncodeToString(sum[:])})
+	if err := Write(f, Options{Executable: exe, CABundle: ca, Releases: releases}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -95,6 +109,8 @@ func TestWriteImage(t *testing.T) {
 		"etc/passwd":                        {mode: 0o644, content: passwd},
 		"etc/group":                         {mode: 0o644, content: group},
 		"tmp/":                              {mode: 0o1777, dir: true},
+		"releases/v1.36.3/kubernetes":       {mode: 0o755, content: "release binary"},
+		"releases/v1.36.3/SHA256SUMS":       {mode: 0o644, content: sums},
 	}
 	for path, w := range want {
 		g, ok := got[path]

@@ -20,11 +20,11 @@ func writeRelease(t *testing.T, dir, v, content string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(vdir, BinaryName)
-	if err := os.WriteFile(bin, []byte(content), 0o755); err != nil { //nolint:gosec // an executable
+	if err := os.WriteFile(bin, []byte(content), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256([]byte(content))
-	if err := os.WriteFile(filepath.Join(vdir, SumsName), []byte(hex.EncodeToString(sum[:])+"  kubernetes\n"), 0o644); err != nil { //nolint:gosec // not secret
+	if err := os.WriteFile(filepath.Join(vdir, SumsName), []byte(hex.EncodeToString(sum[:])+"  kubernetes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return bin
@@ -78,7 +78,7 @@ func TestLoadMissingDirHoldsTheCompiledInRelease(t *testing.T) {
 func TestLoadRefusesTamperedBinary(t *testing.T) {
 	dir := t.TempDir()
 	bin := writeRelease(t, dir, "v1.36.3", "release 1.36")
-	if err := os.WriteFile(bin, []byte("something else"), 0o755); err != nil { //nolint:gosec // an executable
+	if err := os.WriteFile(bin, []byte("something else"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load(dir)

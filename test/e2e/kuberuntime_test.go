@@ -103,6 +103,23 @@ func TestKubeRuntime(t *testing.T) {
 	})
 	// A minute and more after Available, past the start-up work.
 	logPodUsage(t, mgmt, node.name, ns)
+	t.Run("a cluster of another release runs the image's release binary", func(t *testing.T) {
+		makeHostPathVolume(t, mgmt, "old-etcd-0", class, filepath.Join(volumes, "old-etcd-0"))
+		hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion,
+			"--api-server-publishing", "NodePort", "--api-server-address", node.ip.String(),
+			"--etcd-storage-class", class, "--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
+		old := filepath.Join(hs.dataDir, "old.kubeconfig")
+		hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "old", "-o", old)
+		if v := mustKubectl(t, old, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {
+			t.Errorf("/version does not report %s:\n%s", releaseVersion, v)
+		}
+		pods := mustKubectl(t, mgmt, "-n", "clusters-old", "get", "pods", "-l", "hypershift.dev/component=kube-apiserver",
+			"-o", `jsonpath={.items[0].metadata.annotations.hypershift\.dev/kubernetes-version} {.items[0].spec.containers[0].command}`)
+		if !strings.Contains(pods, releaseVersion+" ") || !strings.Contains(pods, "/releases/"+releaseVersion+"/kubernetes") {
+			t.Errorf("the API server's pod: %s, want the version annotation and the release binary as its command", pods)
+		}
+		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
+	})
 	t.Run("destroy leaves nothing of the cluster behind", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "inner", "--wait", "--timeout", "3m")
 		eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func() error {

@@ -28,6 +28,12 @@ const (
 // changed file must roll the pods.
 const FilesHashAnnotation = "hypershift.dev/files-hash"
 
+// KubernetesVersionAnnotation on a pod template is the Spec.Version of the
+// workload's component, when it runs a release other than the compiled-in
+// one (absent otherwise, so existing pod templates did not change): the
+// status of an instance reports the version of the pod it runs in.
+const KubernetesVersionAnnotation = "hypershift.dev/kubernetes-version"
+
 // workload is one Deployment or StatefulSet: the instances of one
 // Component (replicas) and those of the components that run Beside it
 // (extra containers of the same pods).

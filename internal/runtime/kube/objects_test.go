@@ -54,16 +54,19 @@ func renderYAML(t *testing.T, objs []client.Object) []byte {
 // available control plane.
 func TestObjectsGolden(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		r    components.Replicas
+		name    string
+		r       components.Replicas
+		version string
 	}{
-		{"single-replica", components.SingleReplica},
-		{"highly-available", components.HighlyAvailable},
+		{"single-replica", components.SingleReplica, ""},
+		{"highly-available", components.HighlyAvailable, ""},
+		// Another release: its components run the image's release binary.
+		{"single-replica-v1.36", components.SingleReplica, "v1.36.3"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// What the renderer gives this runtime, as the controller
 			// hands it over.
-			objs, err := Objects(testRef, renderedSpecs(t, testRef, tt.r, 30443), testOptions())
+			objs, err := Objects(testRef, renderedSpecsOf(t, testRef, tt.r, 30443, tt.version), testOptions())
 			if err != nil {
 				t.Fatal(err)
 			}

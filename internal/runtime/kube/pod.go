@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hypershift.dev/internal/image"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -51,9 +52,15 @@ const (
 // podTemplate renders the pods of the workload.
 func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
 	labels := r.labels()
-	var annotations map[string]string
+	annotations := map[string]string{}
 	if secret != nil {
-		annotations = map[string]string{FilesHashAnnotation: filesHash(secret)}
+		annotations[FilesHashAnnotation] = filesHash(secret)
+	}
+	if v := r.w.spec.Version; v != "" {
+		annotations[KubernetesVersionAnnotation] = v
+	}
+	if len(annotations) == 0 {
+		annotations = nil
 	}
 	volumes := []corev1.Volume{
 		{Name: dirVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -94,6 +101,15 @@ func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
 	}
 }
 
+// command runs a spec's component: hypershift's for the compiled-in
+// release, the image's release binary of Spec.Version otherwise.
+func command(s runtime.Spec) []string {
+	if s.Version != "" {
+		return []string{path.Join(image.ReleasesDir, s.Version, release.BinaryName), s.Component}
+	}
+	return []string{image.Entrypoint, "component", s.Component}
+}
+
 // container renders one component's container.
 func (r renderer) container(s runtime.Spec) corev1.Container {
 	mounts := []corev1.VolumeMount{{Name: tmpVolume, MountPath: "/tmp"}}
@@ -108,7 +124,7 @@ func (r renderer) container(s runtime.Spec) corev1.Container {
 		Name:            s.Component,
 		Image:           r.opts.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{image.Entrypoint, "component", s.Component},
+		Command:         command(s),
 		Args:            s.Args,
 		Env:             env(s.Env),
 		Ports:           containerPorts(s.Ports),

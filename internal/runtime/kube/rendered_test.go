@@ -17,23 +17,31 @@ import (
 // to Apply.
 func renderedSpecs(t *testing.T, ref runtime.ControlPlaneRef, r components.Replicas, nodePort int) []runtime.Spec {
 	t.Helper()
+	return renderedSpecsOf(t, ref, r, nodePort, "")
+}
+
+// renderedSpecsOf renders a control plane of Kubernetes version (""
+// the compiled-in one).
+func renderedSpecsOf(t *testing.T, ref runtime.ControlPlaneRef, r components.Replicas, nodePort int, version string) []runtime.Spec {
+	t.Helper()
 	rt := New(nil, testOptions())
 	ports, err := rt.Ports(t.Context(), ref, components.PortNames(r))
 	if err != nil {
 		t.Fatal(err)
 	}
 	specs, err := components.Render(components.Config{
-		Name:             ref.Namespace,
-		Layout:           rt.Layout(ref),
-		Replicas:         r,
-		Ports:            ports,
-		PKI:              pkitest.Named(),
-		EncryptionKey:    []byte("0123456789abcdef0123456789abcdef"),
-		ServiceCIDR:      "172.31.0.0/16",
-		ClusterCIDR:      "10.132.0.0/14",
-		NodeCIDRMaskSize: 23,
-		APIServer:        runtime.Publish{Type: runtime.NodePort, Address: "192.0.2.10", NodePort: nodePort},
-		Konnectivity:     runtime.Publish{Type: runtime.NodePort, Address: "192.0.2.10"},
+		Name:              ref.Namespace,
+		Layout:            rt.Layout(ref),
+		Replicas:          r,
+		Ports:             ports,
+		PKI:               pkitest.Named(),
+		EncryptionKey:     []byte("0123456789abcdef0123456789abcdef"),
+		ServiceCIDR:       "172.31.0.0/16",
+		ClusterCIDR:       "10.132.0.0/14",
+		NodeCIDRMaskSize:  23,
+		APIServer:         runtime.Publish{Type: runtime.NodePort, Address: "192.0.2.10", NodePort: nodePort},
+		Konnectivity:      runtime.Publish{Type: runtime.NodePort, Address: "192.0.2.10"},
+		KubernetesVersion: version,
 	})
 	if err != nil {
 		t.Fatal(err)

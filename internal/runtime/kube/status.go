@@ -45,7 +45,11 @@ func (r *Runtime) Status(ref runtime.ControlPlaneRef) []runtime.InstanceStatus {
 	for _, w := range workloads {
 		podOf := podsOfInstances(w, byComponent[w.component])
 		for i := range w.instances {
-			out = append(out, instanceStatus(w.instances[i], w.component, podOf[i], listErr))
+			st := instanceStatus(w.instances[i], w.component, podOf[i], listErr)
+			if podOf[i] != nil {
+				st.Version = podOf[i].Annotations[KubernetesVersionAnnotation]
+			}
+			out = append(out, st)
 			for _, sc := range w.sidecars {
 				out = append(out, instanceStatus(sc.instances[i], sc.spec.Component, podOf[i], listErr))
 			}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"hypershift.dev/internal/runtime"
@@ -81,6 +82,15 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 			running("kube-apiserver", true, started), running("konnectivity-server", false, started),
 		},
 	})
+	// Its pod runs another release: the API server's instance reports it.
+	apiPod := &corev1.Pod{}
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "kube-apiserver-7c9d-a"}, apiPod); err != nil {
+		t.Fatal(err)
+	}
+	apiPod.Annotations = map[string]string{KubernetesVersionAnnotation: "v1.36.3"}
+	if err := env.Client.Update(t.Context(), apiPod); err != nil {
+		t.Fatal(err)
+	}
 	// Another owner's pod is none of this control plane's instances.
 	writePod(t, env, ref, "another-owner", "kube-scheduler", "kube-scheduler-7c9d-a", []string{"kube-scheduler"}, corev1.PodStatus{
 		Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running("kube-scheduler", true, started)},
@@ -115,6 +125,11 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 	}
 	if k := got["kube-apiserver-0"]; k.Message != "pod kube-apiserver-7c9d-a" {
 		t.Errorf("kube-apiserver-0 is in %q, want the first pod by name", k.Message)
+	}
+	for name, version := range map[string]string{"kube-apiserver-0": "v1.36.3", "konnectivity-server-0": "", "kube-apiserver-1": "", "etcd-0": ""} {
+		if got[name].Version != version {
+			t.Errorf("%s reports version %q, want %q (the pod's %s)", name, got[name].Version, version, KubernetesVersionAnnotation)
+		}
 	}
 	if k := got["konnectivity-server-1"]; k.Component != "konnectivity-server" || k.Message != "pod kube-apiserver-7c9d-b: not scheduled: Unschedulable 0/3 nodes are available" {
 		t.Errorf("konnectivity-server-1: %+v", k)

@@ -14,15 +14,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/scheme"
+	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
 // managementClient is a client of the management plane of hs.
 func managementClient(t *testing.T, hs *cli) client.Client {
 	t.Helper()
+	// controller-runtime's client logs through its own logger; without one
+	// it warns with a stack trace.
+	ctrllog.SetLogger(testenv.Logger())
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(hs.dataDir, "management.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
@@ -270,4 +275,35 @@ func TestHighlyAvailableUpgrade(t *testing.T) {
 			t.Errorf("%s still runs pid %d: it was not restarted", name, pid)
 		}
 	}
+}
+
+// TestUpgradeWhileHibernated: a cluster of another release hibernates and
+// resumes at its own release (a resume restarts nothing at another
+// version); a version changed while it sleeps is rolled out when it
+// resumes, with every object kept.
+func TestUpgradeWhileHibernated(t *testing.T) {
+	hs, kc := upWithCluster(t, "hu", "--kubernetes-version", releaseVersion)
+	c := managementClient(t, hs)
+	waitVersion(t, c, "hu", releaseVersion, 2*time.Minute)
+	mustKubectl(t, kc, "create", "namespace", "kept")
+
+	hs.must("hibernate", "cluster", "hu", "--wait", "--timeout", "2m")
+	hs.must("resume", "cluster", "hu", "--wait", "--timeout", "3m")
+	hc := waitVersion(t, c, "hu", releaseVersion, 2*time.Minute)
+	if h := hc.Status.VersionHistory; len(h) != 1 || h[0].Version != releaseVersion {
+		t.Errorf("version history after a resume %+v, want only %s", h, releaseVersion)
+	}
+	if v := mustKubectl(t, kc, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {
+		t.Errorf("/version after a resume does not report %s:\n%s", releaseVersion, v)
+	}
+
+	hs.must("hibernate", "cluster", "hu", "--wait", "--timeout", "2m")
+	upgrade(t, hs, "hu", version.KubernetesVersion)
+	hs.must("resume", "cluster", "hu", "--wait", "--timeout", "3m")
+	hc = waitVersion(t, c, "hu", version.KubernetesVersion, 4*time.Minute)
+	checkHistory(t, hc, version.KubernetesVersion, releaseVersion)
+	if v := mustKubectl(t, kc, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+version.KubernetesVersion+`"`) {
+		t.Errorf("/version does not report %s:\n%s", version.KubernetesVersion, v)
+	}
+	mustKubectl(t, kc, "get", "namespace", "kept")
 }

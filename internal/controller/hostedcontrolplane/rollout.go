@@ -10,9 +10,9 @@ import (
 
 // Rolling a control plane to a new Kubernetes version (docs/upgrades.md):
 //
-//	old specs (last Completed version) ─┐
-//	target specs (spec.kubernetesVersion)├─ rollout ─→ specs to apply + progress
-//	instances' version and readiness ───┘
+//	renderings (the target version, the last Completed one, and any
+//	            version an instance still runs) ─┐
+//	instances' versions and readiness ───────────┴─ rollout ─→ specs to apply + progress
 //
 // Only kube-apiserver, kube-controller-manager and kube-scheduler are
 // versioned; etcd, Konnectivity and the endpoint proxy come from the
@@ -20,7 +20,10 @@ import (
 // move in rolloutOrder, and the next one only when the one before runs the
 // target version and is ready: the API servers first (an API server serves
 // controllers one minor older, never newer), one at a time so a
-// HighlyAvailable control plane keeps one behind its endpoint.
+// HighlyAvailable control plane keeps one behind its endpoint. An instance
+// the rollout has not reached keeps the version it runs (a rollout
+// superseded by a newer patch never moves an instance back), or the last
+// Completed one when it runs none.
 
 // rolloutOrder is the order in which versioned components move.
 var rolloutOrder = []string{components.KubeAPIServer, components.KubeControlPlane, components.KubeControllerManager, components.KubeScheduler}
@@ -40,8 +43,9 @@ type rolloutInput struct {
 	// From is the version the control plane last ran completely, To the
 	// one asked for.
 	From, To string
-	// Old and Target are the control plane rendered for From and To.
-	Old, Target []runtime.Spec
+	// Rendered is the control plane rendered for To, for From, and for
+	// every version an instance runs, by version.
+	Rendered map[string][]runtime.Spec
 	// Instances are the runtime's view.
 	Instances []instanceState
 	// Pods: the runtime runs each component as one workload that rolls its
@@ -66,12 +70,12 @@ type rolloutPlan struct {
 	pods bool
 }
 
-// rollout decides, from the instances' versions, which instances run the
-// old spec and which the target one. A pure function: the controller
-// calls it on every pass, so a rollout resumes where it was after an
-// operator restart.
+// rollout decides, from the instances' versions, which rendering each
+// instance runs. A pure function: the controller calls it on every pass,
+// so a rollout resumes where it was after an operator restart.
 func rollout(in rolloutInput) rolloutPlan {
-	units := versionedUnits(in.Target, in.Pods)
+	target := in.Rendered[in.To]
+	units := versionedUnits(target, in.Pods)
 	moved := func(u unit) bool {
 		for _, name := range u.instances {
 			st, ok := findInstance(in.Instances, name)
@@ -82,13 +86,12 @@ func rollout(in rolloutInput) rolloutPlan {
 		return true
 	}
 	plan := rolloutPlan{Total: len(units), pods: in.Pods}
-	keepOld := map[string]bool{}
+	notReached := map[string]bool{}
 	for _, u := range units {
 		switch {
 		case plan.Rolling != "":
-			// Not reached yet: stays where it is.
 			for _, name := range u.instances {
-				keepOld[name] = true
+				notReached[name] = true
 			}
 		case moved(u):
 			plan.Moved++
@@ -97,24 +100,36 @@ func rollout(in rolloutInput) rolloutPlan {
 		}
 	}
 	plan.Done = plan.Rolling == ""
-	// Instances whose names the old rendering does not have (a control
-	// plane folded into one process, or unfolded) cannot be kept beside
-	// the new ones: they take the target at once.
-	old := map[string]runtime.Spec{}
-	if in.From != in.To {
-		for _, s := range in.Old {
-			old[s.Name] = s
-		}
-	}
-	plan.Specs = make([]runtime.Spec, 0, len(in.Target))
-	for _, s := range in.Target {
-		if o, ok := old[s.Name]; ok && keepOld[s.Name] {
-			plan.Specs = append(plan.Specs, o)
-			continue
+	plan.Specs = make([]runtime.Spec, 0, len(target))
+	for _, s := range target {
+		if notReached[s.Name] {
+			if kept, ok := in.keep(s.Name); ok {
+				plan.Specs = append(plan.Specs, kept)
+				continue
+			}
 		}
 		plan.Specs = append(plan.Specs, s)
 	}
 	return plan
+}
+
+// keep is the spec an instance the rollout has not reached stays at: that
+// of the version it runs, else of From. Instances a rendering does not
+// name (a control plane folded into one process, or unfolded) cannot be
+// kept beside the new ones: they take the target at once.
+func (in rolloutInput) keep(name string) (runtime.Spec, bool) {
+	v := in.From
+	if st, ok := findInstance(in.Instances, name); ok && st.Version != "" {
+		if _, rendered := in.Rendered[st.Version]; rendered {
+			v = st.Version
+		}
+	}
+	for _, s := range in.Rendered[v] {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return runtime.Spec{}, false
 }
 
 // unit is what moves in one step: one instance, or one component's

@@ -93,10 +93,16 @@ func TestRollout(t *testing.T) {
 			wantOld: []string{"kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"},
 		},
 		{
-			name: "an API server that falls back out of readiness holds the rest", from: from,
+			name: "an API server that falls back out of readiness holds the rest where they are", from: from,
 			instances: running(old, map[string]string{
 				"kube-apiserver-0": to, "kube-apiserver-1": to, "kube-controller-manager-0": to,
 			}, from, "kube-apiserver-0"),
+			wantRolling: "kube-apiserver-0", wantTotal: 6,
+			wantOld: []string{"kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"},
+		},
+		{
+			name: "instances without a process (resuming) keep the last Completed version", from: from,
+			instances:   running(old, nil, "", "kube-apiserver-0", "kube-apiserver-1", "kube-controller-manager-0", "kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"),
 			wantRolling: "kube-apiserver-0", wantTotal: 6,
 			wantOld: []string{"kube-apiserver-1", "kube-controller-manager-0", "kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"},
 		},
@@ -125,7 +131,11 @@ func TestRollout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := rollout(rolloutInput{From: tt.from, To: to, Old: old, Target: target, Instances: tt.instances, Pods: tt.pods})
+			rendered := map[string][]runtime.Spec{to: target, tt.from: old}
+			if tt.from == to {
+				rendered = map[string][]runtime.Spec{to: target}
+			}
+			plan := rollout(rolloutInput{From: tt.from, To: to, Rendered: rendered, Instances: tt.instances, Pods: tt.pods})
 			if plan.Rolling != tt.wantRolling || plan.Moved != tt.wantMoved || plan.Total != tt.wantTotal || plan.Done != (tt.wantRolling == "") {
 				t.Errorf("rolling %q, %d of %d moved, done %v; want %q, %d of %d", plan.Rolling, plan.Moved, plan.Total, plan.Done, tt.wantRolling, tt.wantMoved, tt.wantTotal)
 			}
@@ -156,7 +166,7 @@ func TestRolloutFoldedInstances(t *testing.T) {
 		{Name: "kube-controller-manager", Component: components.KubeControllerManager, Args: []string{"--for=v1.36.3"}},
 	}
 	target := []runtime.Spec{{Name: "kube-control-plane", Component: components.KubeControlPlane, Args: []string{"--for=v1.37.1"}}}
-	plan := rollout(rolloutInput{From: "v1.36.3", To: "v1.37.1", Old: old, Target: target})
+	plan := rollout(rolloutInput{From: "v1.36.3", To: "v1.37.1", Rendered: map[string][]runtime.Spec{"v1.36.3": old, "v1.37.1": target}})
 	if len(plan.Specs) != 1 || plan.Specs[0].Name != "kube-control-plane" || plan.Rolling != "kube-control-plane" {
 		t.Errorf("plan %+v, want the folded instance at its target", plan)
 	}
@@ -166,5 +176,26 @@ func TestRolloutProgressMessage(t *testing.T) {
 	p := rolloutPlan{Rolling: "kube-apiserver-1", Moved: 1, Total: 6}
 	if got, want := p.progress("v1.37.1"), "Rolling kube-apiserver-1 to v1.37.1 (1 of 6 instances done)"; got != want {
 		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestRolloutSupersededNeverMovesBack: a rollout to v1.37.1 superseded by
+// v1.37.2 keeps the instances it has not reached yet at what they run —
+// v1.37.1 for those already moved — never back at v1.36.3.
+func TestRolloutSupersededNeverMovesBack(t *testing.T) {
+	from, mid, to := "v1.36.3", "v1.37.1", "v1.37.2"
+	rendered := map[string][]runtime.Spec{from: haSpecs(from), mid: haSpecs(mid), to: haSpecs(to)}
+	instances := running(rendered[from], map[string]string{"kube-apiserver-0": mid, "kube-apiserver-1": mid}, from)
+	plan := rollout(rolloutInput{From: from, To: to, Rendered: rendered, Instances: instances})
+	if plan.Rolling != "kube-apiserver-0" {
+		t.Errorf("rolling %q, want kube-apiserver-0", plan.Rolling)
+	}
+	got := versionsOf(plan.Specs)
+	for name, want := range map[string]string{
+		"kube-apiserver-0": to, "kube-apiserver-1": mid, "kube-controller-manager-0": from, "etcd-0": to,
+	} {
+		if got[name] != want {
+			t.Errorf("%s gets the %s spec, want %s", name, got[name], want)
+		}
 	}
 }

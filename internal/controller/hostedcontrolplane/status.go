@@ -9,7 +9,6 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
-	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -155,7 +154,7 @@ func componentStatuses(in []runtime.InstanceStatus) []hypershiftv1alpha1.Compone
 			Message:        s.Message,
 		}
 		if isVersioned(s.Component) {
-			c.Version = release.Normalize(s.Version)
+			c.Version = instanceVersion(s)
 		}
 		if !s.StartedAt.IsZero() {
 			t := metav1.NewTime(s.StartedAt)

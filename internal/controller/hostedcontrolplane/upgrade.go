@@ -1,6 +1,7 @@
 package hostedcontrolplane
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,33 +14,37 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// renderRollout renders the control plane for the version it asks for and,
-// while a rollout is under way, for the version it last ran completely,
-// and keeps the instances the rollout has not reached at the old one
-// (rollout). The plan is kept in the scope for the version status.
+// renderRollout renders the control plane for the version it asks for
+// and, while a rollout is under way, for the version it last ran
+// completely and each version an instance still runs, and lets rollout
+// choose per instance. The plan is kept in the scope for the version
+// status.
 func (r *Reconciler) renderRollout(s *scope, cfg components.Config) ([]runtime.Spec, error) {
 	to := release.Normalize(s.hcp.Spec.KubernetesVersion)
 	from := lastCompleted(s.hcp.Status)
 	if from == "" {
 		from = to
 	}
-	cfg.KubernetesVersion = to
-	target, err := components.Render(cfg)
-	if err != nil {
-		return nil, err
-	}
-	var old []runtime.Spec
-	if from != to {
-		cfg.KubernetesVersion = from
-		if old, err = components.Render(cfg); err != nil {
-			return nil, err
+	instances := instanceStates(r.Runtime.Status(s.ref))
+	versions := []string{to, from}
+	for _, st := range instances {
+		if isVersioned(st.Component) {
+			versions = append(versions, st.Version)
 		}
 	}
-	plan := rollout(rolloutInput{
-		From: from, To: to, Old: old, Target: target,
-		Instances: instanceStates(r.Runtime.Status(s.ref)),
-		Pods:      cfg.Layout.Pods,
-	})
+	rendered := map[string][]runtime.Spec{}
+	for _, v := range versions {
+		if _, ok := rendered[v]; ok {
+			continue
+		}
+		cfg.KubernetesVersion = v
+		specs, err := components.Render(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("render for %s: %w", v, err)
+		}
+		rendered[v] = specs
+	}
+	plan := rollout(rolloutInput{From: from, To: to, Rendered: rendered, Instances: instances, Pods: cfg.Layout.Pods})
 	s.rollout, s.rolloutTo = &plan, to
 	return plan.Specs, nil
 }
@@ -62,11 +67,22 @@ func instanceStates(in []runtime.InstanceStatus) []instanceState {
 	for _, s := range in {
 		out = append(out, instanceState{
 			Name: s.Name, Component: s.Component,
-			Version: release.Normalize(s.Version),
+			Version: instanceVersion(s),
 			Ready:   s.Phase == runtime.Running,
 		})
 	}
 	return out
+}
+
+// instanceVersion is the version an instance's process was started from;
+// "" when no process of it is known (not started yet, or stopped before
+// this operator saw it: a hibernated control plane's). An empty
+// InstanceStatus.Version of a started process is the compiled-in release.
+func instanceVersion(s runtime.InstanceStatus) string {
+	if s.PID == 0 && s.StartedAt.IsZero() {
+		return ""
+	}
+	return release.Normalize(s.Version)
 }
 
 // updateVersionStatus records the rollout in the version history, sets

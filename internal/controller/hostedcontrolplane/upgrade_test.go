@@ -6,9 +6,13 @@ import (
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/version"
 )
 
 func TestRecordVersion(t *testing.T) {
@@ -74,4 +78,84 @@ func TestRecordVersion(t *testing.T) {
 func ptrTime(t time.Time) *metav1.Time {
 	m := metav1.NewTime(t)
 	return &m
+}
+
+// TestInstanceVersion: an instance without a known process has no version
+// (it must not pass for the compiled-in release); a started one with an
+// empty version runs the compiled-in release.
+func TestInstanceVersion(t *testing.T) {
+	if v := instanceVersion(runtime.InstanceStatus{Phase: runtime.Stopped}); v != "" {
+		t.Errorf("never started: %q, want none", v)
+	}
+	if v := instanceVersion(runtime.InstanceStatus{Phase: runtime.Running, PID: 7}); v != version.KubernetesVersion {
+		t.Errorf("started from a spec without a version: %q, want %s", v, version.KubernetesVersion)
+	}
+	if v := instanceVersion(runtime.InstanceStatus{Phase: runtime.Starting, StartedAt: time.Now(), Version: "v1.36.3"}); v != "v1.36.3" {
+		t.Errorf("a pod started at v1.36.3: %q", v)
+	}
+}
+
+// TestUpdateVersionStatus: the condition, status.version and the events of
+// a rollout's passes — an upgrade's start, its progress, its completion —
+// and a creation, which records history but is no upgrade.
+func TestUpdateVersionStatus(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	done := metav1.NewTime(t0)
+	upgraded := []hypershiftv1alpha1.VersionHistory{{Version: "v1.36.3", State: hypershiftv1alpha1.CompletedVersion, StartedTime: done, CompletionTime: &done}}
+	tests := []struct {
+		name        string
+		history     []hypershiftv1alpha1.VersionHistory
+		plan        rolloutPlan
+		wantVersion string
+		wantCond    string
+		wantEvents  []string
+	}{
+		{
+			name: "creation under way", plan: rolloutPlan{Rolling: "kube-apiserver", Total: 3},
+			wantCond: "True/Upgrading: Rolling kube-apiserver to v1.37.1 (0 of 3 instances done)",
+		},
+		{
+			name: "creation done", plan: rolloutPlan{Done: true, Moved: 3, Total: 3},
+			wantVersion: "v1.37.1", wantCond: "False/AsExpected: Running v1.37.1",
+		},
+		{
+			name: "upgrade starts", history: upgraded, plan: rolloutPlan{Rolling: "kube-apiserver-0", Total: 6},
+			wantVersion: "v1.36.3", wantCond: "True/Upgrading: Rolling kube-apiserver-0 to v1.37.1 (0 of 6 instances done)",
+			wantEvents: []string{"Normal UpgradeStarted Upgrading the control plane from v1.36.3 to v1.37.1"},
+		},
+		{
+			name: "upgrade completes", history: append([]hypershiftv1alpha1.VersionHistory{{Version: "v1.37.1", State: hypershiftv1alpha1.PartialVersion, StartedTime: done}}, upgraded...),
+			plan: rolloutPlan{Done: true, Moved: 6, Total: 6}, wantVersion: "v1.37.1", wantCond: "False/AsExpected: Running v1.37.1",
+			wantEvents: []string{"Normal UpgradeCompleted The control plane runs v1.37.1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := events.NewFakeRecorder(10)
+			r := &Reconciler{Recorder: rec}
+			hcp := &hypershiftv1alpha1.HostedControlPlane{}
+			hcp.Status.VersionHistory = tt.history
+			if len(tt.history) > 0 {
+				hcp.Status.Version = "v1.36.3"
+			}
+			plan := tt.plan
+			s := &scope{hcp: hcp, rollout: &plan, rolloutTo: "v1.37.1"}
+			r.updateVersionStatus(s, t0.Add(time.Minute))
+			if hcp.Status.Version != tt.wantVersion {
+				t.Errorf("status.version %q, want %q", hcp.Status.Version, tt.wantVersion)
+			}
+			c := meta.FindStatusCondition(hcp.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String())
+			if got := fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message); got != tt.wantCond {
+				t.Errorf("ClusterVersionProgressing %q, want %q", got, tt.wantCond)
+			}
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.wantEvents) {
+				t.Errorf("events %q, want %q", got, tt.wantEvents)
+			}
+		})
+	}
 }

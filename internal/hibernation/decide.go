@@ -57,8 +57,10 @@ func Decide(in Inputs) (Decision, error) {
 		return Decision{}, err
 	}
 	if spec.Enabled {
-		return Decision{Hibernate: true, Reason: hypershiftv1alpha1.HibernatedReason,
-			Message: "spec.hibernation.enabled is true: set it false (hypershift resume cluster) to resume"}, nil
+		return Decision{
+			Hibernate: true, Reason: hypershiftv1alpha1.HibernatedReason,
+			Message: "spec.hibernation.enabled is true: set it false (hypershift resume cluster) to resume",
+		}, nil
 	}
 	now := in.Now.In(loc)
 	var next, windowStart time.Time
@@ -91,10 +93,12 @@ func Decide(in Inputs) (Decision, error) {
 	if idle {
 		deadline := activity.Add(spec.IdleAfter.Duration)
 		if !now.Before(deadline) {
-			return Decision{Hibernate: true, Reason: hypershiftv1alpha1.IdleHibernatedReason,
+			return Decision{
+				Hibernate: true, Reason: hypershiftv1alpha1.IdleHibernatedReason,
 				Message: fmt.Sprintf("No client used the API endpoint for spec.hibernation.idleAfter (%s) since %s; the next request wakes it",
 					spec.IdleAfter.Duration, activity.In(loc).Format(time.RFC3339)),
-				Next: next}, nil
+				Next: next,
+			}, nil
 		}
 		soonest(deadline.In(loc))
 	}

@@ -68,7 +68,7 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 		s.sleepInPlace = true // reconcileRuntime calls Sleep instead of Apply
 		return ctrl.Result{}, nil
 	}
-	var keep = s.specs[:0]
+	keep := s.specs[:0]
 	for _, spec := range s.specs {
 		if idleWake(hcp) && spec.Component == components.KubeAPIServerProxy {
 			keep = append(keep, spec)

@@ -73,10 +73,11 @@ func runHibernation(ctx context.Context, opts *options) *hibernationResult {
 func benchResume(ctx context.Context, p *plane, res *hibernationResult) error {
 	var resume, rss []float64
 	for round := range res.Rounds {
+		asked := time.Now()
 		if err := p.setHibernation(ctx, "sleepy", true); err != nil {
 			return err
 		}
-		if err := p.waitHibernated(ctx, "sleepy", 2*time.Minute); err != nil {
+		if err := p.waitHibernated(ctx, "sleepy", asked, 2*time.Minute); err != nil {
 			return err
 		}
 		rss = append(rss, summedRSSMiB(p.clusterDir("sleepy")))
@@ -108,8 +109,9 @@ func benchWake(ctx context.Context, p *plane, res *hibernationResult) error {
 		return err
 	}
 	var wake, rss, anon []float64
+	var woken time.Time
 	for round := range res.Rounds {
-		if err := p.waitHibernated(ctx, "idle", 2*time.Minute); err != nil {
+		if err := p.waitHibernated(ctx, "idle", woken, 2*time.Minute); err != nil {
 			return err
 		}
 		r, a := 0.0, 0.0
@@ -123,7 +125,8 @@ func benchWake(ctx context.Context, p *plane, res *hibernationResult) error {
 		if err := getVersion(ctx, hc, cfg.Host); err != nil {
 			return fmt.Errorf("GET /version of an idle-hibernated cluster: %w", err)
 		}
-		wake = append(wake, time.Since(start).Seconds())
+		woken = time.Now()
+		wake = append(wake, woken.Sub(start).Seconds())
 		hc.CloseIdleConnections() // its keep-alive pings would be activity
 		fmt.Printf("   round %d: wake on request %.2f s; %.1f MiB RSS, %.1f MiB anonymous (the endpoint proxy) while asleep\n",
 			round+1, wake[len(wake)-1], rss[len(rss)-1], anon[len(anon)-1])
@@ -160,13 +163,15 @@ func (p *plane) setHibernation(ctx context.Context, name string, enabled bool) e
 	return nil
 }
 
-// waitHibernated polls until the cluster reports Hibernated=True.
-func (p *plane) waitHibernated(ctx context.Context, name string, timeout time.Duration) error {
+// waitHibernated polls until the cluster reports Hibernated=True, a
+// transition made at or after since (not a stale one from before a wake).
+func (p *plane) waitHibernated(ctx context.Context, name string, since time.Time, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	for time.Now().Before(deadline) {
 		if err := p.client.Get(ctx, client.ObjectKey{Namespace: clusterNamespace, Name: name}, hc); err == nil {
-			if c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()); c != nil && c.Status == metav1.ConditionTrue {
+			if c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()); c != nil && c.Status == metav1.ConditionTrue &&
+				!c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
 				return nil
 			}
 		}

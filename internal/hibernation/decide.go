@@ -18,6 +18,14 @@ type Inputs struct {
 	// or resumed); zero while it sleeps. Idle time counts from it at the
 	// earliest, so a resumed cluster gets idleAfter before it sleeps again.
 	AwakeSince time.Time
+	// IdleAsleepSince is when the control plane went to sleep for being
+	// idle (its Hibernated condition True with reason IdleHibernated);
+	// zero otherwise. Only activity after it wakes the control plane:
+	// activity from before that the status had not caught up with yet is
+	// not a request to a sleeping cluster.
+	IdleAsleepSince time.Time
+	// Waiting counts connections the endpoint proxy holds: a wake request.
+	Waiting int32
 	// Now is the time of the decision.
 	Now time.Time
 }
@@ -43,7 +51,8 @@ type Decision struct {
 //     and a client came after the window opened: a request wakes it, and
 //     idleness puts it back to sleep.
 //   - idleAfter set and no activity for idleAfter since the later of the
-//     last activity and AwakeSince: asleep (IdleHibernated).
+//     last activity and AwakeSince: asleep (IdleHibernated), until a
+//     connection is held or activity comes after IdleAsleepSince.
 //
 // An error names the field that cannot be read.
 func Decide(in Inputs) (Decision, error) {
@@ -82,6 +91,9 @@ func Decide(in Inputs) (Decision, error) {
 	if in.AwakeSince.After(activity) {
 		activity = in.AwakeSince
 	}
+	if in.Waiting > 0 {
+		activity = in.Now // a client waits right now
+	}
 	idle := spec.IdleAfter != nil && spec.IdleAfter.Duration > 0
 	if !windowStart.IsZero() && (!idle || !activity.After(windowStart)) {
 		msg := fmt.Sprintf("Inside a window of spec.hibernation.schedules since %s", windowStart.Format(time.RFC3339))
@@ -92,7 +104,8 @@ func Decide(in Inputs) (Decision, error) {
 	}
 	if idle {
 		deadline := activity.Add(spec.IdleAfter.Duration)
-		if !now.Before(deadline) {
+		stillIdle := !in.IdleAsleepSince.IsZero() && in.Waiting == 0 && !in.LastActivity.After(in.IdleAsleepSince)
+		if stillIdle || !now.Before(deadline) {
 			return Decision{
 				Hibernate: true, Reason: hypershiftv1alpha1.IdleHibernatedReason,
 				Message: fmt.Sprintf("No client used the API endpoint for spec.hibernation.idleAfter (%s) since %s; the next request wakes it",

@@ -57,14 +57,16 @@ func TestDecide(t *testing.T) {
 	night := []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * * *", Resume: "0 7 * * *"}}
 	idle := &metav1.Duration{Duration: 15 * time.Minute}
 	tests := []struct {
-		name         string
-		spec         *hypershiftv1alpha1.HibernationSpec
-		now          string
-		lastActivity string
-		awakeSince   string
-		want         hypershiftv1alpha1.ConditionReason
-		wantNext     string
-		wantErr      string
+		name            string
+		spec            *hypershiftv1alpha1.HibernationSpec
+		now             string
+		lastActivity    string
+		awakeSince      string
+		idleAsleepSince string
+		waiting         int32
+		want            hypershiftv1alpha1.ConditionReason
+		wantNext        string
+		wantErr         string
 	}{
 		{name: "no spec", now: "2026-11-24T12:00:00Z", want: hypershiftv1alpha1.NotHibernatedReason},
 		{
@@ -131,6 +133,20 @@ func TestDecide(t *testing.T) {
 			lastActivity: "2026-11-24T19:59:00Z", want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z",
 		},
 		{
+			name: "idle-asleep: activity from before the sleep does not wake it", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:59:00Z", idleAsleepSince: "2026-11-24T11:59:30Z", want: hypershiftv1alpha1.IdleHibernatedReason,
+		},
+		{
+			name: "idle-asleep: a request after the sleep wakes it", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:59:50Z", idleAsleepSince: "2026-11-24T11:59:30Z",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:14:50Z",
+		},
+		{
+			name: "idle-asleep: a held connection wakes it", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:00:00Z", idleAsleepSince: "2026-11-24T11:59:55Z", waiting: 1,
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:15:00Z",
+		},
+		{
 			name: "bad cron", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 25 * * *", Resume: "0 7 * * *"}}},
 			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.schedules[0].hibernate",
 		},
@@ -151,7 +167,10 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := Decide(Inputs{Spec: tt.spec, Now: parse(tt.now), LastActivity: parse(tt.lastActivity), AwakeSince: parse(tt.awakeSince)})
+			d, err := Decide(Inputs{
+				Spec: tt.spec, Now: parse(tt.now), LastActivity: parse(tt.lastActivity), AwakeSince: parse(tt.awakeSince),
+				IdleAsleepSince: parse(tt.idleAsleepSince), Waiting: tt.waiting,
+			})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)

@@ -15,7 +15,6 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
-	nodeplatform "hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/kubeconfig"
 )
 
@@ -30,10 +29,8 @@ func clusterSleeps(hc *hypershiftv1alpha1.HostedCluster) bool {
 func (r *Reconciler) sleep(ctx context.Context, s *scope) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: s.hc.Namespace, Name: s.hc.Name}
 	r.hosted.forget(key)
-	if sleeper, ok := s.platform.impl.(nodeplatform.Sleeper); ok {
-		if err := sleeper.Sleep(ctx, s.pool()); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := s.platform.sleep(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	conditions.Set(&s.np.Status.Conditions, s.np.Generation, hypershiftv1alpha1.NodePoolReady, false,
 		hypershiftv1alpha1.HostedClusterHibernatedReason,

@@ -57,6 +57,10 @@ func (p platform) delete(ctx context.Context, s *scope) error {
 	return p.impl.Delete(ctx, s.pool())
 }
 
+func (p platform) sleep(ctx context.Context, s *scope) error {
+	return p.impl.Sleep(ctx, s.pool())
+}
+
 func (p platform) needsToken() bool             { return p.impl.NeedsToken() }
 func (p platform) supportsAutoscaling() bool    { return p.impl.SupportsAutoscaling() }
 func (p platform) supportsAutorepair() bool     { return p.impl.SupportsAutorepair() }

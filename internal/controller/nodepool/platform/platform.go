@@ -55,6 +55,12 @@ type Platform interface {
 	// Delete removes what the platform runs for the pool outside the
 	// hosted cluster (agents); it works without a hosted cluster.
 	Delete(ctx context.Context, p *Pool) error
+	// Sleep lets the pool's machines sleep while their cluster hibernates
+	// (docs/hibernation.md): it stops what runs them and keeps what they
+	// need to come back; the next Reconcile once the cluster is Available
+	// again starts them. Real nodes do nothing: their kubelets keep running
+	// and report again when the API answers.
+	Sleep(ctx context.Context, p *Pool) error
 }
 
 // Pool is what a platform is told about one reconcile of a NodePool.
@@ -141,13 +147,4 @@ func KubeletVersion(hc *hypershiftv1alpha1.HostedCluster) string {
 	default:
 		return version.KubernetesVersion
 	}
-}
-
-// Sleeper is a platform whose machines sleep with their cluster's control
-// plane (docs/hibernation.md): Sleep stops them and keeps what they need
-// to come back; the next Reconcile once the cluster is Available again
-// starts them. Real nodes are not Sleepers: their kubelets keep running
-// and register again when the API answers.
-type Sleeper interface {
-	Sleep(ctx context.Context, s *Pool) error
 }

@@ -60,3 +60,6 @@ func (Platform) Cleanup(context.Context, *platform.Pool) error { return nil }
 
 // Delete has nothing to remove.
 func (Platform) Delete(context.Context, *platform.Pool) error { return nil }
+
+// Sleep does nothing: real nodes keep running: their kubelets report again when the API answers.
+func (Platform) Sleep(context.Context, *platform.Pool) error { return nil }

@@ -9,9 +9,7 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-var _ platform.Sleeper = (*Platform)(nil)
-
-// Sleep stops the pool's agent while its cluster hibernates, keeping its
+// Sleep implements platform.Platform: it stops the pool's agent while its cluster hibernates, keeping its
 // directory (the nodes' certificates): Reconcile starts it again, and its
 // nodes report Ready, once the cluster is Available.
 func (p *Platform) Sleep(ctx context.Context, s *platform.Pool) error {

@@ -55,3 +55,6 @@ func (Platform) Cleanup(context.Context, *platform.Pool) error { return nil }
 
 // Delete has nothing to remove.
 func (Platform) Delete(context.Context, *platform.Pool) error { return nil }
+
+// Sleep does nothing: nothing runs.
+func (Platform) Sleep(context.Context, *platform.Pool) error { return nil }

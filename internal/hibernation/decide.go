@@ -72,28 +72,9 @@ func Decide(in Inputs) (Decision, error) {
 		}, nil
 	}
 	now := in.Now.In(loc)
-	var next, windowStart time.Time
-	var windowEnd time.Time
-	soonest := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	for _, w := range windows {
-		soonest(w.Hibernate.Next(now))
-		soonest(w.Resume.Next(now))
-		h, r := w.Hibernate.Prev(now), w.Resume.Prev(now)
-		if !h.IsZero() && h.After(r) && h.After(windowStart) {
-			windowStart, windowEnd = h, w.Resume.Next(now)
-		}
-	}
-	activity := in.LastActivity
-	if in.AwakeSince.After(activity) {
-		activity = in.AwakeSince
-	}
-	if in.Waiting > 0 {
-		activity = in.Now // a client waits right now
-	}
+	window := openWindow(windows, now)
+	next, windowStart, windowEnd := window.next, window.start, window.end
+	activity := latestActivity(in)
 	idle := spec.IdleAfter != nil && spec.IdleAfter.Duration > 0
 	if !windowStart.IsZero() && (!idle || !activity.After(windowStart)) {
 		msg := fmt.Sprintf("Inside a window of spec.hibernation.schedules since %s", windowStart.Format(time.RFC3339))
@@ -113,8 +94,50 @@ func Decide(in Inputs) (Decision, error) {
 				Next: next,
 			}, nil
 		}
-		soonest(deadline.In(loc))
+		if next.IsZero() || deadline.Before(next) {
+			next = deadline.In(loc)
+		}
 	}
 	awake.Next = next
 	return awake, nil
+}
+
+// window is the schedule window open at a time, if any, and the next edge
+// of any schedule.
+type window struct {
+	// start is when the open window opened (zero: none is open); end when
+	// it closes.
+	start, end time.Time
+	next       time.Time
+}
+
+// openWindow finds the window open at now: the latest one whose hibernate
+// edge fired after its resume edge.
+func openWindow(windows []Window, now time.Time) window {
+	var out window
+	for _, w := range windows {
+		for _, t := range []time.Time{w.Hibernate.Next(now), w.Resume.Next(now)} {
+			if !t.IsZero() && (out.next.IsZero() || t.Before(out.next)) {
+				out.next = t
+			}
+		}
+		h, r := w.Hibernate.Prev(now), w.Resume.Prev(now)
+		if !h.IsZero() && h.After(r) && h.After(out.start) {
+			out.start, out.end = h, w.Resume.Next(now)
+		}
+	}
+	return out
+}
+
+// latestActivity is when a client last used the cluster, as far as idleness
+// goes: its last activity, the control plane's last start, or now while a
+// client waits.
+func latestActivity(in Inputs) time.Time {
+	if in.Waiting > 0 {
+		return in.Now
+	}
+	if in.AwakeSince.After(in.LastActivity) {
+		return in.AwakeSince
+	}
+	return in.LastActivity
 }

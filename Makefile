@@ -23,6 +23,16 @@ DEMO_DIR ?= $(CURDIR)/.demo
 
 export HYPERSHIFT_BIN := $(BIN)/hypershift
 
+# Kubernetes releases built beside the compiled-in one, each from its own
+# module releases/v<minor> (docs/releases.md). Another minor is one more word
+# here and a releases/v<minor> directory.
+RELEASES := v1.36.3
+release_minor = $(word 2,$(subst ., ,$(1)))
+release_ldflags = -s -w -X k8s.io/component-base/version.gitVersion=$(1) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(call release_minor,$(1)) \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
 .PHONY: all
 all: build
 
@@ -30,8 +40,18 @@ all: build
 # Static (no cgo), as upstream builds its components: the same binary runs on
 # the host and, as hypershift's image, in the hosted clusters' pods, which
 # have no C library.
-build: ## Build bin/hypershift (Kubernetes components compiled in).
+build: releases ## Build bin/hypershift (Kubernetes components compiled in) and the releases.
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/hypershift -ldflags "$(LDFLAGS)" ./cmd/hypershift
+
+.PHONY: releases $(RELEASES)
+releases: $(RELEASES) ## Build bin/releases/<version>/kubernetes for each of RELEASES.
+
+# The binary (static, stripped: it is copied into the image) and its
+# SHA256SUMS, which hypershift checks before running it.
+$(RELEASES):
+	cd releases/v1.$(call release_minor,$@) && CGO_ENABLED=0 $(GO) build \
+		-o $(BIN)/releases/$@/kubernetes -ldflags "$(call release_ldflags,$@)" .
+	cd $(BIN)/releases/$@ && sha256sum kubernetes > SHA256SUMS
 
 $(TOOLS)/controller-gen:
 	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -52,6 +72,7 @@ lint: $(TOOLS)/golangci-lint
 verify: generate ## Regenerate and fail on any diff; vet; lint.
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 	$(GO) vet ./...
+	$(foreach r,$(RELEASES),(cd releases/v1.$(call release_minor,$(r)) && $(GO) vet .) &&) true
 	$(MAKE) lint
 
 .PHONY: deps

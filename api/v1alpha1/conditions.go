@@ -37,6 +37,10 @@ const (
 	// It is separate from Available: a cluster without nodes serves its
 	// API, while its DNS pods cannot run.
 	DataPlaneAvailable ConditionType = "DataPlaneAvailable"
+	// ClusterVersionProgressing is True while the control plane rolls its
+	// components to a new Kubernetes version, naming the instance being
+	// rolled; False ("Running vX") once every one runs spec.kubernetesVersion.
+	ClusterVersionProgressing ConditionType = "ClusterVersionProgressing"
 
 	// NodePool condition types.
 
@@ -82,6 +86,12 @@ const (
 	// ApplyFailedReason: applying the objects to the hosted cluster failed.
 	ApplyFailedReason ConditionReason = "ApplyFailed"
 
+	// ClusterVersionProgressing reasons.
+
+	// UpgradingReason: the control plane's components are being rolled to
+	// a new version.
+	UpgradingReason ConditionReason = "Upgrading"
+
 	// NodePool reasons.
 
 	// WaitingForHostedClusterReason: the pool's HostedCluster is not
@@ -105,6 +115,13 @@ const (
 	// autorepair is on.
 	EnabledReason  ConditionReason = "Enabled"
 	DisabledReason ConditionReason = "Disabled"
+	// RollingOutReason (UpdatingVersion True): nodes are being moved to
+	// the pool's version.
+	RollingOutReason ConditionReason = "RollingOut"
+	// UnsupportedVersionSkewReason (UpdatingVersion False): the pool's
+	// version is newer than the control plane's, or more than three
+	// minors older; the nodes keep the version they run.
+	UnsupportedVersionSkewReason ConditionReason = "UnsupportedVersionSkew"
 )
 
 // Event reasons (not condition reasons: an Event's reason is a plain string).
@@ -113,6 +130,11 @@ const (
 	// object of the data plane was deleted or changed in the hosted cluster
 	// and applied again.
 	DataPlaneRestoredReason = "DataPlaneRestored"
+	// UpgradeStartedReason and UpgradeCompletedReason (Events of the
+	// HostedControlPlane and HostedCluster): a rollout to a new Kubernetes
+	// version began, and reached every versioned component.
+	UpgradeStartedReason   = "UpgradeStarted"
+	UpgradeCompletedReason = "UpgradeCompleted"
 )
 
 // Reasons the NodePool controller gives on the CertificateSigningRequests it

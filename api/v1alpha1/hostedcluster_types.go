@@ -358,12 +358,21 @@ func PublishingFor(services []ServicePublishingStrategyMapping, service ServiceT
 
 // HostedClusterSpec is the desired state of a hosted cluster.
 type HostedClusterSpec struct {
-	// kubernetesVersion is the Kubernetes version of the hosted control plane.
-	// Only versions compiled into this hypershift build can run.
+	// kubernetesVersion is the Kubernetes version of the hosted control
+	// plane; empty runs the version compiled into the operator. Which
+	// versions an installation can run is checked by its runtime admission
+	// policy (the releases `hypershift version` lists). Changing it
+	// upgrades the control plane: one minor at a time, never a minor
+	// downgrade (docs/upgrades.md).
+	//
+	// The messages name the next minor through a literal list: string(int)
+	// has an unbounded estimated size, which the CRD's cost limit refuses.
 	//
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self in ['v1.37.1']",message="spec.kubernetesVersion is not supported: this build runs v1.37.1"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$')",message="spec.kubernetesVersion must be a Kubernetes version vMAJOR.MINOR.PATCH, such as v1.37.1"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$') || int(self.substring(3, self.lastIndexOf('.'))) >= int(oldSelf.substring(3, oldSelf.lastIndexOf('.')))",messageExpression="'spec.kubernetesVersion: ' + self + ' would downgrade the control plane from ' + oldSelf + ' to an older minor, which is not supported: use v1.' + oldSelf.substring(3, oldSelf.lastIndexOf('.')) + '.x or v1.' + (int(oldSelf.substring(3, oldSelf.lastIndexOf('.'))) < 99 ? ['0','1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27','28','29','30','31','32','33','34','35','36','37','38','39','40','41','42','43','44','45','46','47','48','49','50','51','52','53','54','55','56','57','58','59','60','61','62','63','64','65','66','67','68','69','70','71','72','73','74','75','76','77','78','79','80','81','82','83','84','85','86','87','88','89','90','91','92','93','94','95','96','97','98','99'][int(oldSelf.substring(3, oldSelf.lastIndexOf('.'))) + 1] : 'next') + '.x'",message="spec.kubernetesVersion: a minor downgrade is not supported"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$') || int(self.substring(3, self.lastIndexOf('.'))) <= int(oldSelf.substring(3, oldSelf.lastIndexOf('.'))) + 1",messageExpression="'spec.kubernetesVersion: ' + self + ' skips a minor version from ' + oldSelf + ', which is not supported: upgrade one minor at a time, use v1.' + oldSelf.substring(3, oldSelf.lastIndexOf('.')) + '.x or v1.' + (int(oldSelf.substring(3, oldSelf.lastIndexOf('.'))) < 99 ? ['0','1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16','17','18','19','20','21','22','23','24','25','26','27','28','29','30','31','32','33','34','35','36','37','38','39','40','41','42','43','44','45','46','47','48','49','50','51','52','53','54','55','56','57','58','59','60','61','62','63','64','65','66','67','68','69','70','71','72','73','74','75','76','77','78','79','80','81','82','83','84','85','86','87','88','89','90','91','92','93','94','95','96','97','98','99'][int(oldSelf.substring(3, oldSelf.lastIndexOf('.'))) + 1] : 'next') + '.x'",message="spec.kubernetesVersion: upgrade one minor version at a time"
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
 	// platform selects where the cluster's nodes run.
@@ -443,9 +452,18 @@ type KubeconfigSecretRef struct {
 
 // HostedClusterStatus is the observed state of a hosted cluster.
 type HostedClusterStatus struct {
-	// version is the Kubernetes version the control plane runs.
+	// version is the Kubernetes version the control plane runs: the
+	// newest one it rolled out completely (mirrored from the
+	// HostedControlPlane).
 	// +optional
 	Version string `json:"version,omitempty"`
+
+	// versionHistory lists the versions the control plane was rolled out
+	// to, newest first (mirrored from the HostedControlPlane).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	VersionHistory []VersionHistory `json:"versionHistory,omitempty"`
 
 	// controlPlaneEndpoint is where the hosted API server is reached.
 	// +optional

@@ -83,6 +83,11 @@ type ComponentStatus struct {
 	// startedAt is when the current process started.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// version is the Kubernetes version the running instance was started
+	// from; empty for components that are not versioned (etcd,
+	// Konnectivity, the endpoint proxy).
+	// +optional
+	Version string `json:"version,omitempty"`
 }
 
 // HostedControlPlaneStatus is the observed state of a control plane.
@@ -90,9 +95,17 @@ type HostedControlPlaneStatus struct {
 	// ready is true when the API server answers /readyz.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
-	// version is the Kubernetes version the control plane runs.
+	// version is the Kubernetes version the control plane runs: the
+	// newest one every versioned component was rolled out to.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// versionHistory lists the versions the control plane was rolled out
+	// to, newest first: the one being rolled out is Partial until every
+	// component runs it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	VersionHistory []VersionHistory `json:"versionHistory,omitempty"`
 	// controlPlaneEndpoint is where the API server is reached.
 	// +optional
 	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitzero"`

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // NodePoolLabel is put on every Node of a pool, in the hosted cluster; its
@@ -16,37 +17,101 @@ const (
 	NodePoolAutoscalingEnabled = "AutoscalingEnabled"
 	// NodePoolAutorepairEnabled says whether unhealthy nodes are replaced.
 	NodePoolAutorepairEnabled = "AutorepairEnabled"
+	// NodePoolUpdatingVersion is True while the pool's nodes are moved to
+	// spec.kubernetesVersion (HyperShift's name), False once every node
+	// runs it or when the version cannot be rolled out (the reason says
+	// why).
+	NodePoolUpdatingVersion = "UpdatingVersion"
 )
 
-// UpgradeType says how a NodePool's nodes are updated. InPlace is
-// HyperShift's other value; it is declared so that it is refused with a
-// reason rather than as an unknown value.
+// UpgradeType says how a NodePool's nodes are moved to a new version.
 //
 // +kubebuilder:validation:Enum=Replace;InPlace
 type UpgradeType string
 
 const (
-	// UpgradeTypeReplace replaces nodes with new ones.
+	// UpgradeTypeReplace replaces nodes: a new node at the new version
+	// first, then the old one is drained and removed.
 	UpgradeTypeReplace UpgradeType = "Replace"
-	// UpgradeTypeInPlace updates nodes where they are. Not supported.
+	// UpgradeTypeInPlace keeps the nodes: each is drained, its kubelet
+	// restarted at the new version, and uncordoned.
 	UpgradeTypeInPlace UpgradeType = "InPlace"
 )
 
+// Rollout defaults (HyperShift's, which are Cluster API's
+// MachineDeployment defaults for Replace).
+const (
+	DefaultReplaceMaxSurge       = 1
+	DefaultReplaceMaxUnavailable = 0
+	DefaultInPlaceMaxUnavailable = 1
+)
+
 // NodePoolManagement configures node lifecycle.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.replace) || !has(self.upgradeType) || self.upgradeType == 'Replace'",message="spec.management.replace applies only to upgradeType Replace: use spec.management.inPlace.maxUnavailable for InPlace"
+// +kubebuilder:validation:XValidation:rule="!has(self.inPlace) || (has(self.upgradeType) && self.upgradeType == 'InPlace')",message="spec.management.inPlace applies only to upgradeType InPlace: use spec.management.replace.rollingUpdate for Replace"
 type NodePoolManagement struct {
-	// upgradeType says how nodes are updated. Only Replace is accepted:
-	// this build runs one Kubernetes version, so nodes are never upgraded
-	// and there is nothing for InPlace to do. Immutable.
+	// upgradeType says how nodes move to a new spec.kubernetesVersion:
+	// Replace (a new node first, then the old one is drained and removed)
+	// or InPlace (drained, kubelet restarted at the new version,
+	// uncordoned). Immutable.
 	//
 	// +kubebuilder:default=Replace
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.management.upgradeType is immutable"
-	// +kubebuilder:validation:XValidation:rule="self == 'Replace'",message="spec.management.upgradeType must be Replace: InPlace upgrades are not supported (this build runs one Kubernetes version, nodes are never upgraded)"
 	UpgradeType UpgradeType `json:"upgradeType,omitempty"`
+
+	// replace configures Replace upgrades.
+	// +optional
+	Replace *ReplaceUpgrade `json:"replace,omitempty"`
+
+	// inPlace configures InPlace upgrades.
+	// +optional
+	InPlace *InPlaceUpgrade `json:"inPlace,omitempty"`
 
 	// autoRepair replaces nodes that stay unhealthy. Not on platform None:
 	// the pool cannot replace nodes that were joined by hand.
 	// +optional
 	AutoRepair bool `json:"autoRepair,omitempty"`
+}
+
+// ReplaceUpgrade configures how nodes are replaced.
+type ReplaceUpgrade struct {
+	// rollingUpdate bounds a Replace upgrade.
+	// +optional
+	RollingUpdate *RollingUpdate `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdate bounds a Replace upgrade, as a Deployment's does.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxSurge) || !has(self.maxUnavailable) || self.maxSurge != 0 || self.maxUnavailable != 0",message="spec.management.replace.rollingUpdate: maxSurge and maxUnavailable cannot both be 0 (nothing could be replaced)"
+type RollingUpdate struct {
+	// maxUnavailable is how many of the pool's nodes may be unavailable
+	// (not Ready, or cordoned) at once: a number or a percentage of the
+	// pool's size, rounded down. Default 0.
+	//
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.management.replace.rollingUpdate.maxUnavailable must be a non-negative number or a percentage such as 25%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// maxSurge is how many nodes may exist beyond the pool's size while
+	// nodes are replaced: a number or a percentage, rounded up. Default 1.
+	//
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="spec.management.replace.rollingUpdate.maxSurge must be a non-negative number or a percentage such as 25%"
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+}
+
+// InPlaceUpgrade configures in-place upgrades.
+type InPlaceUpgrade struct {
+	// maxUnavailable is how many of the pool's nodes may be drained and
+	// restarted at once: a number or a percentage of the pool's size,
+	// rounded down, at least 1. Default 1.
+	//
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[0-9]+%$')",message="spec.management.inPlace.maxUnavailable must be a positive number or a percentage such as 25%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // NodePoolAutoScaling bounds an autoscaled pool.
@@ -89,6 +154,8 @@ type Taint struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.autoScaling))",message="spec.replicas and spec.autoScaling are mutually exclusive"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.autoScaling)",message="spec.autoScaling is not supported on platform None: its nodes are joined by hand (hypershift join) and the pool cannot add or remove them; remove spec.autoScaling"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.autoRepair) || !self.management.autoRepair",message="spec.management.autoRepair is not supported on platform None: the pool cannot replace nodes joined by hand; set it to false"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || ((!has(self.management.upgradeType) || self.management.upgradeType == 'Replace') && !has(self.management.replace) && !has(self.management.inPlace))",message="spec.management upgrade settings are not supported on platform None: its nodes are joined by hand and run the kubelet they joined with; remove spec.management.inPlace/replace and leave upgradeType Replace"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(oldSelf.kubernetesVersion) || (has(self.kubernetesVersion) && self.kubernetesVersion == oldSelf.kubernetesVersion)",message="spec.kubernetesVersion cannot be changed on platform None: nodes joined by hand are not upgraded; join nodes with a kubelet of the new version to a new pool"
 type NodePoolSpec struct {
 	// clusterName is the HostedCluster, in the same namespace, that the
 	// nodes join. Immutable.
@@ -97,6 +164,20 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.clusterName is immutable"
 	ClusterName string `json:"clusterName"`
+
+	// kubernetesVersion is the Kubernetes version of the pool's kubelets.
+	// When empty, the NodePool controller sets it once to the control
+	// plane's version (status.version of the HostedCluster, else its
+	// spec), so a later control-plane upgrade does not move the nodes.
+	// Changing it rolls the nodes to the new version the way
+	// spec.management.upgradeType says. It may lag the control plane by
+	// up to three minors and may not be newer (enforced by an admission
+	// policy against the HostedCluster, and by the controller).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v1\\\\.[0-9]+\\\\.[0-9]+$')",message="spec.kubernetesVersion must look like v1.MINOR.PATCH, e.g. v1.37.1"
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 
 	// replicas is the number of nodes.
 	// +optional
@@ -146,7 +227,8 @@ type NodePoolStatus struct {
 	// readyReplicas is the number of Ready nodes.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
-	// version is the Kubernetes version of the nodes.
+	// version is the Kubernetes version every node of the pool runs; it
+	// keeps the previous one while nodes run different versions.
 	// +optional
 	Version string `json:"version,omitempty"`
 	// observedGeneration is the generation last reconciled successfully.
@@ -169,6 +251,7 @@ type NodePoolStatus struct {
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=".spec.replicas"
 // +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=".status.replicas"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type NodePool struct {
 	metav1.TypeMeta   `json:",inline"`

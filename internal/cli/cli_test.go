@@ -1,14 +1,15 @@
 package cli
 
 import (
-	"flag"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"hypershift.dev/internal/golden"
+)
 
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -30,24 +31,13 @@ func TestCreateClusterRenderGolden(t *testing.T) {
 	}
 }
 
-func checkRenderGolden(t *testing.T, golden string, args ...string) {
+func checkRenderGolden(t *testing.T, path string, args ...string) {
 	t.Helper()
 	got, err := run(t, append([]string{"--data-dir", t.TempDir(), "create", "cluster", "none", "--name", "demo", "--render"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run `make update-golden`)", err)
-	}
-	if got != string(want) {
-		t.Errorf("--render output differs from %s (run `make update-golden` if intended):\n%s", golden, got)
-	}
+	golden.Check(t, path, []byte(got))
 }
 
 func TestErrorsSayWhatToDo(t *testing.T) {
@@ -89,6 +79,37 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.Contains(out, "kubernetes v1.37.1") {
 		t.Errorf("version output %q lacks the hosted Kubernetes version", out)
+	}
+}
+
+func TestVersionListsReleases(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "v1.36.3", "kubernetes")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("a release"), 0o755); err != nil { //nolint:gosec // an executable
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("a release"))
+	sums := hex.EncodeToString(sum[:]) + "  kubernetes\n"
+	if err := os.WriteFile(filepath.Join(dir, "v1.36.3", "SHA256SUMS"), []byte(sums), 0o644); err != nil { //nolint:gosec // not secret
+		t.Fatal(err)
+	}
+	out, err := run(t, "version", "--releases-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"v1.37.1\tcompiled in", "v1.36.3\t" + bin} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version output %q lacks %q", out, want)
+		}
+	}
+	if err := os.WriteFile(bin, []byte("tampered"), 0o755); err != nil { //nolint:gosec // an executable
+		t.Fatal(err)
+	}
+	if _, err := run(t, "version", "--releases-dir", dir); err == nil || !strings.Contains(err.Error(), bin) {
+		t.Errorf("a tampered release: error %v, want one naming %s", err, bin)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )
 
@@ -80,7 +81,7 @@ func newCreateClusterCommand(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.name, "name", "", "name of the hosted cluster (required)")
 	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
-	f.StringVar(&o.kubernetesVersion, "kubernetes-version", version.KubernetesVersion, "Kubernetes version of the control plane (supported: "+strings.Join(version.SupportedKubernetesVersions(), ", ")+")")
+	f.StringVar(&o.kubernetesVersion, "kubernetes-version", version.KubernetesVersion, "Kubernetes version of the control plane (this install's releases: "+strings.Join(release.Installed(release.DefaultDir()), ", ")+"; the operator's decide)")
 	f.StringVar(&o.serviceCIDR, "service-cidr", hypershiftv1alpha1.DefaultServiceCIDR, "service network range")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", hypershiftv1alpha1.DefaultClusterCIDR, "pod network range")
 	f.StringVar(&o.availabilityPolicy, "availability-policy", string(hypershiftv1alpha1.SingleReplica), "SingleReplica or HighlyAvailable")

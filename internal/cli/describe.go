@@ -91,13 +91,14 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	for _, c := range hc.Status.Conditions {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
-	if section(w, "Components", len(hcp.Status.Components), "(none reported yet)", "NAME\tSTATE\tPID\tRESTARTS\tLAST EXIT\tSTARTED") {
+	printVersionHistory(w, hc.Status.VersionHistory)
+	if section(w, "Components", len(hcp.Status.Components), "(none reported yet)", "NAME\tSTATE\tPID\tRESTARTS\tLAST EXIT\tSTARTED\tVERSION") {
 		for _, s := range hcp.Status.Components {
 			started := "-"
 			if s.StartedAt != nil {
 				started = duration.HumanDuration(time.Since(s.StartedAt.Time)) + " ago"
 			}
-			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%s\t%s\n", s.Name, s.Phase, s.PID, s.Restarts, orDash(s.LastExitReason), started)
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.Name, s.Phase, s.PID, s.Restarts, orDash(s.LastExitReason), started, orDash(s.Version))
 		}
 	}
 	if section(w, "Data plane (objects in the hosted cluster)", len(hcp.Status.DataPlane), "(none applied yet)", "KIND\tNAMESPACE\tNAME\tREADY\tHEALTHY\tMESSAGE") {
@@ -119,6 +120,21 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 		}
 	}
 	return w.Flush()
+}
+
+// printVersionHistory lists the versions the control plane was rolled out
+// to, newest first.
+func printVersionHistory(w io.Writer, history []hypershiftv1alpha1.VersionHistory) {
+	if !section(w, "Version history", len(history), "(none yet)", "VERSION\tSTATE\tSTARTED\tCOMPLETED") {
+		return
+	}
+	for _, h := range history {
+		completed := "-"
+		if h.CompletionTime != nil {
+			completed = h.CompletionTime.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", h.Version, h.State, h.StartedTime.UTC().Format(time.RFC3339), completed)
+	}
 }
 
 // section starts a titled table of describe's output: its header when it

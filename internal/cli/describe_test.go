@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"regexp"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
@@ -45,5 +48,32 @@ func TestDescribeDataPlane(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDescribeVersionHistory: describe lists the version history, newest
+// first, with each entry's state and times.
+func TestDescribeVersionHistory(t *testing.T) {
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	hc.Name, hc.Namespace = "a", "clusters"
+	t0 := metav1.NewTime(time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(90 * time.Second))
+	hc.Status.VersionHistory = []hypershiftv1alpha1.VersionHistory{
+		{Version: "v1.37.1", State: hypershiftv1alpha1.PartialVersion, StartedTime: t1},
+		{Version: "v1.36.3", State: hypershiftv1alpha1.CompletedVersion, StartedTime: t0, CompletionTime: &t1},
+	}
+	hcp := &hypershiftv1alpha1.HostedControlPlane{}
+	hcp.Status.Components = []hypershiftv1alpha1.ComponentStatus{{Name: "kube-apiserver", Phase: hypershiftv1alpha1.ComponentRunning, Version: "v1.36.3"}}
+	var out bytes.Buffer
+	if err := printDescription(&out, hc, hcp, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{
+		`\nVersion history:\n  VERSION +STATE +STARTED +COMPLETED\n  v1\.37\.1 +Partial +2026-11-24T06:01:30Z +-\n  v1\.36\.3 +Completed +2026-11-24T06:00:00Z +2026-11-24T06:01:30Z\n`,
+		`kube-apiserver +Running +0 +0 +- +- +v1\.36\.3\n`,
+	} {
+		if !regexp.MustCompile(pattern).Match(out.Bytes()) {
+			t.Errorf("describe does not match %q:\n%s", pattern, out.String())
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 func newInstallCommand(g *globalOptions) *cobra.Command {
 	var opts install.Options
+	var releases releasesFlag
 	var render, wait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -22,6 +23,13 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 			"  hypershift install --kubeconfig ~/.kube/config --storage-class fast",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The control planes run the releases of this install (the
+			// image carries them): the admission policy admits those.
+			catalog, err := releases.load()
+			if err != nil {
+				return err
+			}
+			opts.Versions = catalog.Versions()
 			// Validated before anything is read or made.
 			objs, err := install.ObjectsFor(opts)
 			if err != nil {
@@ -65,6 +73,7 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&opts.Namespace, "namespace", install.DefaultNamespace, "namespace of the operator")
 	f.StringVar(&opts.StorageClassName, "storage-class", "", "StorageClass of etcd's volumes (default: the cluster's default StorageClass)")
 	f.Int32Var(&opts.Replicas, "replicas", 2, "replicas of the operator (one leads, the others stand by)")
+	releases.add(f)
 	f.BoolVar(&wait, "wait", true, "wait until the CRDs are served and the operator Deployment is available")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait: how long to wait for the operator")
 	return cmd

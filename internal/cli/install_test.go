@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/install"
 )
 
@@ -37,19 +37,7 @@ func TestInstallRenderGolden(t *testing.T) {
 	if !ok {
 		t.Fatalf("--render does not start with the embedded CRDs:\n%.2000s", got)
 	}
-	golden := filepath.Join("testdata", "install-render.yaml")
-	if *update {
-		if err := os.WriteFile(golden, []byte(rest), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run `make update-golden`)", err)
-	}
-	if rest != string(want) {
-		t.Errorf("--render output after the CRDs differs from %s (run `make update-golden` if intended):\n%s", golden, rest)
-	}
+	golden.Check(t, filepath.Join("testdata", "install-render.yaml"), []byte(rest))
 }
 
 // TestInstallFlagsValidatedFirst: bad flags are refused, naming the flag,

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +41,8 @@ type createNodePoolOptions struct {
 	drainTimeout                       time.Duration
 	autoRepair, wait, render           bool
 	timeout                            time.Duration
+	kubernetesVersion, upgradeType     string
+	maxUnavailable, maxSurge           string
 }
 
 func newCreateNodePoolCommand(g *globalOptions) *cobra.Command {
@@ -63,6 +67,10 @@ func newCreateNodePoolCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.autoRepair, "auto-repair", false, "replace nodes that stay NotReady")
 	f.Int32Var(&o.autoMin, "autoscaling-min", 0, "with --autoscaling-max: autoscale the pool between these sizes (instead of --replicas)")
 	f.Int32Var(&o.autoMax, "autoscaling-max", 0, "largest size of an autoscaled pool")
+	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version of the nodes, e.g. v1.36.3 (default: the control plane's, pinned at creation)")
+	f.StringVar(&o.upgradeType, "upgrade-type", string(hypershiftv1alpha1.UpgradeTypeReplace), "how nodes move to a new version: Replace (new node first, then drain the old) or InPlace (drain, restart at the new version, uncordon)")
+	f.StringVar(&o.maxUnavailable, "max-unavailable", "", "nodes (or a percentage, e.g. 25%) that may be unavailable at once during an upgrade (default: Replace 0, InPlace 1)")
+	f.StringVar(&o.maxSurge, "max-surge", "", "Replace only: extra nodes (or a percentage) made at once during an upgrade (default 1)")
 	f.BoolVar(&o.wait, "wait", false, "wait until every node is Ready, printing each step")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "with --wait: how long to wait")
 	f.BoolVar(&o.render, "render", false, "print the NodePool as YAML, and create nothing")
@@ -95,6 +103,10 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 		np.Spec.NodeDrainTimeout = &metav1.Duration{Duration: o.drainTimeout}
 	}
 	np.Spec.Management.AutoRepair = o.autoRepair
+	np.Spec.KubernetesVersion = o.kubernetesVersion
+	if np.Spec.Management, err = o.management(np.Spec.Management); err != nil {
+		return err
+	}
 	if cmd.Flags().Changed("autoscaling-max") {
 		if cmd.Flags().Changed("replicas") {
 			return fmt.Errorf("--replicas and --autoscaling-max are mutually exclusive")
@@ -117,6 +129,44 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 	}
 	return waitNodePoolReady(cmd.Context(), cmd, c, client.ObjectKeyFromObject(np), o.timeout)
 }
+
+// management reads --upgrade-type, --max-unavailable and --max-surge.
+func (o *createNodePoolOptions) management(m hypershiftv1alpha1.NodePoolManagement) (hypershiftv1alpha1.NodePoolManagement, error) {
+	var unavailable, surge *intstr.IntOrString
+	for _, f := range []struct {
+		flag, value string
+		out         **intstr.IntOrString
+	}{{"--max-unavailable", o.maxUnavailable, &unavailable}, {"--max-surge", o.maxSurge, &surge}} {
+		if f.value == "" {
+			continue
+		}
+		v := intstr.Parse(f.value)
+		if v.Type == intstr.String && !percentage.MatchString(v.StrVal) {
+			return m, fmt.Errorf("%s %q: want a number of nodes or a percentage such as 25%%", f.flag, f.value)
+		}
+		*f.out = &v
+	}
+	switch strings.ToLower(o.upgradeType) {
+	case "replace":
+		m.UpgradeType = hypershiftv1alpha1.UpgradeTypeReplace
+		if unavailable != nil || surge != nil {
+			m.Replace = &hypershiftv1alpha1.ReplaceUpgrade{RollingUpdate: &hypershiftv1alpha1.RollingUpdate{MaxUnavailable: unavailable, MaxSurge: surge}}
+		}
+	case "inplace":
+		m.UpgradeType = hypershiftv1alpha1.UpgradeTypeInPlace
+		if surge != nil {
+			return m, fmt.Errorf("--max-surge applies only to --upgrade-type Replace: InPlace upgrades make no extra nodes")
+		}
+		if unavailable != nil {
+			m.InPlace = &hypershiftv1alpha1.InPlaceUpgrade{MaxUnavailable: unavailable}
+		}
+	default:
+		return m, fmt.Errorf("--upgrade-type %q: use Replace or InPlace", o.upgradeType)
+	}
+	return m, nil
+}
+
+var percentage = regexp.MustCompile(`^[0-9]+%$`)
 
 // nodePool is a NodePool of replicas nodes for a cluster.
 func nodePool(namespace, name, cluster string, platform hypershiftv1alpha1.PlatformType, replicas int32) *hypershiftv1alpha1.NodePool {
@@ -228,7 +278,7 @@ func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
 				return nil
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tAGE\tMESSAGE")
+			fmt.Fprintln(w, "NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tVERSION\tAGE\tMESSAGE")
 			for _, np := range list.Items {
 				desired := "-"
 				switch {
@@ -241,8 +291,15 @@ func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
 				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String()); cond != nil && cond.Status != metav1.ConditionTrue {
 					msg = cond.Message
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
-					np.Status.Replicas, np.Status.ReadyReplicas, duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
+				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolUpdatingVersion); msg == "" && cond != nil && cond.Status == metav1.ConditionTrue {
+					msg = cond.Message
+				}
+				ver := np.Status.Version
+				if ver == "" {
+					ver = "-"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
+					np.Status.Replicas, np.Status.ReadyReplicas, ver, duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
 			}
 			return w.Flush()
 		},

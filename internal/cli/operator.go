@@ -27,6 +27,7 @@ type operatorFlags struct {
 	leaderElect                                 bool
 	leaderElectionNamespace                     string
 	etcdStorageClass, etcdStorageSize           string
+	releases                                    releasesFlag
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
@@ -105,6 +106,10 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			releases, err := o.releases.load()
+			if err != nil {
+				return err
+			}
 			log := zap.New()
 			ctrl.SetLogger(log)
 			cfg, err := o.restConfig(g)
@@ -115,6 +120,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				RESTConfig:         cfg,
 				MetricsBindAddress: o.metricsAddress, HealthProbeBindAddress: o.healthAddress,
 				EndpointHost: o.endpointHost,
+				Releases:     releases,
 			}
 			if o.runtime == install.RuntimeKube {
 				opts.LeaderElection = o.leaderElect
@@ -135,5 +141,6 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "with --leader-elect: namespace of the Lease (default: $POD_NAMESPACE, then the pod's own)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
+	o.releases.add(f)
 	return cmd
 }

@@ -25,6 +25,7 @@ type upOptions struct {
 	metricsAddress string
 	healthAddress  string
 	endpointHost   string
+	releases       releasesFlag
 }
 
 func newUpCommand(g *globalOptions) *cobra.Command {
@@ -49,6 +50,7 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of the operator's Prometheus metrics (\"0\" disables)")
 	f.StringVar(&o.healthAddress, "health-probe-bind-address", "0", "address of the operator's /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
+	o.releases.add(f)
 	return cmd
 }
 
@@ -57,6 +59,10 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if pid, ok := daemon.PIDFile(layout.UpPIDFile()).Live(); ok {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())
 		return nil
+	}
+	releases, err := o.releases.load()
+	if err != nil {
+		return err
 	}
 	log := zap.New(zap.UseDevMode(false))
 	ctrl.SetLogger(log)
@@ -67,6 +73,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		MetricsBindAddress:     o.metricsAddress,
 		HealthProbeBindAddress: o.healthAddress,
 		EndpointHost:           o.endpointHost,
+		Releases:               releases,
 	}, log, operator.UpHooks{
 		Ready: func(kubeconfig string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n", time.Since(start).Seconds(), kubeconfig)
@@ -102,7 +109,7 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 // childFlags passes the flags the user set on to the background process.
 func childFlags(cmd *cobra.Command) []string {
 	var out []string
-	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address", "endpoint-host"} {
+	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address", "endpoint-host", "releases-dir"} {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
 			out = append(out, "--"+name+"="+f.Value.String())
 		}

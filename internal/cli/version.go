@@ -5,16 +5,38 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )
 
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var releases releasesFlag
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print hypershift's version and the Kubernetes version it hosts",
+		Short: "Print hypershift's version and the Kubernetes releases it can run",
 		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "hypershift %s\nkubernetes %s\n", version.Version, version.KubernetesVersion)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "hypershift %s\nkubernetes %s\n", version.Version, version.KubernetesVersion)
+			catalog, err := releases.load()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "releases:")
+			for _, r := range catalog.Releases() {
+				fmt.Fprintf(out, "  %s\t%s\n", r.Version, describeRelease(r))
+			}
+			return nil
 		},
 	}
+	releases.add(cmd.Flags())
+	return cmd
+}
+
+// describeRelease says where a release's components come from.
+func describeRelease(r release.Release) string {
+	if r.CompiledIn() {
+		return "compiled in"
+	}
+	return fmt.Sprintf("%s (sha256 %s)", r.Binary, r.SHA256)
 }

@@ -3,11 +3,13 @@ package components
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/version"
 )
 
 // Component names: the compiled-in Kubernetes components, and hypershift's
@@ -75,12 +77,26 @@ type Config struct {
 	// its etcd members' volumes (spec.etcd.managed.storage), for runtimes
 	// that keep Data on volumes; empty means the runtime's default.
 	EtcdStorageClass, EtcdStorageSize string
+	// KubernetesVersion is the release the API server, controller manager
+	// and scheduler run (internal/release); "" or the compiled-in version
+	// renders specs without a Version. etcd and hypershift's own
+	// components always come from the hypershift binary.
+	KubernetesVersion string
 	// IdleWake puts the endpoint proxy in front of the API server(s) even
 	// of a single-replica control plane, holding client connections while
 	// the control plane sleeps and counting client activity
 	// (spec.hibernation.idleAfter); the control plane's own components
 	// reach it on an internal port that is not counted. One host only.
 	IdleWake bool
+}
+
+// version is the Spec.Version of the Kubernetes components: "" for the
+// compiled-in release.
+func (cfg Config) version() string {
+	if cfg.KubernetesVersion == version.KubernetesVersion {
+		return ""
+	}
+	return cfg.KubernetesVersion
 }
 
 // idleWake: the proxy fronts the API servers for idle hibernation.
@@ -265,6 +281,9 @@ func (cfg Config) apiServerPort(i int) int {
 
 // Render returns the control plane's instances in start order.
 func Render(cfg Config) ([]runtime.Spec, error) {
+	if v := cfg.version(); v != "" && !versionPattern.MatchString(v) {
+		return nil, fmt.Errorf("KubernetesVersion %q is not a Kubernetes version: use vMAJOR.MINOR.PATCH, such as %s", v, version.KubernetesVersion)
+	}
 	r := cfg.replicas()
 	var specs []runtime.Spec
 	for i := range r.Etcd {
@@ -303,7 +322,9 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 		}
 		specs = append(specs, scheduler)
 	}
-	if cfg.SingleProcess && r == SingleReplica && !cfg.Management {
+	// The combined process is a command of the hypershift binary only:
+	// another release runs its components as separate processes.
+	if cfg.SingleProcess && r == SingleReplica && !cfg.Management && cfg.version() == "" {
 		if cfg.pods() {
 			return nil, errors.New("a single-process control plane runs on one host only, not in pods")
 		}
@@ -354,3 +375,6 @@ func WellKnownPort(name string) int {
 	}
 	return 0
 }
+
+// versionPattern is the form of a Kubernetes release version.
+var versionPattern = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+$`)

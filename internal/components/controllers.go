@@ -102,6 +102,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 	return runtime.Spec{
 		Name:      name,
 		Component: KubeControllerManager,
+		Version:   cfg.version(),
 		After:     []string{controllersAfter(cfg)},
 		Args:      args,
 		Files:     files,
@@ -120,6 +121,7 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 	return runtime.Spec{
 		Name:      name,
 		Component: KubeScheduler,
+		Version:   cfg.version(),
 		After:     []string{controllersAfter(cfg)},
 		Args:      controllerArgs(cfg, KubeScheduler, name),
 		Files:     []runtime.File{{Path: "kubeconfig", Content: kc, Secret: true}},

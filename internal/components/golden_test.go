@@ -28,6 +28,7 @@ import (
 type goldenSpec struct {
 	Name      string         `json:"name"`
 	Component string         `json:"component"`
+	Version   string         `json:"version,omitempty"`
 	Command   string         `json:"command,omitempty"`
 	Args      []string       `json:"args"`
 	Files     []goldenFile   `json:"files"`
@@ -85,7 +86,7 @@ func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 	out := make([]goldenSpec, 0, len(specs))
 	for _, s := range specs {
 		g := goldenSpec{
-			Name: s.Name, Component: s.Component, Command: s.Command, Args: s.Args,
+			Name: s.Name, Component: s.Component, Version: s.Version, Command: s.Command, Args: s.Args,
 			Files: []goldenFile{}, Ports: s.Ports, After: s.After, Env: s.Env,
 			StopLast: s.StopLast, Data: s.Data, Beside: s.Beside, Requests: s.Requests, Publish: s.Publish,
 			Readiness: goldenProbe{
@@ -195,6 +196,10 @@ func goldenScenarios() []struct {
 	single.SingleProcess = true
 	haSingle := ha
 	haSingle.SingleProcess = true // ignored: replicas need their own processes
+	// Another release: its components are separate processes, even when
+	// a single process was asked for (that is a command of hypershift).
+	release := testConfig()
+	release.SingleProcess, release.KubernetesVersion = true, "v1.36.3"
 	return []struct {
 		name string
 		cfg  Config
@@ -207,6 +212,7 @@ func goldenScenarios() []struct {
 		{"single-process", single},
 		{"highly-available", haSingle},
 		{"pods", inPods(testConfig(), SingleReplica)},
+		{"hosted-v1.36", release},
 		{"pods-highly-available", inPods(testConfig(), HighlyAvailable)},
 	}
 }

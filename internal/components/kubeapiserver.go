@@ -92,6 +92,7 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 	spec := runtime.Spec{
 		Name:      name,
 		Component: KubeAPIServer,
+		Version:   cfg.version(),
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{PublishedPort: port},

@@ -2,20 +2,17 @@ package components
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/runtime"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fakePKI gives every key pair distinct, recognisable content, so tests can
 // check which file carries which key without generating keys.
@@ -57,19 +54,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", tt.name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run `make update-golden`)", err)
-			}
-			if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
-				t.Errorf("rendered specs differ from %s (run `make update-golden` if intended):\n%s", golden, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tt.name+".golden.json"), append(got, '\n'))
 		})
 	}
 }

@@ -1,21 +1,17 @@
 package dataplane
 
 import (
-	"bytes"
-	"flag"
 	"maps"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"hypershift.dev/internal/golden"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func sampleConfig() Config {
 	return Config{
@@ -42,19 +38,7 @@ func TestRenderGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := goldenYAML(t, objs)
-			path := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(path, got, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run `make update-golden`)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the rendered objects; run `make update-golden` and review the diff.\ngot:\n%s", path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden.yaml"), got)
 		})
 	}
 }

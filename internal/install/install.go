@@ -44,15 +44,16 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 }
 
 // Objects returns the objects `hypershift up` installs: the API and the
-// policies of the process runtime.
+// policies of the process runtime, for the compiled-in version.
 func Objects() ([]client.Object, error) {
-	return APIObjects(RuntimeProcess)
+	return APIObjects(RuntimeProcess, nil)
 }
 
-// APIObjects returns the API for a runtime: the CRDs, then the admission
-// policies (namespace length, what the runtime can run).
-func APIObjects(runtime string) ([]client.Object, error) {
-	return ObjectsFor(Options{Runtime: runtime, apiOnly: true})
+// APIObjects returns the API for a runtime that runs versions (nil: the
+// compiled-in one): the CRDs, then the admission policies (namespace
+// length, what the runtime can run, version skew).
+func APIObjects(runtime string, versions []string) ([]client.Object, error) {
+	return ObjectsFor(Options{Runtime: runtime, Versions: versions, apiOnly: true})
 }
 
 // ObjectsFor returns everything the management cluster gets for opts, in
@@ -74,7 +75,11 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	}
 	policy, binding := namespaceLengthPolicy()
 	objs = append(objs, policy, binding)
-	policy, binding = runtimePolicy(opts.Runtime)
+	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
+	objs = append(objs, policy, binding)
+	policy, binding = nodePoolSkewPolicy()
+	objs = append(objs, policy, binding)
+	policy, binding = controlPlaneSkewPolicy()
 	objs = append(objs, policy, binding)
 	if opts.Runtime == RuntimeKube && !opts.apiOnly {
 		objs = append(objs, operatorObjects(opts)...)
@@ -93,22 +98,36 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 // Install creates or updates the objects of `hypershift up` and waits
 // until the CRDs are served.
 func Install(ctx context.Context, c client.Client) error {
-	return API(ctx, c, RuntimeProcess)
+	return API(ctx, c, RuntimeProcess, nil)
 }
 
-// API creates or updates the API objects of a runtime (APIObjects)
-// and waits until the CRDs are served.
-func API(ctx context.Context, c client.Client, runtime string) error {
-	objs, err := APIObjects(runtime)
+// API creates or updates the API objects of a runtime that runs versions
+// (APIObjects) and waits until the CRDs are served. The policies come
+// after the CRDs are served: those with a paramKind need its resource.
+func API(ctx context.Context, c client.Client, runtime string, versions []string) error {
+	objs, err := APIObjects(runtime, versions)
 	if err != nil {
 		return err
 	}
+	var rest []client.Object
 	for _, obj := range objs {
+		if _, ok := obj.(*apiextensionsv1.CustomResourceDefinition); !ok {
+			rest = append(rest, obj)
+			continue
+		}
 		if err := createOrReplace(ctx, c, obj); err != nil {
 			return err
 		}
 	}
-	return WaitCRDs(ctx, c, objs)
+	if err := WaitCRDs(ctx, c, objs); err != nil {
+		return err
+	}
+	for _, obj := range rest {
+		if err := createOrReplace(ctx, c, obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WaitCRDs waits until every CRD among objs is established and served.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"hypershift.dev/internal/image"
+	"hypershift.dev/internal/version"
 )
 
 // Runtimes an installation runs hosted control planes with.
@@ -41,6 +42,10 @@ type Options struct {
 	Replicas int32
 	// StorageClassName of etcd's volumes; empty: the cluster's default.
 	StorageClassName string
+	// Versions are the Kubernetes versions the installation can run (its
+	// release catalog); the runtime policy refuses others. Default: the
+	// compiled-in one.
+	Versions []string
 
 	// apiOnly leaves out the operator: the CRDs and policies alone.
 	apiOnly bool
@@ -61,6 +66,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 2
+	}
+	if len(o.Versions) == 0 {
+		o.Versions = []string{version.KubernetesVersion}
 	}
 	return o
 }

@@ -35,9 +35,11 @@ const (
 )
 
 // runtimePolicy refuses what the runtime cannot do, naming the field and
-// the fix. It checks creates and those updates that change the spec, so that
-// an object made under another runtime can still get its finalizers removed.
-func runtimePolicy(runtime string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+// the fix: among it a Kubernetes version other than versions (the releases
+// of the installation's catalog). It checks creates and those updates that
+// change the spec, so that an object made under another runtime can still
+// get its finalizers removed.
+func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	var validations []admissionregistrationv1.Validation
 	switch runtime {
 	case RuntimeKube:
@@ -69,6 +71,7 @@ func runtimePolicy(runtime string) (*admissionregistrationv1.ValidatingAdmission
 			Reason: ptr(metav1.StatusReasonInvalid),
 		})
 	}
+	validations = append(validations, availableVersionValidation(versions))
 	return policy(RuntimePolicyName,
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		[]admissionregistrationv1.MatchCondition{{

@@ -41,6 +41,9 @@ type Options struct {
 	// Binary runs the components; empty means this process's executable.
 	Binary string
 	Log    logr.Logger
+	// Versions are the Kubernetes versions the operator's release catalog
+	// holds, for the admission policy; nil: the compiled-in one.
+	Versions []string
 }
 
 // Plane is a running management plane.
@@ -48,6 +51,7 @@ type Plane struct {
 	runtime    *process.Runtime
 	RESTConfig *rest.Config
 	Kubeconfig string
+	versions   []string
 }
 
 // Start starts (or adopts) the management plane's processes, waits until its
@@ -99,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plane{runtime: rt, RESTConfig: kubeconfig.RESTConfig(params), Kubeconfig: datadir.Layout{Root: opts.DataDir}.ManagementKubeconfig()}
+	p := &Plane{runtime: rt, RESTConfig: kubeconfig.RESTConfig(params), Kubeconfig: datadir.Layout{Root: opts.DataDir}.ManagementKubeconfig(), versions: opts.Versions}
 	if err := rt.Apply(ctx, ref, specs); err != nil {
 		return nil, err
 	}
@@ -121,7 +125,7 @@ func (p *Plane) serve(ctx context.Context, kc []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := install.Install(ctx, c); err != nil {
+	if err := install.API(ctx, c, install.RuntimeProcess, p.versions); err != nil {
 		return fmt.Errorf("install hypershift.dev API: %w", err)
 	}
 	// Written last: its presence tells other commands the plane is usable.

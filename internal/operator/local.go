@@ -31,12 +31,12 @@ type Local struct {
 // advertise address are filled in here.
 func NewLocal(layout datadir.Layout, log logr.Logger, opts Options) (*Local, error) {
 	events, notify := NewEvents()
-	hosted, err := process.New(process.Options{Root: layout.Clusters(), Log: log.WithName("hosted"), OnChange: notify})
+	hosted, err := process.New(process.Options{Root: layout.Clusters(), Releases: opts.Releases, Log: log.WithName("hosted"), OnChange: notify})
 	if err != nil {
 		return nil, err
 	}
 	nodeEvents, notifyNodes := nodepool.NewRuntimeEvents()
-	nodes, err := process.New(process.Options{Root: layout.Nodes(), Log: log.WithName("nodes"), OnChange: notifyNodes})
+	nodes, err := process.New(process.Options{Root: layout.Nodes(), Releases: opts.Releases, Log: log.WithName("nodes"), OnChange: notifyNodes})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,8 @@ func (l *Local) Release() {
 }
 
 // InstallAPI installs or upgrades the hypershift.dev CRDs and the process
-// runtime's policies in the management cluster of cfg.
-func InstallAPI(ctx context.Context, cfg *rest.Config) error {
-	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess)
+// runtime's policies, for the Kubernetes versions the operator runs (nil:
+// the compiled-in one), in the management cluster of cfg.
+func InstallAPI(ctx context.Context, cfg *rest.Config, versions []string) error {
+	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess, versions)
 }

@@ -24,6 +24,7 @@ import (
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/nodepool"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/kube"
 	"hypershift.dev/internal/scheme"
@@ -41,6 +42,10 @@ type Options struct {
 	// = the pod's own namespace) runs the controllers.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// Releases are the Kubernetes releases hosted control planes can run
+	// (internal/release); nil: the compiled-in one only. The runtimes run
+	// them and the HostedCluster controller refuses any other version.
+	Releases *release.Catalog
 	// Supports is what Runtime can do beyond the process runtime
 	// (publishing strategies, etcd storage); the HostedCluster controller
 	// refuses the rest.
@@ -150,12 +155,14 @@ func New(opts Options) (ctrl.Manager, error) {
 			names = append(names, san)
 		}
 	}
+	supports := opts.Supports
+	supports.Releases = opts.Releases
 	hc := &hostedcluster.Reconciler{
 		Client:            mgr.GetClient(),
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
 		Layout:            podsLayout(opts.Runtime),
-		Supports:          opts.Supports,
+		Supports:          supports,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
 		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
 	}

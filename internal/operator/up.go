@@ -35,7 +35,7 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 		return err
 	}
 	defer lock.Unlock()
-	plane, err := managementplane.Start(ctx, managementplane.Options{DataDir: layout.Root, Log: log})
+	plane, err := managementplane.Start(ctx, managementplane.Options{DataDir: layout.Root, Log: log, Versions: opts.Releases.Versions()})
 	if err != nil {
 		return fmt.Errorf("start management plane: %w", err)
 	}
@@ -87,7 +87,7 @@ func Run(ctx context.Context, layout datadir.Layout, opts Options, installAPI bo
 	}
 	defer lock.Unlock()
 	if installAPI {
-		if err := InstallAPI(ctx, opts.RESTConfig); err != nil {
+		if err := InstallAPI(ctx, opts.RESTConfig, opts.Releases.Versions()); err != nil {
 			return err
 		}
 	}

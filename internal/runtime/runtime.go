@@ -106,6 +106,9 @@ type InstanceStatus struct {
 	// StartedAt is when the current process or container started; zero
 	// when unknown.
 	StartedAt time.Time
+	// Version is the Spec.Version the running instance was started from
+	// ("": the compiled-in release; release.Normalize names it).
+	Version string
 }
 
 // Sleeper is a runtime that puts a control plane to sleep in place instead

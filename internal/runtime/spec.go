@@ -35,6 +35,10 @@ type Spec struct {
 	// Component is the compiled-in component run by
 	// `hypershift component <Component>`.
 	Component string `json:"component"`
+	// Version is the Kubernetes release the instance runs
+	// (internal/release); empty: the one compiled into hypershift, so the
+	// hashes of specs that never chose one stay as they were.
+	Version string `json:"version,omitempty"`
 	// Command, when set, is an executable of the host run instead of a
 	// compiled-in component (a node's containerd).
 	Command string `json:"command,omitempty"`

@@ -18,6 +18,7 @@ func TestHashCoversWhatRuns(t *testing.T) {
 		"an argument":    func(s *runtime.Spec) { s.Args[0] = "--name=etcd-1" },
 		"a file's bytes": func(s *runtime.Spec) { s.Files[1].Content = []byte("3") },
 		"the env":        func(s *runtime.Spec) { s.Env = []string{"GOGC=50"} },
+		"the version":    func(s *runtime.Spec) { s.Version = "v1.36.3" },
 	}
 	for what, change := range changes {
 		s := base()
@@ -35,5 +36,18 @@ func TestHashCoversWhatRuns(t *testing.T) {
 		if s.Hash() != h {
 			t.Errorf("changing %s changes the hash: an instance would restart for nothing", what)
 		}
+	}
+}
+
+// TestHashWithoutVersionIsUnchanged pins the hash of a spec that chose no
+// release to its value from before Spec.Version existed: adding the field
+// must not restart every running instance.
+func TestHashWithoutVersionIsUnchanged(t *testing.T) {
+	s := runtime.Spec{
+		Name: "etcd-0", Component: "etcd", Args: []string{"--name=etcd-0"},
+		Files: []runtime.File{{Path: "a", Content: []byte("1")}},
+	}
+	if got, want := s.Hash(), "513434ad2e1bc5e5"; got != want {
+		t.Errorf("Hash() = %s, want %s", got, want)
 	}
 }

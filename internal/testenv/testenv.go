@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/scheme"
 )
 
@@ -52,10 +53,17 @@ func Start(t testing.TB) *Env {
 	dir := ShortTempDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// The admission policy admits the releases built beside the binary,
+	// as `up` does.
+	releases, err := release.Load(filepath.Join(filepath.Dir(Binary(t)), "releases"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	plane, err := managementplane.Start(ctx, managementplane.Options{
-		DataDir: dir,
-		Binary:  Binary(t),
-		Log:     Logger(),
+		DataDir:  dir,
+		Binary:   Binary(t),
+		Log:      Logger(),
+		Versions: releases.Versions(),
 	})
 	if err != nil {
 		t.Fatalf("start management plane: %v", err)

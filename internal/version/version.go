@@ -10,19 +10,3 @@ var (
 	// components; it must match go.mod's k8s.io/kubernetes.
 	KubernetesVersion = "v1.37.1"
 )
-
-// SupportedKubernetesVersions lists the versions a hosted control plane can
-// run: the ones compiled into this binary.
-func SupportedKubernetesVersions() []string {
-	return []string{KubernetesVersion}
-}
-
-// Supported reports whether v can be run.
-func Supported(v string) bool {
-	for _, s := range SupportedKubernetesVersions() {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}

@@ -33,14 +33,21 @@ func TestHostedClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(hc)
-	testenv.Eventually(t, 3*time.Minute, "Available", func() (bool, error) {
+	testenv.Eventually(t, 3*time.Minute, "Available, every component at its version", func() (bool, error) {
 		err := c.Get(ctx, key, hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()), err
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) &&
+			meta.IsStatusConditionFalse(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()), err
 	})
 
 	// Status tells where and what.
 	if hc.Status.Version != version.KubernetesVersion || hc.Status.ControlPlaneNamespace != "clusters-life" || hc.Status.Endpoint == "" {
 		t.Errorf("status version %q, namespace %q, endpoint %q", hc.Status.Version, hc.Status.ControlPlaneNamespace, hc.Status.Endpoint)
+	}
+	if h := hc.Status.VersionHistory; len(h) != 1 || h[0].Version != version.KubernetesVersion || h[0].State != hypershiftv1alpha1.CompletedVersion || h[0].CompletionTime == nil {
+		t.Errorf("version history %+v, want one Completed entry for %s", h, version.KubernetesVersion)
+	}
+	if c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()); c.Message != "Running "+version.KubernetesVersion {
+		t.Errorf("ClusterVersionProgressing %q, want %q", c.Message, "Running "+version.KubernetesVersion)
 	}
 	if !slices.Contains(hc.Finalizers, hostedcluster.Finalizer) {
 		t.Errorf("finalizers %v lack %s", hc.Finalizers, hostedcluster.Finalizer)

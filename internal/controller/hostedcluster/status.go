@@ -24,6 +24,7 @@ var mirrored = []hypershiftv1alpha1.ConditionType{
 	hypershiftv1alpha1.EtcdAvailable,
 	hypershiftv1alpha1.KubeAPIServerAvailable,
 	hypershiftv1alpha1.DataPlaneAvailable,
+	hypershiftv1alpha1.ClusterVersionProgressing,
 	hypershiftv1alpha1.Hibernated,
 }
 
@@ -56,6 +57,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	hcp := s.hcp
 	mirrorControlPlane(&hc.Status.Conditions, hc.Generation, hcp.Status.Conditions)
 	hc.Status.Version = hcp.Status.Version
+	hc.Status.VersionHistory = hcp.Status.VersionHistory
 	hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint
 	if ep := hcp.Status.ControlPlaneEndpoint; ep.Port != 0 {
 		hc.Status.Endpoint = "https://" + net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))

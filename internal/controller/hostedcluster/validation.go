@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/version"
+	"hypershift.dev/internal/release"
 )
 
 // Capabilities are what the runtime that runs control planes can do.
@@ -19,6 +20,9 @@ type Capabilities struct {
 	EtcdStorage bool
 	// Pods: it runs control planes as pods, so not as one process.
 	Pods bool
+	// Releases are the Kubernetes versions it can run; nil: the
+	// compiled-in one only.
+	Releases *release.Catalog
 }
 
 // validateSpec rejects what admission lets through but this operator cannot
@@ -27,8 +31,10 @@ type Capabilities struct {
 // checks here cover objects stored before a rule existed (the API server
 // does not re-validate them).
 func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) error {
-	if v := hc.Spec.KubernetesVersion; v != "" && !version.Supported(v) {
-		return fmt.Errorf("spec.kubernetesVersion %s is not supported: this operator runs %v", v, version.SupportedKubernetesVersions())
+	if v := hc.Spec.KubernetesVersion; v != "" {
+		if _, ok := supports.Releases.Lookup(v); !ok {
+			return fmt.Errorf("spec.kubernetesVersion %s is not available: this operator runs %s", v, strings.Join(supports.Releases.Versions(), ", "))
+		}
 	}
 	if hc.Spec.Etcd.ManagementType != "" && hc.Spec.Etcd.ManagementType != hypershiftv1alpha1.Managed {
 		return fmt.Errorf("spec.etcd.managementType %s is not supported yet: use Managed", hc.Spec.Etcd.ManagementType)

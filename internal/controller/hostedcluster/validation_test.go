@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )
 
@@ -62,6 +63,14 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 			hc.Spec.Services[0].Type = "NodePort"
 			hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
 		}, wantErr: "annotation hypershift.dev/single-process-control-plane is not supported by this operator's runtime"},
+		{
+			name: "version not in the catalog", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.36.3" },
+			wantErr: "spec.kubernetesVersion v1.36.3 is not available: this operator runs " + version.KubernetesVersion,
+		},
+		{
+			name: "version of a release", supports: Capabilities{Releases: release.New(release.Release{Version: "v1.36.3", Binary: "/releases/v1.36.3/kubernetes"})},
+			mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.KubernetesVersion = "v1.36.3" },
+		},
 		{
 			name: "host port on the kube runtime", supports: kube, mutate: func(*hypershiftv1alpha1.HostedCluster) {},
 			wantErr: "spec.services[0].servicePublishingStrategy.type HostPort is not supported by this operator's runtime: use [NodePort LoadBalancer]",

@@ -110,6 +110,9 @@ type scope struct {
 	notAppliedComing bool
 	// requeue is the soonest another look is wanted.
 	requeue ctrl.Result
+	// rollout is how far the components are at rolloutTo (upgrade.go).
+	rollout   *rolloutPlan
+	rolloutTo string
 	// hibernated: the control plane sleeps (spec.hibernation); with
 	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
 	hibernated, sleepInPlace bool
@@ -175,6 +178,7 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
 	}
 	d := r.updateStatus(s.hcp, s.ref, waiting)
+	r.updateVersionStatus(s, time.Now())
 	s.available = d.available
 	setAwakeCondition(s.hcp, d.available)
 	s.hcp.Status.ObservedGeneration = s.hcp.Generation
@@ -187,18 +191,27 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 }
 
 func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, error) {
+	cfg, err := r.renderConfig(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return r.renderRollout(s, cfg)
+}
+
+// renderConfig is the control plane's configuration, its version aside.
+func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Config, error) {
 	hcp, ref := s.hcp, s.ref
 	store := pki.SecretStore{Ctx: ctx, Client: r.Client, Namespace: hcp.Namespace, ReadOnly: true}
 	certs, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{})
 	if err != nil {
-		return nil, err
+		return components.Config{}, err
 	}
 	encryptionKey := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hcp.Namespace, Name: pki.EncryptionKeyName}, encryptionKey); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s: %w", pki.EncryptionKeyName, pki.ErrMissing)
+			return components.Config{}, fmt.Errorf("%s: %w", pki.EncryptionKeyName, pki.ErrMissing)
 		}
-		return nil, err
+		return components.Config{}, err
 	}
 	replicas := components.SingleReplica
 	if hcp.Spec.ControllerAvailabilityPolicy == hypershiftv1alpha1.HighlyAvailable {
@@ -210,7 +223,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 	}
 	ports, err := r.Runtime.Ports(ctx, ref, portNames)
 	if err != nil {
-		return nil, fmt.Errorf("ports: %w", err)
+		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}
 	s.ports = ports
 	net := hcp.Spec.Networking
@@ -228,7 +241,9 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 		SingleProcess:    hcp.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true",
 		APIServer:        r.publish(hcp.Spec.Services, hypershiftv1alpha1.APIServer),
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
-		IdleWake:         idleWake(hcp),
+		// The runtime runs the release of this version (internal/release).
+		KubernetesVersion: hcp.Spec.KubernetesVersion,
+		IdleWake:          idleWake(hcp),
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {
@@ -241,7 +256,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) ([]runtime.Spec, erro
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24
 	}
-	return components.Render(cfg)
+	return cfg, nil
 }
 
 // publish is how a service is published: the cluster's strategy, at the

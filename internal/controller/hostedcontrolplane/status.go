@@ -9,6 +9,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -128,9 +129,6 @@ func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, re
 	d := deriveStatus(statuses, false, nil, waiting...)
 	conditions.Apply(&hcp.Status.Conditions, hcp.Generation, d.conditions...)
 	hcp.Status.Ready = d.available
-	if d.available {
-		hcp.Status.Version = hcp.Spec.KubernetesVersion
-	}
 	return d
 }
 
@@ -155,6 +153,9 @@ func componentStatuses(in []runtime.InstanceStatus) []hypershiftv1alpha1.Compone
 			Restarts:       int32(s.Restarts), //nolint:gosec // restart counts fit in int32
 			LastExitReason: s.LastExitReason,
 			Message:        s.Message,
+		}
+		if isVersioned(s.Component) {
+			c.Version = release.Normalize(s.Version)
 		}
 		if !s.StartedAt.IsZero() {
 			t := metav1.NewTime(s.StartedAt)

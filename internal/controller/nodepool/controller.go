@@ -84,6 +84,11 @@ type scope struct {
 	token  bootstrap.Token
 	// want is the number of machines the pool should have.
 	want int32
+	// version is the kubelet version the pool's nodes are to run;
+	// versionProblem says why spec.kubernetesVersion is not rolled out
+	// (then version is the one the nodes run).
+	version        string
+	versionProblem string
 	// requeueAfter is the soonest time a phase wants to look again.
 	requeueAfter time.Duration
 }
@@ -118,6 +123,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 		{Name: "platform config", Run: r.reconcilePlatformConfig},
 		{Name: "hosted cluster", Run: r.reconcileHostedCluster},
+		{Name: "version", Run: r.reconcileVersion},
 		{Name: "bootstrap", Run: r.reconcileBootstrap},
 		{Name: "machines", Run: r.reconcileMachines},
 		{Name: "nodes", Run: r.reconcileNodes},

@@ -45,7 +45,7 @@ func (p platform) reconcile(ctx context.Context, s *scope, want int32) (machineR
 	r, err := p.impl.Reconcile(ctx, s.pool(), want)
 	return machineReport{
 		machines: r.Machines, unregistered: r.Unregistered, draining: r.Draining,
-		blocked: r.Blocked, problem: r.Problem, busy: r.Busy,
+		blocked: r.Blocked, problem: r.Problem, busy: r.Busy, rollout: r.Rollout,
 	}, err
 }
 
@@ -64,6 +64,7 @@ func (p platform) sleep(ctx context.Context, s *scope) error {
 func (p platform) needsToken() bool             { return p.impl.NeedsToken() }
 func (p platform) supportsAutoscaling() bool    { return p.impl.SupportsAutoscaling() }
 func (p platform) supportsAutorepair() bool     { return p.impl.SupportsAutorepair() }
+func (p platform) upgradesNodes() bool          { return p.impl.UpgradesNodes() }
 func (p platform) unsetReplicas(s *scope) int32 { return p.impl.UnsetReplicas(s.pool()) }
 
 func (p platform) nodeTemplate(np *hypershiftv1alpha1.NodePool) nodeplatform.NodeTemplate {
@@ -103,6 +104,7 @@ func (s *scope) pool() *nodeplatform.Pool {
 	p := &nodeplatform.Pool{
 		NodePool: s.np, HostedCluster: s.hc, Log: s.log, Nodes: s.nodes, Deleting: s.deleting,
 		Server: s.server, CAPEM: s.caPEM, Token: s.token, RequeueBy: s.requeueBy,
+		Version: s.version, VersionHeld: s.versionProblem != "",
 	}
 	if s.hosted != nil {
 		p.Cluster = &nodeplatform.Cluster{Kube: s.hosted.kube, Nodes: s.hosted.nodes, ConfigMaps: s.hosted.configMaps, Ensured: &s.hosted.rbacDone}
@@ -119,6 +121,7 @@ type machineReport struct {
 	blocked      int
 	problem      string
 	busy         bool
+	rollout      string
 }
 
 // Autorepair thresholds, for the AutorepairEnabled message.
@@ -128,10 +131,6 @@ const (
 )
 
 func nodeReady(node *corev1.Node) bool { return drain.NodeReady(node) }
-
-func kubeletVersion(hc *hypershiftv1alpha1.HostedCluster) string {
-	return nodeplatform.KubeletVersion(hc)
-}
 
 // poolOfAgent maps a node runtime's ref to the pool whose agent it is.
 func poolOfAgent(ref runtime.ControlPlaneRef) (types.NamespacedName, bool) {

@@ -50,10 +50,13 @@ func (r *Reconciler) updateStatus(s *scope) {
 	sort.Strings(versions)
 	np.Status.Replicas = s.machines.machines
 	np.Status.ReadyReplicas = ready
-	np.Status.Version = strings.Join(versions, ",")
-	if np.Status.Version == "" {
-		np.Status.Version = kubeletVersion(s.hc)
+	switch {
+	case len(versions) == 1:
+		np.Status.Version = versions[0]
+	case len(versions) == 0:
+		np.Status.Version = s.version // no node runs another
 	}
+	setUpdatingVersion(s, versions)
 
 	switch {
 	case s.machines.problem != "":
@@ -72,8 +75,12 @@ func (r *Reconciler) updateStatus(s *scope) {
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllNodesHealthy, true, hypershiftv1alpha1.AsExpectedReason,
 			fmt.Sprintf("All %d nodes are Ready", len(s.nodes)))
 	}
+	setReady(s, ready)
+}
 
-	want := s.want
+// setReady says whether the pool has the nodes it wants, Ready.
+func setReady(s *scope, ready int32) {
+	np, gen, want := s.np, s.np.Generation, s.want
 	switch {
 	case s.machines.problem != "":
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, false, reasonAgentNotRunning, s.machines.problem)
@@ -83,6 +90,9 @@ func (r *Reconciler) updateStatus(s *scope) {
 			msg += fmt.Sprintf("; %d evictions refused by PodDisruptionBudgets, retrying", s.machines.blocked)
 		}
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, false, reasonScalingDown, msg)
+	case s.machines.rollout != "" && ready >= want:
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, true, hypershiftv1alpha1.AsExpectedReason,
+			fmt.Sprintf("%d of %d nodes Ready; %s", min(ready, want), want, s.machines.rollout))
 	case ready != want || s.machines.machines != want:
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolReady, false, reasonWaitingForNodes,
 			fmt.Sprintf("%d of %d nodes Ready", ready, want))
@@ -99,4 +109,34 @@ func names(list []string) string {
 		return strings.Join(list, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(list[:shown], ", "), len(list)-shown)
+}
+
+// setUpdatingVersion reports a version rollout: True while the platform
+// rolls one, False when every node runs the pool's version, when the
+// version cannot be rolled out (the reason says why), or when the
+// platform does not upgrade nodes and some run another version.
+func setUpdatingVersion(s *scope, versions []string) {
+	np := s.np
+	set := func(status bool, reason hypershiftv1alpha1.ConditionReason, msg string) {
+		conditions.Set(&np.Status.Conditions, np.Generation, hypershiftv1alpha1.NodePoolUpdatingVersion, status, reason, msg)
+	}
+	atVersion := len(versions) == 0 || (len(versions) == 1 && versions[0] == s.version)
+	switch {
+	case s.versionProblem != "":
+		set(false, hypershiftv1alpha1.UnsupportedVersionSkewReason, s.versionProblem)
+	case s.machines.rollout != "":
+		msg := s.machines.rollout
+		if s.machines.blocked > 0 {
+			msg += fmt.Sprintf("; %d evictions refused by PodDisruptionBudgets, retrying", s.machines.blocked)
+		}
+		set(true, hypershiftv1alpha1.RollingOutReason, msg)
+	case !atVersion && !s.platform.upgradesNodes():
+		set(false, hypershiftv1alpha1.UnsupportedReason, fmt.Sprintf(
+			"Nodes run %s, spec.kubernetesVersion is %s: this platform does not upgrade nodes; join them again with a kubelet of %s",
+			strings.Join(versions, ", "), s.version, s.version))
+	case !atVersion:
+		set(true, hypershiftv1alpha1.RollingOutReason, fmt.Sprintf("Nodes run %s, moving to %s", strings.Join(versions, ", "), s.version))
+	default:
+		set(false, hypershiftv1alpha1.AsExpectedReason, fmt.Sprintf("All %d nodes run %s", len(s.nodes), s.version))
+	}
 }

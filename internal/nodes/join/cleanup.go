@@ -39,18 +39,49 @@ func removePods(ctx context.Context, socket string) error {
 	}
 	var errs []error
 	for _, sb := range list.Items {
-		_, err := cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-		if err != nil && dropStaleNetns(ctx, cri, sb.Id) {
-			_, err = cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("stop pod %s/%s: %w", sb.Metadata.GetNamespace(), sb.Metadata.GetName(), err))
-		}
-		if _, err := cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("remove pod %s/%s: %w", sb.Metadata.GetNamespace(), sb.Metadata.GetName(), err))
+		if err := removePod(ctx, cri, sb.Id); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s/%s: %w", sb.Metadata.GetNamespace(), sb.Metadata.GetName(), err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// A pod's removal is tried removePodAttempts times, removePodInterval
+// apart (10 s in all).
+var (
+	removePodAttempts = 20
+	removePodInterval = 500 * time.Millisecond
+)
+
+// removePod stops and removes one sandbox. containerd outlives the kubelet,
+// so a container the kubelet asked to start just before it stopped can
+// still be starting, and containerd refuses to remove it until the start
+// is over: the stop and removal are tried again for a while.
+func removePod(ctx context.Context, cri runtimeapi.RuntimeServiceClient, id string) error {
+	var err error
+	for attempt := range removePodAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(removePodInterval):
+			}
+		}
+		_, err = cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+		if err != nil && dropStaleNetns(ctx, cri, id) {
+			_, err = cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+		}
+		if err != nil {
+			err = fmt.Errorf("stop: %w", err)
+			continue
+		}
+		if _, err = cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+			err = fmt.Errorf("remove: %w", err)
+			continue
+		}
+		return nil
+	}
+	return err
 }
 
 // shims lists the node's containerd shims (pid to task bundle): the

@@ -3,15 +3,13 @@ package join
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/nodes/bootstrap"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func testNode() *Node {
 	return &Node{
@@ -43,19 +41,7 @@ func TestNodeSpecsGolden(t *testing.T) {
 			got.Write(f.Content)
 		}
 	}
-	golden := filepath.Join("testdata", "node.golden")
-	if *update {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run `make update-golden`)", err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("rendered node differs from %s (run `make update-golden` if intended):\n%s", golden, got.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "node.golden"), got.Bytes())
 }
 
 // Rendering is deterministic: the node daemon and reset adopt the processes

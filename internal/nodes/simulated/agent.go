@@ -275,6 +275,7 @@ func (a *Agent) applyConfig(obj any) {
 	for _, m := range cfg.Machines {
 		want[m.Name] = m
 	}
+	a.restartUpgraded(cfg, want)
 	a.mu.Lock()
 	var stopped []*node
 	for name, n := range a.nodes {

@@ -54,6 +54,18 @@ type Machine struct {
 	Address string `json:"address"`
 	// Created is when the controller added the machine.
 	Created metav1.Time `json:"created"`
+	// KubeletVersion is the version the node reports; empty means
+	// Config.KubeletVersion. Changing it restarts the node at the new
+	// version under the same name (an in-place upgrade).
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
+}
+
+// Version is the kubelet version m's node runs under cfg.
+func (m Machine) Version(cfg Config) string {
+	if m.KubeletVersion != "" {
+		return m.KubeletVersion
+	}
+	return cfg.KubeletVersion
 }
 
 // Config is what an agent simulates.
@@ -64,7 +76,8 @@ type Config struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Taints are registered with the Node, as kubelet's --register-with-taints.
 	Taints []corev1.Taint `json:"taints,omitempty"`
-	// KubeletVersion is reported in the Node's nodeInfo.
+	// KubeletVersion is reported in the Node's nodeInfo by the nodes of
+	// machines that name no version of their own.
 	KubeletVersion string `json:"kubeletVersion"`
 	// Capacity of every node; empty means DefaultCapacity.
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`

@@ -324,7 +324,7 @@ func (n *node) status(now metav1.Time) corev1.NodeStatus {
 			KernelVersion:           "simulated",
 			OSImage:                 "hypershift simulated node",
 			ContainerRuntimeVersion: "simulated://" + version.Version,
-			KubeletVersion:          n.cfg.KubeletVersion,
+			KubeletVersion:          n.m.Version(n.cfg),
 			OperatingSystem:         "linux",
 			Architecture:            "amd64",
 		},

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
 )
@@ -34,18 +35,30 @@ func Setup(t *testing.T, namespaces ...string) (env *testenv.Env, root string) {
 	return env, root
 }
 
+// Releases returns the releases built beside the hypershift binary under
+// test (make build); the test fails if they do not match their checksums.
+func Releases(t *testing.T) *release.Catalog {
+	t.Helper()
+	c, err := release.Load(filepath.Join(filepath.Dir(testenv.Binary(t)), "releases"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Start runs the operator until the test ends, then stops every process its
 // runtime started.
 func Start(t *testing.T, env *testenv.Env, root string) {
 	t.Helper()
 	ctrl.SetLogger(testenv.Logger())
 	events, notify := operator.NewEvents()
-	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), OnChange: notify})
+	releases := Releases(t)
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Releases: releases, Log: testenv.Logger(), OnChange: notify})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mgr, err := operator.New(operator.Options{
-		RESTConfig: env.RESTConfig, Runtime: rt, Events: events,
+		RESTConfig: env.RESTConfig, Runtime: rt, Events: events, Releases: releases,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
 		AllowRepeatedControllers: true,
 	})

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,10 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/runtime"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // renderYAML shows objects as they are applied, `---` separated.
 func renderYAML(t *testing.T, objs []client.Object) []byte {
@@ -71,19 +68,7 @@ func TestObjectsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := renderYAML(t, objs)
-			golden := filepath.Join("testdata", tt.name+".yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run `make update-golden`)", err)
-			}
-			if !bytes.Equal(want, got) {
-				t.Errorf("%s differs from what is rendered now; run `make update-golden` and review the diff", golden)
-			}
+			golden.Check(t, filepath.Join("testdata", tt.name+".yaml"), got)
 		})
 	}
 }

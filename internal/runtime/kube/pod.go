@@ -202,6 +202,15 @@ func (r renderer) workloadObject(pod corev1.PodTemplateSpec) client.Object {
 				Replicas: ptr.To(r.w.replicas()),
 				Selector: selector,
 				Template: pod,
+				// A new pod first, then an old one goes, one at a time:
+				// the API keeps serving through a change of version.
+				Strategy: appsv1.DeploymentStrategy{
+					Type: appsv1.RollingUpdateDeploymentStrategyType,
+					RollingUpdate: &appsv1.RollingUpdateDeployment{
+						MaxUnavailable: ptr.To(intstr.FromInt(0)),
+						MaxSurge:       ptr.To(intstr.FromInt(1)),
+					},
+				},
 			},
 		}
 	}

@@ -55,9 +55,10 @@ type proc struct {
 
 // instance supervises one component instance.
 type instance struct {
-	name     string
-	dir      string
-	binary   string
+	name string
+	dir  string
+	// command returns the program and arguments that run a spec.
+	command  func(runtime.Spec) (string, []string, error)
 	log      logr.Logger
 	onChange func()
 	// ready reports whether another instance of the control plane is ready.
@@ -73,12 +74,12 @@ type instance struct {
 	done    chan struct{}
 }
 
-func newInstance(dir, binary string, spec runtime.Spec, log logr.Logger, onChange func(), ready func(string) bool) *instance {
+func newInstance(dir string, command func(runtime.Spec) (string, []string, error), spec runtime.Spec, log logr.Logger, onChange func(), ready func(string) bool) *instance {
 	in := &instance{
 		ready:    ready,
 		name:     spec.Name,
 		dir:      dir,
-		binary:   binary,
+		command:  command,
 		log:      log.WithValues("component", spec.Name),
 		onChange: onChange,
 		spec:     spec,
@@ -93,7 +94,7 @@ func newInstance(dir, binary string, spec runtime.Spec, log logr.Logger, onChang
 	// status on, not Stopped until the supervisor has adopted and probed
 	// it: the control plane never stopped serving.
 	if rec, ok := in.adoptable(spec.Hash()); ok {
-		in.status = adoptedStatus(in.status, rec)
+		in.status = adoptedStatus(in.status, rec, spec)
 	}
 	return in
 }
@@ -109,8 +110,9 @@ func (in *instance) adoptable(hash string) (pidRecord, bool) {
 
 // adoptedStatus is the status of an adopted process: Running, with its
 // pid and start time.
-func adoptedStatus(s runtime.InstanceStatus, rec pidRecord) runtime.InstanceStatus {
+func adoptedStatus(s runtime.InstanceStatus, rec pidRecord, spec runtime.Spec) runtime.InstanceStatus {
 	s.Phase = runtime.Running
+	s.Version = spec.Version
 	s.PID = rec.PID
 	s.StartedAt = rec.startedAt()
 	s.Message = ""
@@ -251,10 +253,15 @@ func (in *instance) wait(d time.Duration) action {
 func (in *instance) adoptOrStart() (*proc, error) {
 	spec := in.currentSpec()
 	hash := spec.Hash()
+	// A spec that cannot run leaves a running process of an older one
+	// alone: better the old version serving than nothing.
+	if _, _, err := in.command(spec); err != nil {
+		return nil, err
+	}
 	if rec, ok := readPidRecord(in.pidPath()); ok && alive(rec.PID, rec.StartTime) {
 		if rec.Hash == hash {
 			in.log.Info("adopted running process", "pid", rec.PID)
-			in.update(func(s *runtime.InstanceStatus) { *s = adoptedStatus(*s, rec) })
+			in.update(func(s *runtime.InstanceStatus) { *s = adoptedStatus(*s, rec, spec) })
 			return &proc{pid: rec.PID, startTime: rec.StartTime, started: rec.startedAt()}, nil
 		}
 		in.log.Info("running process has an old spec, replacing it", "pid", rec.PID)
@@ -326,10 +333,11 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "--- %s starting %s\n", time.Now().UTC().Format(time.RFC3339), spec.Name)
 
-	cmd := exec.Command(in.binary, append([]string{"component", spec.Component}, spec.Args...)...) //nolint:gosec // our own binary
-	if spec.Command != "" {
-		cmd = exec.Command(spec.Command, spec.Args...) //nolint:gosec // a host program named by our own spec
+	path, args, err := in.command(spec)
+	if err != nil {
+		return nil, err
 	}
+	cmd := exec.Command(path, args...) //nolint:gosec // our own binary, a checked release or a host program named by our own spec
 	cmd.Dir = in.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -358,6 +366,7 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 		s.Phase = runtime.Starting
 		s.PID = pid
 		s.StartedAt = now
+		s.Version = spec.Version
 		s.Message = ""
 	})
 	return &proc{pid: pid, startTime: startTime, started: time.Now(), exited: exited}, nil

@@ -22,6 +22,7 @@ import (
 
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -29,6 +30,7 @@ import (
 type Runtime struct {
 	root     string
 	binary   string
+	releases *release.Catalog
 	log      logr.Logger
 	onChange func(ref runtime.ControlPlaneRef)
 
@@ -47,7 +49,10 @@ type Options struct {
 	Root string
 	// Binary is the hypershift binary that runs `component <name>`.
 	Binary string
-	Log    logr.Logger
+	// Releases are the Kubernetes releases a Spec.Version can name; nil:
+	// the compiled-in one only.
+	Releases *release.Catalog
+	Log      logr.Logger
 	// OnChange is called when an instance of a control plane changes phase.
 	OnChange func(ref runtime.ControlPlaneRef)
 }
@@ -67,6 +72,7 @@ func New(opts Options) (*Runtime, error) {
 	r := &Runtime{
 		root:      opts.Root,
 		binary:    opts.Binary,
+		releases:  opts.Releases,
 		log:       opts.Log,
 		onChange:  opts.OnChange,
 		planes:    map[runtime.ControlPlaneRef]map[string]*instance{},
@@ -210,7 +216,7 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 			in.setSpec(spec)
 			continue
 		}
-		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.binary, spec,
+		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.command, spec,
 			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref), r.readiness(ref))
 		plane[spec.Name] = in
 		go in.run()
@@ -406,4 +412,23 @@ func stopRecorded(pidFiles []string, log logr.Logger) {
 		})
 	}
 	wg.Wait()
+}
+
+// command returns the program and arguments that run spec: a host program
+// it names, or its component of the release of its Version (the
+// hypershift binary for the compiled-in release).
+func (r *Runtime) command(spec runtime.Spec) (string, []string, error) {
+	if spec.Command != "" {
+		return spec.Command, spec.Args, nil
+	}
+	rel, ok := r.releases.Lookup(spec.Version)
+	if !ok {
+		return "", nil, fmt.Errorf("%s runs Kubernetes %s, which this install does not have: it runs %s (releases directory %q)",
+			spec.Name, spec.Version, strings.Join(r.releases.Versions(), ", "), r.releases.Dir())
+	}
+	path, prefix := release.Command(rel, spec.Component)
+	if rel.CompiledIn() {
+		path = r.binary
+	}
+	return path, append(prefix, spec.Args...), nil
 }

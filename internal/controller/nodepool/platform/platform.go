@@ -38,6 +38,9 @@ type Platform interface {
 	// SupportsAutorepair: the platform replaces unhealthy machines when
 	// spec.management.autoRepair is set.
 	SupportsAutorepair() bool
+	// UpgradesNodes: Reconcile moves the pool's nodes to Pool.Version the
+	// way spec.management.upgradeType says.
+	UpgradesNodes() bool
 	// UnsetReplicas is the pool's size when it sets neither replicas nor
 	// autoScaling.
 	UnsetReplicas(p *Pool) int32
@@ -55,11 +58,11 @@ type Platform interface {
 	// Delete removes what the platform runs for the pool outside the
 	// hosted cluster (agents); it works without a hosted cluster.
 	Delete(ctx context.Context, p *Pool) error
-	// Sleep lets the pool's machines sleep while their cluster hibernates
-	// (docs/hibernation.md): it stops what runs them and keeps what they
-	// need to come back; the next Reconcile once the cluster is Available
-	// again starts them. Real nodes do nothing: their kubelets keep running
-	// and report again when the API answers.
+	// Sleep lets the pool's machines sleep with their cluster's control
+	// plane (docs/hibernation.md): it stops what the platform runs for them
+	// and keeps what they need to come back; the next Reconcile once the
+	// cluster is Available again starts them. Real nodes do nothing: their
+	// kubelets keep running and register again when the API answers.
 	Sleep(ctx context.Context, p *Pool) error
 }
 
@@ -81,6 +84,12 @@ type Pool struct {
 	Token  bootstrap.Token
 	// RequeueBy asks for the next reconcile within d; may be nil.
 	RequeueBy func(d time.Duration)
+	// Version is the kubelet version the pool's nodes are to run.
+	// VersionHeld: the pool's spec.kubernetesVersion cannot be rolled out
+	// (see the UpdatingVersion condition), so existing nodes keep the
+	// version they run and only new machines get Version.
+	Version     string
+	VersionHeld bool
 }
 
 // Requeue asks for the next reconcile within d.
@@ -118,6 +127,8 @@ type Report struct {
 	Problem string
 	// Busy: machines are being added, drained or removed.
 	Busy bool
+	// Rollout says what a version rollout is doing; empty when none runs.
+	Rollout string
 }
 
 // NodeTemplate describes a new node of a pool.
@@ -136,9 +147,9 @@ func Taints(in []hypershiftv1alpha1.Taint) []corev1.Taint {
 	return out
 }
 
-// KubeletVersion is the version the pool's nodes run: the control
-// plane's.
-func KubeletVersion(hc *hypershiftv1alpha1.HostedCluster) string {
+// ControlPlaneVersion is the version the control plane runs: the one
+// fully rolled out, else the one asked for, else the compiled-in one.
+func ControlPlaneVersion(hc *hypershiftv1alpha1.HostedCluster) string {
 	switch {
 	case hc.Status.Version != "":
 		return hc.Status.Version

@@ -30,6 +30,9 @@ func (Platform) SupportsAutoscaling() bool { return false }
 // SupportsAutorepair is false: the pool cannot replace machines.
 func (Platform) SupportsAutorepair() bool { return false }
 
+// UpgradesNodes is false: nodes joined by hand run the kubelet they joined with.
+func (Platform) UpgradesNodes() bool { return false }
+
 // UnsetReplicas is the number of nodes that joined: a pool without a
 // count takes as many nodes as join it.
 func (Platform) UnsetReplicas(p *platform.Pool) int32 {
@@ -61,5 +64,6 @@ func (Platform) Cleanup(context.Context, *platform.Pool) error { return nil }
 // Delete has nothing to remove.
 func (Platform) Delete(context.Context, *platform.Pool) error { return nil }
 
-// Sleep does nothing: real nodes keep running: their kubelets report again when the API answers.
+// Sleep does nothing: real nodes keep running while their cluster
+// sleeps, and register again when it answers.
 func (Platform) Sleep(context.Context, *platform.Pool) error { return nil }

@@ -60,6 +60,9 @@ func (*Platform) SupportsAutoscaling() bool { return true }
 // SupportsAutorepair is true.
 func (*Platform) SupportsAutorepair() bool { return true }
 
+// UpgradesNodes is true: Replace and InPlace rollouts (rollout.go).
+func (*Platform) UpgradesNodes() bool { return true }
+
 // UnsetReplicas is zero: a pool without a count has no machines.
 func (*Platform) UnsetReplicas(*platform.Pool) int32 { return 0 }
 
@@ -124,15 +127,24 @@ func (p *Platform) Reconcile(ctx context.Context, s *platform.Pool, want int32) 
 	}
 	now := p.now()
 	removed := p.repair(s, cfg.Machines, now)
-	machines := without(cfg.Machines, removed)
-	for int32(len(machines)) < want { //nolint:gosec // machine counts fit in int32
+	machines := withVersions(without(cfg.Machines, removed), cfg.KubeletVersion, s.Version)
+	step, err := p.planRollout(s, machines, int(want))
+	if err != nil {
+		return report, err
+	}
+	for range step.add {
 		m, err := p.newMachine(s, machines, now)
 		if err != nil {
 			return report, err
 		}
+		m.KubeletVersion = s.Version
 		machines = append(machines, m)
 	}
-	drained, err := p.scaleDown(ctx, s, machines, want, now, &report)
+	victims, isVictim := victimsOf(machines, s.Nodes, step)
+	if err := p.rollInPlace(ctx, s, machines, &step, isVictim, now, &report); err != nil {
+		return report, err
+	}
+	drained, err := p.scaleDown(ctx, s, machines, victims, step.inPlace, now, &report)
 	if err != nil {
 		return report, err
 	}
@@ -140,11 +152,14 @@ func (p *Platform) Reconcile(ctx context.Context, s *platform.Pool, want int32) 
 		removed[name] = true
 	}
 	machines = without(machines, removed)
+	surge := reportRollout(s, step, machines, int(want), &report)
 
 	cfg.Machines = machines
 	cfg.Labels = s.NodePool.Spec.NodeLabels
 	cfg.Taints = platform.Taints(s.NodePool.Spec.Taints)
-	cfg.KubeletVersion = platform.KubeletVersion(s.HostedCluster)
+	if s.Version != "" {
+		cfg.KubeletVersion = s.Version
+	}
 	if err := writeConfig(ctx, s.Cluster.Kube, s.NodePool.Name, cfg, cm); err != nil {
 		return report, err
 	}
@@ -157,7 +172,7 @@ func (p *Platform) Reconcile(ctx context.Context, s *platform.Pool, want int32) 
 		s.Log.Info("machine removed", "machine", name)
 	}
 
-	report.Machines = int32(len(machines)) //nolint:gosec // machine counts fit in int32
+	report.Machines = int32(len(machines) - surge) //nolint:gosec // machine counts fit in int32
 	for _, m := range machines {
 		if s.Nodes[m.Name] == nil {
 			report.Unregistered = append(report.Unregistered, m.Name)
@@ -187,12 +202,12 @@ func (p *Platform) repair(s *platform.Pool, machines []simagent.Machine, now tim
 	return removed
 }
 
-// scaleDown drains the nodes of the machines beyond want (in
-// scaleDownOrder), uncordons draining nodes that no longer have to go, and
-// returns the machines that can be removed now.
-func (p *Platform) scaleDown(ctx context.Context, s *platform.Pool, machines []simagent.Machine, want int32, now time.Time, report *platform.Report) ([]string, error) {
-	surplus := max(len(machines)-int(want), 0)
-	victims := scaleDownOrder(machines, s.Nodes)[:surplus]
+// scaleDown drains the victims (the machines beyond the pool's size, in
+// scaleDownOrder, and old machines a Replace rollout removes), uncordons
+// draining nodes that no longer have to go — unless an InPlace pool's
+// rollout decides that (rollInPlace) — and returns the machines that can
+// be removed now.
+func (p *Platform) scaleDown(ctx context.Context, s *platform.Pool, machines, victims []simagent.Machine, inPlace bool, now time.Time, report *platform.Report) ([]string, error) {
 	isVictim := map[string]bool{}
 	for _, m := range victims {
 		isVictim[m.Name] = true
@@ -202,16 +217,13 @@ func (p *Platform) scaleDown(ctx context.Context, s *platform.Pool, machines []s
 		inList[m.Name] = true
 	}
 	for name, node := range s.Nodes {
-		if drain.Draining(node) && !isVictim[name] && inList[name] {
+		if !inPlace && drain.Draining(node) && !isVictim[name] && inList[name] {
 			if err := drain.Uncordon(ctx, s.Cluster.Kube, node); err != nil {
 				return nil, err
 			}
 		}
 	}
-	timeout := time.Duration(0)
-	if s.NodePool.Spec.NodeDrainTimeout != nil {
-		timeout = s.NodePool.Spec.NodeDrainTimeout.Duration
-	}
+	timeout := drainTimeout(s)
 	var done []string
 	for _, m := range victims {
 		node := s.Nodes[m.Name]
@@ -236,6 +248,25 @@ func (p *Platform) scaleDown(ctx context.Context, s *platform.Pool, machines []s
 		}
 	}
 	return done, nil
+}
+
+// victimsOf picks the machines to drain and remove: those beyond the
+// step's limit, in scaleDownOrder, and the old ones a Replace rollout
+// replaces.
+func victimsOf(machines []simagent.Machine, nodes map[string]*corev1.Node, step rolloutStep) ([]simagent.Machine, map[string]bool) {
+	surplus := max(len(machines)-step.limit, 0)
+	victims := scaleDownOrder(machines, nodes)[:surplus]
+	isVictim := map[string]bool{}
+	for _, m := range victims {
+		isVictim[m.Name] = true
+	}
+	for _, m := range machines {
+		if step.replace[m.Name] && !isVictim[m.Name] {
+			victims = append(victims, m)
+			isVictim[m.Name] = true
+		}
+	}
+	return victims, isVictim
 }
 
 func without(machines []simagent.Machine, removed map[string]bool) []simagent.Machine {

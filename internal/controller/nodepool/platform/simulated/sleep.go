@@ -9,7 +9,7 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// Sleep implements platform.Platform: it stops the pool's agent while its cluster hibernates, keeping its
+// Sleep stops the pool's agent while its cluster hibernates, keeping its
 // directory (the nodes' certificates): Reconcile starts it again, and its
 // nodes report Ready, once the cluster is Available.
 func (p *Platform) Sleep(ctx context.Context, s *platform.Pool) error {

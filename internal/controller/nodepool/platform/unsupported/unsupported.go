@@ -34,6 +34,9 @@ func (Platform) SupportsAutoscaling() bool { return false }
 // SupportsAutorepair is false.
 func (Platform) SupportsAutorepair() bool { return false }
 
+// UpgradesNodes is false: nothing runs.
+func (Platform) UpgradesNodes() bool { return false }
+
 // UnsetReplicas is zero.
 func (Platform) UnsetReplicas(*platform.Pool) int32 { return 0 }
 

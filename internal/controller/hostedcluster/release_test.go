@@ -1,0 +1,137 @@
+package hostedcluster_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/operator/operatortest"
+	"hypershift.dev/internal/testenv"
+	"hypershift.dev/internal/version"
+)
+
+// releaseVersion is the release make build builds beside the binary.
+const releaseVersion = "v1.36.3"
+
+// TestHostedClusterRunsItsRelease: a cluster of another release runs the
+// API server, controller manager and scheduler from that release's binary
+// (its API server says so), etcd from hypershift's.
+func TestHostedClusterRunsItsRelease(t *testing.T) {
+	env, root := operatortest.Setup(t, "clusters")
+	rel, ok := operatortest.Releases(t).Lookup(releaseVersion)
+	if !ok {
+		t.Fatalf("release %s not built beside %s: run make build", releaseVersion, testenv.Binary(t))
+	}
+	c := env.Client
+	ctx := t.Context()
+	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "old", hypershiftv1alpha1.NonePlatform, releaseVersion)
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(hc)
+	testenv.Eventually(t, 3*time.Minute, "Available, every component at its version", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) &&
+			meta.IsStatusConditionFalse(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()), err
+	})
+	if hc.Status.Version != releaseVersion {
+		t.Errorf("status.version %q, want %s", hc.Status.Version, releaseVersion)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[hc.Status.KubeConfig.Key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := hosted.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GitVersion != releaseVersion {
+		t.Errorf("hosted API server reports %s, want %s", info.GitVersion, releaseVersion)
+	}
+	cpDir := filepath.Join(root, "clusters-old")
+	for instance, want := range map[string]string{
+		"kube-apiserver": rel.Binary, "kube-controller-manager": rel.Binary, "kube-scheduler": rel.Binary,
+		"etcd-0": testenv.Binary(t),
+	} {
+		if got := executable(t, filepath.Join(cpDir, instance, "pid.json")); got != want {
+			t.Errorf("%s runs %s, want %s", instance, got, want)
+		}
+	}
+}
+
+// TestHostedClusterOfUnavailableRelease: a version the operator has no
+// release of is refused at admission and, for an object stored without the
+// admission policy, by the controller, naming those it has; nothing is
+// started.
+func TestHostedClusterOfUnavailableRelease(t *testing.T) {
+	env, _ := operatortest.Setup(t, "clusters")
+	c := env.Client
+	ctx := t.Context()
+	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "ancient", hypershiftv1alpha1.NonePlatform, "v1.20.0")
+	if err := c.Create(ctx, hc.DeepCopy()); err == nil || !strings.Contains(err.Error(), "spec.kubernetesVersion: v1.20.0 is not available in this installation") {
+		t.Fatalf("create at v1.20.0: %v, want refused by the runtime admission policy", err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: install.RuntimePolicyName}}
+	if err := c.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "created once the policy is unbound", func() (bool, error) {
+		return c.Create(ctx, hc) == nil, nil
+	})
+	testenv.Eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
+		return cond != nil && cond.Status == metav1.ConditionFalse, err
+	})
+	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
+	for _, want := range []string{"spec.kubernetesVersion v1.20.0 is not available", version.KubernetesVersion, releaseVersion} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q lacks %q", cond.Message, want)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "clusters-ancient"}, &corev1.Namespace{}); err == nil {
+		t.Error("control-plane namespace created for a version that cannot run")
+	}
+}
+
+// executable returns the program of the process a pid file records.
+func executable(t *testing.T, pidFile string) string {
+	t.Helper()
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(rec.PID), "exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}

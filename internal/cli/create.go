@@ -138,16 +138,24 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 	return ns, hc
 }
 
-// validateFlags checks what the flags say before anything is made.
-func (o *createClusterOptions) validateFlags(platform hypershiftv1alpha1.PlatformType) error {
-	if o.name == "" {
-		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
-	}
+// validateIdleHibernation checks --idle-hibernate-after.
+func (o *createClusterOptions) validateIdleHibernation() error {
 	if o.idleAfter != 0 && o.idleAfter < 10*time.Second {
 		return fmt.Errorf("--idle-hibernate-after %s is too short: give at least 10s, such as 30m", o.idleAfter)
 	}
 	if o.idleAfter > 0 && o.singleProcess {
 		return fmt.Errorf("--idle-hibernate-after cannot be combined with --single-process-control-plane: waking on a request puts the endpoint proxy in front of a separate API server")
+	}
+	return nil
+}
+
+// validateFlags checks what the flags say before anything is made.
+func (o *createClusterOptions) validateFlags(platform hypershiftv1alpha1.PlatformType) error {
+	if o.name == "" {
+		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
+	}
+	if err := o.validateIdleHibernation(); err != nil {
+		return err
 	}
 	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
 		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")

@@ -25,8 +25,8 @@ func endpointInstance(cfg Config) string {
 // controllersAfter is what the controllers wait for: the endpoint, or with
 // IdleWake the API server itself (the proxy is healthy without one).
 func controllersAfter(cfg Config) string {
-	if cfg.idleWake() && cfg.replicas().KubeAPIServer == 1 {
-		return KubeAPIServer
+	if cfg.idleWake() {
+		return instanceName(KubeAPIServer, 0, cfg.replicas().KubeAPIServer)
 	}
 	return endpointInstance(cfg)
 }

@@ -69,3 +69,44 @@ func TestIdleWakeFrontsASingleAPIServer(t *testing.T) {
 		t.Errorf("a single-replica control plane without IdleWake got a proxy: %v", names(plain))
 	}
 }
+
+// TestIdleWakeHighlyAvailable: a replicated control plane keeps its proxy
+// and API server ports; IdleWake adds the hold and the internal port, and
+// its controllers wait for an API server, not for the (always healthy)
+// proxy.
+func TestIdleWakeHighlyAvailable(t *testing.T) {
+	cfg := testConfig()
+	cfg.Replicas = HighlyAvailable
+	cfg.Ports = testPorts(HighlyAvailable)
+	for i, name := range IdleWakePortNames(HighlyAvailable) {
+		cfg.Ports[name] = 41000 + i
+	}
+	plain, err := Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IdleWake = true
+	specs, err := Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names(plain), names(specs)) {
+		t.Errorf("instances %v with IdleWake, want those without it: %v", names(specs), names(plain))
+	}
+	for i, s := range specs {
+		switch s.Component {
+		case KubeAPIServerProxy:
+			if !slices.Contains(s.Args, "--wake-on-request") {
+				t.Errorf("proxy args lack --wake-on-request: %v", s.Args)
+			}
+		case KubeAPIServer:
+			if s.Hash() != plain[i].Hash() {
+				t.Errorf("%s changed with IdleWake", s.Name)
+			}
+		case KubeControllerManager, KubeScheduler:
+			if !slices.Equal(s.After, []string{"kube-apiserver-0"}) {
+				t.Errorf("%s waits for %v, want kube-apiserver-0", s.Name, s.After)
+			}
+		}
+	}
+}

@@ -68,7 +68,7 @@ func (p *Proxy) Hold(maxHeld int, timeout time.Duration) {
 	if timeout <= 0 {
 		timeout = DefaultHoldTimeout
 	}
-	p.holdMax, p.holdTimeout = int32(maxHeld), timeout //nolint:gosec // a small count
+	p.holdMax, p.holdTimeout = int32(maxHeld), timeout
 }
 
 // awaitBackend holds a client connection until an API server is ready; it

@@ -57,57 +57,107 @@ func TestDecide(t *testing.T) {
 	night := []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * * *", Resume: "0 7 * * *"}}
 	idle := &metav1.Duration{Duration: 15 * time.Minute}
 	tests := []struct {
-		name         string
-		spec         *hypershiftv1alpha1.HibernationSpec
-		now          string
-		lastActivity string
-		awakeSince   string
-		want         hypershiftv1alpha1.ConditionReason
-		wantNext     string
-		wantErr      string
+		name            string
+		spec            *hypershiftv1alpha1.HibernationSpec
+		now             string
+		lastActivity    string
+		awakeSince      string
+		idleAsleepSince string
+		waiting         int32
+		want            hypershiftv1alpha1.ConditionReason
+		wantNext        string
+		wantErr         string
 	}{
 		{name: "no spec", now: "2026-11-24T12:00:00Z", want: hypershiftv1alpha1.NotHibernatedReason},
-		{name: "enabled", spec: &hypershiftv1alpha1.HibernationSpec{Enabled: true}, now: "2026-11-24T12:00:00Z",
-			want: hypershiftv1alpha1.HibernatedReason},
-		{name: "inside the night window", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T23:00:00Z",
-			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z"},
-		{name: "after midnight, still inside", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-25T03:00:00Z",
-			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z"},
-		{name: "at the resume edge", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-25T07:00:00Z",
-			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-25T20:00:00Z"},
-		{name: "at the hibernate edge", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T20:00:00Z",
-			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z"},
-		{name: "day time", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T12:00:00Z",
-			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T20:00:00Z"},
-		{name: "time zone moves the window", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "America/New_York"},
+		{
+			name: "enabled", spec: &hypershiftv1alpha1.HibernationSpec{Enabled: true}, now: "2026-11-24T12:00:00Z",
+			want: hypershiftv1alpha1.HibernatedReason,
+		},
+		{
+			name: "inside the night window", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T23:00:00Z",
+			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z",
+		},
+		{
+			name: "after midnight, still inside", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-25T03:00:00Z",
+			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z",
+		},
+		{
+			name: "at the resume edge", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-25T07:00:00Z",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-25T20:00:00Z",
+		},
+		{
+			name: "at the hibernate edge", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T20:00:00Z",
+			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z",
+		},
+		{
+			name: "day time", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night}, now: "2026-11-24T12:00:00Z",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T20:00:00Z",
+		},
+		{
+			name: "time zone moves the window", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "America/New_York"},
 			now:  "2026-11-24T23:00:00Z", // 18:00 in New York
-			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-25T01:00:00Z"},
-		{name: "time zone: inside in New York", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "America/New_York"},
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-25T01:00:00Z",
+		},
+		{
+			name: "time zone: inside in New York", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "America/New_York"},
 			now:  "2026-11-25T02:00:00Z", // 21:00 in New York
-			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T12:00:00Z"},
-		{name: "DST: the window's edges follow the wall clock", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "Europe/Berlin"},
+			want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T12:00:00Z",
+		},
+		{
+			name: "DST: the window's edges follow the wall clock", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "Europe/Berlin"},
 			now:  "2026-03-29T05:30:00Z", // 07:30 CEST, the night DST began
-			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-03-29T18:00:00Z"},
-		{name: "idle for longer than idleAfter", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
-			lastActivity: "2026-11-24T11:40:00Z", awakeSince: "2026-11-24T08:00:00Z", want: hypershiftv1alpha1.IdleHibernatedReason},
-		{name: "active recently", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-03-29T18:00:00Z",
+		},
+		{
+			name: "idle for longer than idleAfter", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:40:00Z", awakeSince: "2026-11-24T08:00:00Z", want: hypershiftv1alpha1.IdleHibernatedReason,
+		},
+		{
+			name: "active recently", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
 			lastActivity: "2026-11-24T11:50:00Z", awakeSince: "2026-11-24T08:00:00Z",
-			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:05:00Z"},
-		{name: "resumed recently: idle counts from the resume", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:05:00Z",
+		},
+		{
+			name: "resumed recently: idle counts from the resume", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
 			lastActivity: "2026-11-24T08:00:00Z", awakeSince: "2026-11-24T11:55:00Z",
-			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:10:00Z"},
-		{name: "a request inside a window wakes it when idleAfter is set",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:10:00Z",
+		},
+		{
+			name: "a request inside a window wakes it when idleAfter is set",
 			spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, IdleAfter: idle}, now: "2026-11-24T23:00:00Z",
-			lastActivity: "2026-11-24T22:58:00Z", want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T23:13:00Z"},
-		{name: "activity before the window does not keep it awake",
+			lastActivity: "2026-11-24T22:58:00Z", want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T23:13:00Z",
+		},
+		{
+			name: "activity before the window does not keep it awake",
 			spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, IdleAfter: idle}, now: "2026-11-24T20:01:00Z",
-			lastActivity: "2026-11-24T19:59:00Z", want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z"},
-		{name: "bad cron", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 25 * * *", Resume: "0 7 * * *"}}},
-			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.schedules[0].hibernate"},
-		{name: "@every refused", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * * *", Resume: "@every 1h"}}},
-			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.schedules[0].resume"},
-		{name: "bad time zone", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "Mars/Olympus"},
-			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.timeZone"},
+			lastActivity: "2026-11-24T19:59:00Z", want: hypershiftv1alpha1.ScheduledHibernationReason, wantNext: "2026-11-25T07:00:00Z",
+		},
+		{
+			name: "idle-asleep: activity from before the sleep does not wake it", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:59:00Z", idleAsleepSince: "2026-11-24T11:59:30Z", want: hypershiftv1alpha1.IdleHibernatedReason,
+		},
+		{
+			name: "idle-asleep: a request after the sleep wakes it", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:59:50Z", idleAsleepSince: "2026-11-24T11:59:30Z",
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:14:50Z",
+		},
+		{
+			name: "idle-asleep: a held connection wakes it", spec: &hypershiftv1alpha1.HibernationSpec{IdleAfter: idle}, now: "2026-11-24T12:00:00Z",
+			lastActivity: "2026-11-24T11:00:00Z", idleAsleepSince: "2026-11-24T11:59:55Z", waiting: 1,
+			want: hypershiftv1alpha1.NotHibernatedReason, wantNext: "2026-11-24T12:15:00Z",
+		},
+		{
+			name: "bad cron", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 25 * * *", Resume: "0 7 * * *"}}},
+			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.schedules[0].hibernate",
+		},
+		{
+			name: "@every refused", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * * *", Resume: "@every 1h"}}},
+			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.schedules[0].resume",
+		},
+		{
+			name: "bad time zone", spec: &hypershiftv1alpha1.HibernationSpec{Schedules: night, TimeZone: "Mars/Olympus"},
+			now: "2026-11-24T12:00:00Z", wantErr: "spec.hibernation.timeZone",
+		},
 	}
 	parse := func(s string) time.Time {
 		if s == "" {
@@ -117,7 +167,10 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := Decide(Inputs{Spec: tt.spec, Now: parse(tt.now), LastActivity: parse(tt.lastActivity), AwakeSince: parse(tt.awakeSince)})
+			d, err := Decide(Inputs{
+				Spec: tt.spec, Now: parse(tt.now), LastActivity: parse(tt.lastActivity), AwakeSince: parse(tt.awakeSince),
+				IdleAsleepSince: parse(tt.idleAsleepSince), Waiting: tt.waiting,
+			})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)

@@ -27,6 +27,9 @@ type hibernationResult struct {
 	// (none), and of an idle-hibernated one (its endpoint proxy).
 	HibernatedRSSMiB     float64 `json:"hibernated_rss_mib"`
 	IdleHibernatedRSSMiB float64 `json:"idle_hibernated_rss_mib"`
+	// IdleHibernatedAnonMiB is the proxy's RssAnon: its own memory, not
+	// the binary's pages every process maps.
+	IdleHibernatedAnonMiB float64 `json:"idle_hibernated_rss_anon_mib"`
 	// WakeS: GET /version on an idle-hibernated cluster until answered.
 	WakeS *dist `json:"wake_on_request_s,omitempty"`
 }
@@ -70,10 +73,11 @@ func runHibernation(ctx context.Context, opts *options) *hibernationResult {
 func benchResume(ctx context.Context, p *plane, res *hibernationResult) error {
 	var resume, rss []float64
 	for round := range res.Rounds {
+		asked := time.Now()
 		if err := p.setHibernation(ctx, "sleepy", true); err != nil {
 			return err
 		}
-		if err := p.waitHibernated(ctx, "sleepy", 2*time.Minute); err != nil {
+		if err := p.waitHibernated(ctx, "sleepy", asked, 2*time.Minute); err != nil {
 			return err
 		}
 		rss = append(rss, summedRSSMiB(p.clusterDir("sleepy")))
@@ -104,22 +108,32 @@ func benchWake(ctx context.Context, p *plane, res *hibernationResult) error {
 	if err != nil {
 		return err
 	}
-	var wake, rss []float64
+	var wake, rss, anon []float64
+	var woken time.Time
 	for round := range res.Rounds {
-		if err := p.waitHibernated(ctx, "idle", 2*time.Minute); err != nil {
+		if err := p.waitHibernated(ctx, "idle", woken, 2*time.Minute); err != nil {
 			return err
 		}
-		rss = append(rss, summedRSSMiB(p.clusterDir("idle")))
+		r, a := 0.0, 0.0
+		for _, proc := range findProcs(p.clusterDir("idle")) {
+			if m, ok := readMemory(proc.pid, false); ok {
+				r, a = r+m.rss/1024, a+m.anon/1024
+			}
+		}
+		rss, anon = append(rss, r), append(anon, a)
 		start := time.Now()
 		if err := getVersion(ctx, hc, cfg.Host); err != nil {
 			return fmt.Errorf("GET /version of an idle-hibernated cluster: %w", err)
 		}
-		wake = append(wake, time.Since(start).Seconds())
+		woken = time.Now()
+		wake = append(wake, woken.Sub(start).Seconds())
 		hc.CloseIdleConnections() // its keep-alive pings would be activity
-		fmt.Printf("   round %d: wake on request %.2f s; %.1f MiB (the endpoint proxy) while asleep\n", round+1, wake[len(wake)-1], rss[len(rss)-1])
+		fmt.Printf("   round %d: wake on request %.2f s; %.1f MiB RSS, %.1f MiB anonymous (the endpoint proxy) while asleep\n",
+			round+1, wake[len(wake)-1], rss[len(rss)-1], anon[len(anon)-1])
 	}
 	res.WakeS = summarizeIfAny(wake)
 	res.IdleHibernatedRSSMiB = round1(median(rss))
+	res.IdleHibernatedAnonMiB = round1(median(anon))
 	return nil
 }
 
@@ -149,13 +163,15 @@ func (p *plane) setHibernation(ctx context.Context, name string, enabled bool) e
 	return nil
 }
 
-// waitHibernated polls until the cluster reports Hibernated=True.
-func (p *plane) waitHibernated(ctx context.Context, name string, timeout time.Duration) error {
+// waitHibernated polls until the cluster reports Hibernated=True, a
+// transition made at or after since (not a stale one from before a wake).
+func (p *plane) waitHibernated(ctx context.Context, name string, since time.Time, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	for time.Now().Before(deadline) {
 		if err := p.client.Get(ctx, client.ObjectKey{Namespace: clusterNamespace, Name: name}, hc); err == nil {
-			if c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()); c != nil && c.Status == metav1.ConditionTrue {
+			if c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()); c != nil && c.Status == metav1.ConditionTrue &&
+				!c.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
 				return nil
 			}
 		}
@@ -183,5 +199,5 @@ func hibernationRows(h *hibernationResult, row func(name string, s status, value
 		row(m.name, h.status, fmt.Sprintf("%.2f s p50 (max %.2f)", m.d.P50, m.d.Max), fmt.Sprintf("n=%d", m.d.N))
 	}
 	row("hibernation: RSS while hibernated", h.status, fmt.Sprintf("%.1f MiB", h.HibernatedRSSMiB),
-		fmt.Sprintf("every process stops; idle-hibernated: %.1f MiB (its endpoint proxy)", h.IdleHibernatedRSSMiB))
+		fmt.Sprintf("every process stops; idle-hibernated: %.1f MiB, %.1f MiB anonymous (its endpoint proxy)", h.IdleHibernatedRSSMiB, h.IdleHibernatedAnonMiB))
 }

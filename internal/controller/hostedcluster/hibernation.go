@@ -42,8 +42,15 @@ func decideHibernation(s *scope, hcp *hypershiftv1alpha1.HostedControlPlane, now
 		return nil, nil
 	}
 	in := hibernation.Inputs{Spec: spec, Now: now, AwakeSince: awakeSince(s.hc)}
-	if a := hcp.Status.Activity; a != nil && a.LastActivityTime != nil {
-		in.LastActivity = a.LastActivityTime.Time
+	if a := hcp.Status.Activity; a != nil {
+		if a.LastActivityTime != nil {
+			in.LastActivity = a.LastActivityTime.Time
+		}
+		in.Waiting = a.WaitingConnections
+	}
+	if c := meta.FindStatusCondition(s.hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == hypershiftv1alpha1.IdleHibernatedReason.String() {
+		in.IdleAsleepSince = c.LastTransitionTime.Time
 	}
 	d, err := hibernation.Decide(in)
 	if err != nil {

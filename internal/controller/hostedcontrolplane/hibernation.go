@@ -62,13 +62,14 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 	if !s.hibernated {
 		return ctrl.Result{}, nil
 	}
-	// Its watches would knock at the proxy, which would wake the cluster.
+	// Nothing answers while it sleeps: close the connection rather than
+	// let its health checks fail.
 	r.hostedClusters().cache.Forget(key)
 	if _, ok := r.Runtime.(runtime.Sleeper); ok {
 		s.sleepInPlace = true // reconcileRuntime calls Sleep instead of Apply
 		return ctrl.Result{}, nil
 	}
-	var keep = s.specs[:0]
+	keep := s.specs[:0]
 	for _, spec := range s.specs {
 		if idleWake(hcp) && spec.Component == components.KubeAPIServerProxy {
 			keep = append(keep, spec)

@@ -57,10 +57,12 @@ func (p platform) delete(ctx context.Context, s *scope) error {
 	return p.impl.Delete(ctx, s.pool())
 }
 
-func (p platform) needsToken() bool             { return p.impl.NeedsToken() }
-func (p platform) supportsAutoscaling() bool    { return p.impl.SupportsAutoscaling() }
-func (p platform) supportsAutorepair() bool     { return p.impl.SupportsAutorepair() }
-func (p platform) upgradesNodes() bool          { return p.impl.UpgradesNodes() }
+func (p platform) needsToken() bool          { return p.impl.NeedsToken() }
+func (p platform) supportsAutoscaling() bool { return p.impl.SupportsAutoscaling() }
+func (p platform) supportsAutorepair() bool  { return p.impl.SupportsAutorepair() }
+func (p platform) upgradesNodes(np *hypershiftv1alpha1.NodePool) bool {
+	return p.impl.UpgradesNodes(np)
+}
 func (p platform) unsetReplicas(s *scope) int32 { return p.impl.UnsetReplicas(s.pool()) }
 
 func (p platform) nodeTemplate(np *hypershiftv1alpha1.NodePool) nodeplatform.NodeTemplate {

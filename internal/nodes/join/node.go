@@ -79,7 +79,7 @@ type Node struct {
 	// control plane published for its binary (upgrade.go).
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	ReleaseSHA256     string `json:"releaseSHA256,omitempty"`
-	DataDir string            `json:"-"`
+	DataDir           string `json:"-"`
 }
 
 func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }

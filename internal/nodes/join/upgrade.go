@@ -216,4 +216,3 @@ func (n *Node) watchUpgrades(ctx context.Context, apply func(context.Context, []
 		return apply(ctx, n.Specs())
 	}, log)
 }
-

@@ -48,6 +48,15 @@ func (n *Node) runRelease(spec runtime.Spec) runtime.Spec {
 	return spec
 }
 
+// CheckKubernetesVersion refuses a --kubernetes-version that is not
+// vMAJOR.MINOR.PATCH ("" is the compiled-in one).
+func CheckKubernetesVersion(v string) error {
+	if _, ok := release.Minor(v); v != "" && !ok {
+		return fmt.Errorf("--kubernetes-version %q is not a Kubernetes version: pass vMAJOR.MINOR.PATCH, such as %s", v, version.KubernetesVersion)
+	}
+	return nil
+}
+
 // RunningVersion is the Kubernetes version the node's kubelet runs.
 func (n *Node) RunningVersion() string { return release.Normalize(n.KubernetesVersion) }
 

@@ -1,12 +1,21 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/testenv"
@@ -78,6 +87,8 @@ func TestRealNodeInPlaceUpgrade(t *testing.T) {
 			t.Errorf("%s runs as %q, want the fetched release %s", c, got, release)
 		}
 	}
+
+	checkReleaseServer(t, kc, nodeDir, info, oldVersion)
 
 	// A DaemonSet pod stays through a drain (as with kubectl drain
 	// --ignore-daemonsets): the upgrade must not restart it.
@@ -201,4 +212,58 @@ func nodeComponent(t *testing.T, nodeDir, c string) string {
 		}
 	}
 	return ""
+}
+
+// checkReleaseServer fetches a release from the published release server
+// as the node (its kubelet's client certificate): the bytes hash to what
+// kube-public/hypershift-releases says. Without credentials it answers 401,
+// to the cluster's admin (not a node) 403.
+func checkReleaseServer(t *testing.T, kc, nodeDir, info, version string) {
+	t.Helper()
+	var data map[string]string
+	if err := json.Unmarshal([]byte(info), &data); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	var admin tls.Certificate
+	for _, c := range cfg.Clusters {
+		roots.AppendCertsFromPEM(c.CertificateAuthorityData)
+	}
+	for _, a := range cfg.AuthInfos {
+		if admin, err = tls.X509KeyPair(a.ClientCertificateData, a.ClientKeyData); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pem := filepath.Join(nodeDir, "kubelet-pki", "kubelet-client-current.pem")
+	node, err := tls.LoadX509KeyPair(pem, pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := data["url"] + "/releases/" + version + "/kubernetes"
+	get := func(certs ...tls.Certificate) (int, string) {
+		client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12},
+		}}
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		h := sha256.New()
+		_, _ = io.Copy(h, resp.Body)
+		return resp.StatusCode, hex.EncodeToString(h.Sum(nil))
+	}
+	if status, sum := get(node); status != http.StatusOK || sum != data["sha256."+version] {
+		t.Errorf("the node's certificate got %d, sha256 %s; want 200 and the published %s", status, sum, data["sha256."+version])
+	}
+	if status, _ := get(); status != http.StatusUnauthorized {
+		t.Errorf("no credentials got %d, want 401", status)
+	}
+	if status, _ := get(admin); status != http.StatusForbidden {
+		t.Errorf("the admin's certificate (not a node) got %d, want 403", status)
+	}
 }

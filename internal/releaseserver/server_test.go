@@ -28,11 +28,11 @@ func startServer(t *testing.T, c *jointest.Cluster, apiServer *jointest.Server) 
 	dir := t.TempDir()
 	binary := []byte("#!/bin/false\nrelease v1.36.3\n")
 	path := filepath.Join(dir, "kubernetes")
-	if err := os.WriteFile(path, binary, 0o755); err != nil { //nolint:gosec // a test executable
+	if err := os.WriteFile(path, binary, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	self := filepath.Join(dir, "hypershift")
-	if err := os.WriteFile(self, []byte("compiled in"), 0o755); err != nil { //nolint:gosec // a test executable
+	if err := os.WriteFile(self, []byte("compiled in"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(binary)

@@ -31,7 +31,7 @@ func (Platform) SupportsAutoscaling() bool { return false }
 // SupportsAutorepair is false: the pool cannot replace machines.
 func (Platform) SupportsAutorepair() bool { return false }
 
-// UpgradesNodes: InPlace pools move their nodes (inplace.go); the nodes of
+// UpgradesNodes is true for InPlace pools (inplace.go); the nodes of
 // other pools run the kubelet they joined with (nothing can replace them).
 func (Platform) UpgradesNodes(np *hypershiftv1alpha1.NodePool) bool { return inPlace(np) }
 

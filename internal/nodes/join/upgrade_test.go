@@ -9,7 +9,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/runtime"
@@ -23,6 +25,15 @@ func TestWatchVersion(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
 	)
+	// The fake API server does not replay changes made between the list
+	// and the watch (a real one does, from the list's resourceVersion):
+	// annotate only once the watch is registered.
+	watching := make(chan struct{}, 10)
+	kube.PrependWatchReactor("nodes", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := kube.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		watching <- struct{}{}
+		return true, w, err
+	})
 	var mu sync.Mutex
 	running := "v1.36.3"
 	upgrades := make(chan string, 10)
@@ -64,6 +75,11 @@ func TestWatchVersion(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no upgrade to %s", want)
 		}
+	}
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node daemon does not watch its Node")
 	}
 	annotate("other", "v1.35.0") // another node's annotation
 	annotate("vm", "v1.36.3")    // the version it runs

@@ -39,8 +39,9 @@ func newJoinCommand() *cobra.Command {
 		Use:   "join --server URL --token-file FILE|--token ID.SECRET --ca-cert-hash sha256:HASH",
 		Short: "Make this Linux host a node of a hosted cluster (run as root), or undo it with --reset",
 		Long: "join checks the command against the cluster (CA hash, token), then starts a private containerd and the\n" +
-			"kubelet compiled into hypershift under --node-dir; the kubelet bootstraps its certificates with the\n" +
-			"token and the node joins the token's NodePool. Print a join command with `hypershift create join-command`.\n" +
+			"kubelet under --node-dir (compiled into hypershift, or with --kubernetes-version another release fetched\n" +
+			"from the control plane); the kubelet bootstraps its certificates with the token and the node joins the\n" +
+			"token's NodePool. Print a join command with `hypershift create join-command`.\n" +
 			"Needs Debian's containerd, runc, containernetworking-plugins and iptables.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -114,8 +114,28 @@ spec:
       volumes:
       - name: data
         emptyDir: {}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: drained
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: drained}
+  template:
+    metadata:
+      labels: {app: drained}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: hello
+        image: hypershift.test/hello:1
+        imagePullPolicy: Never
 `)
 	mustKubectl(t, kc, "apply", "-f", ds)
+	mustKubectl(t, kc, "rollout", "status", "deployment/drained", "--timeout=120s")
+	drainedBefore := mustKubectl(t, kc, "get", "pods", "-l", "app=drained", "-o", "jsonpath={.items[*].metadata.uid}")
 	eventually(t, 2*time.Minute, "the DaemonSet pod runs", func() error {
 		out, _ := kubectl(t, kc, "get", "pods", "-l", "app=keeper", "-o", "jsonpath={.items[*].status.phase}")
 		if strings.TrimSpace(out) != "Running" {
@@ -157,6 +177,16 @@ spec:
 		out, _ := kubectl(t, mgmt, "-n", "clusters", "get", "nodepool", "old", "-o", `jsonpath={.status.version} {.status.conditions[?(@.type=="UpdatingVersion")].reason}`)
 		if strings.TrimSpace(out) != newVersion+" AsExpected" {
 			return errorf("nodepool: %q", out)
+		}
+		return nil
+	})
+	// The node was drained: the Deployment's pod was evicted, and its
+	// replacement runs once the node is uncordoned.
+	eventually(t, 2*time.Minute, "the drained Deployment's new pod runs", func() error {
+		out, _ := kubectl(t, kc, "get", "pods", "-l", "app=drained", "-o", "jsonpath={.items[*].metadata.uid} {.items[*].status.phase}")
+		f := strings.Fields(out)
+		if len(f) != 2 || f[0] == drainedBefore || f[1] != "Running" {
+			return errorf("pods of deployment drained: %q (before the upgrade %s)", out, drainedBefore)
 		}
 		return nil
 	})

@@ -10,6 +10,12 @@ import (
 // value is the NodePool's name.
 const NodePoolLabel = "hypershift.dev/nodepool"
 
+// NodeKubernetesVersionAnnotation on a Node of a platform None pool that
+// upgrades InPlace is the version the NodePool controller wants its kubelet
+// to run once drained: the node daemon (`hypershift node run`) fetches that
+// release from the control plane and restarts the kubelet from it.
+const NodeKubernetesVersionAnnotation = "hypershift.dev/kubernetes-version"
+
 // NodePool condition types besides those in conditions.go.
 const (
 	// NodePoolAutoscalingEnabled says whether spec.autoScaling drives the
@@ -154,8 +160,8 @@ type Taint struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.autoScaling))",message="spec.replicas and spec.autoScaling are mutually exclusive"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.autoScaling)",message="spec.autoScaling is not supported on platform None: its nodes are joined by hand (hypershift join) and the pool cannot add or remove them; remove spec.autoScaling"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.autoRepair) || !self.management.autoRepair",message="spec.management.autoRepair is not supported on platform None: the pool cannot replace nodes joined by hand; set it to false"
-// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || ((!has(self.management.upgradeType) || self.management.upgradeType == 'Replace') && !has(self.management.replace) && !has(self.management.inPlace))",message="spec.management upgrade settings are not supported on platform None: its nodes are joined by hand and run the kubelet they joined with; remove spec.management.inPlace/replace and leave upgradeType Replace"
-// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(oldSelf.kubernetesVersion) || (has(self.kubernetesVersion) && self.kubernetesVersion == oldSelf.kubernetesVersion)",message="spec.kubernetesVersion cannot be changed on platform None: nodes joined by hand are not upgraded; join nodes with a kubelet of the new version to a new pool"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.replace)",message="spec.management.replace is not supported on platform None: nothing can create machines for nodes joined by hand; remove it, and use spec.management.upgradeType InPlace to upgrade the pool's nodes"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(oldSelf.kubernetesVersion) || (has(self.kubernetesVersion) && self.kubernetesVersion == oldSelf.kubernetesVersion) || (has(self.management) && has(self.management.upgradeType) && self.management.upgradeType == 'InPlace')",message="spec.kubernetesVersion cannot be changed on platform None with upgradeType Replace: nothing can create machines for nodes joined by hand; upgrade nodes in place with a pool of spec.management.upgradeType InPlace (upgradeType is immutable: create a new pool), or join nodes of the new version to a new pool"
 type NodePoolSpec struct {
 	// clusterName is the HostedCluster, in the same namespace, that the
 	// nodes join. Immutable.

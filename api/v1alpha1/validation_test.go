@@ -302,10 +302,11 @@ func TestAdmission(t *testing.T) {
 			}, wantErr: "spec.management.replace.rollingUpdate.maxSurge must be a non-negative number or a percentage"},
 			{name: "none pool upgraded in place", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
 				np.Spec.Management.UpgradeType = hypershiftv1alpha1.UpgradeTypeInPlace
-			}, wantErr: "spec.management upgrade settings are not supported on platform None"},
+				np.Spec.Management.InPlace = &hypershiftv1alpha1.InPlaceUpgrade{MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+			}},
 			{name: "none pool with rolling-update bounds", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
 				np.Spec.Management.Replace = &hypershiftv1alpha1.ReplaceUpgrade{}
-			}, wantErr: "spec.management upgrade settings are not supported on platform None"},
+			}, wantErr: "spec.management.replace is not supported on platform None: nothing can create machines"},
 			{name: "kubernetes version", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
 				np.Spec.KubernetesVersion = "v1.36.3"
 			}},
@@ -339,6 +340,19 @@ func TestAdmission(t *testing.T) {
 			err := c.Update(t.Context(), np)
 			if err == nil || !strings.Contains(err.Error(), "spec.kubernetesVersion cannot be changed on platform None") {
 				t.Fatalf("changing the version of a None pool: %v, want the refusal naming the field", err)
+			}
+		})
+		t.Run("none pool upgraded in place changes its version", func(t *testing.T) {
+			np := pool(hypershiftv1alpha1.NonePlatform)
+			np.Namespace, np.Name = ns, "none-inplace-version"
+			np.Spec.KubernetesVersion = "v1.36.3"
+			np.Spec.Management.UpgradeType = hypershiftv1alpha1.UpgradeTypeInPlace
+			if err := c.Create(t.Context(), np); err != nil {
+				t.Fatal(err)
+			}
+			np.Spec.KubernetesVersion = "v1.37.1"
+			if err := c.Update(t.Context(), np); err != nil {
+				t.Fatalf("upgrading an InPlace None pool: %v", err)
 			}
 		})
 		for i, tt := range pools {

@@ -28,6 +28,7 @@ type joinOptions struct {
 	nodeDir, nodeName     string
 	nodeIP, cniBinDir     string
 	kubeletPort           int
+	kubernetesVersion     string
 	timeout               time.Duration
 	reset                 bool
 }
@@ -38,8 +39,9 @@ func newJoinCommand() *cobra.Command {
 		Use:   "join --server URL --token-file FILE|--token ID.SECRET --ca-cert-hash sha256:HASH",
 		Short: "Make this Linux host a node of a hosted cluster (run as root), or undo it with --reset",
 		Long: "join checks the command against the cluster (CA hash, token), then starts a private containerd and the\n" +
-			"kubelet compiled into hypershift under --node-dir; the kubelet bootstraps its certificates with the\n" +
-			"token and the node joins the token's NodePool. Print a join command with `hypershift create join-command`.\n" +
+			"kubelet under --node-dir (compiled into hypershift, or with --kubernetes-version another release fetched\n" +
+			"from the control plane); the kubelet bootstraps its certificates with the token and the node joins the\n" +
+			"token's NodePool. Print a join command with `hypershift create join-command`.\n" +
 			"Needs Debian's containerd, runc, containernetworking-plugins and iptables.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -59,6 +61,7 @@ func newJoinCommand() *cobra.Command {
 	f.StringVar(&o.nodeIP, "node-ip", "", "address the API server reaches the kubelet on (default: the host's first global IPv4)")
 	f.StringVar(&o.cniBinDir, "cni-bin-dir", join.DefaultCNIBinDir, "directory of the CNI plugins")
 	f.IntVar(&o.kubeletPort, "kubelet-port", join.DefaultKubeletPort, "port the kubelet serves on (the API server reaches it there for logs and exec)")
+	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version of the kubelet and kube-proxy, fetched from the control plane's release server when it is not the one compiled into hypershift (default: the compiled-in one; `create join-command` prints the pool's)")
 	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the node to be Ready")
 	f.BoolVar(&o.reset, "reset", false, "stop the node and remove everything a join made on this host")
 	return cmd
@@ -73,6 +76,9 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 		return errors.New("--server, --token (or --token-file) and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
 	}
 	if err := join.CheckKubeletPort(o.kubeletPort); err != nil {
+		return err
+	}
+	if err := join.CheckKubernetesVersion(o.kubernetesVersion); err != nil {
 		return err
 	}
 	if n, joined, err := join.Load(o.nodeDir); err != nil {
@@ -104,6 +110,14 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if err := join.Prepare(ctx, n, cluster); err != nil {
 		return err
 	}
+	// The release is fetched with the token before the kubelet starts.
+	if err := n.EnsureRelease(ctx, n.BootstrapKubeconfigPath(), o.kubernetesVersion); err != nil {
+		return fmt.Errorf("%w\nundo with `hypershift join --reset --node-dir %s`", err, o.nodeDir)
+	}
+	if err := n.Save(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "kubelet and kube-proxy of Kubernetes %s\n", n.RunningVersion())
 	// `node run` outlives this command, in its own session.
 	daemon, err := join.StartDaemon(o.nodeDir)
 	if err != nil {
@@ -311,7 +325,27 @@ func joinCommandWith(ctx context.Context, c client.Client, key client.ObjectKey,
 	if err != nil {
 		return "", fmt.Errorf("hosted cluster %s: %w", key, err)
 	}
-	return bootstrap.JoinCommand(ctx, kc, key.String(), network, bootstrap.TokenRequest{Pool: np.Name, Now: time.Now(), TTL: opts.ttl, SingleUse: opts.singleUse})
+	line, err := bootstrap.JoinCommand(ctx, kc, key.String(), network, bootstrap.TokenRequest{Pool: np.Name, Now: time.Now(), TTL: opts.ttl, SingleUse: opts.singleUse})
+	if err != nil {
+		return "", err
+	}
+	if v := poolVersion(np, hc); v != "" {
+		line += " --kubernetes-version " + v
+	}
+	return line, nil
+}
+
+// poolVersion is the version a node of the pool joins at: the pool's, or
+// (before the NodePool controller pinned it) its control plane's.
+func poolVersion(np *hypershiftv1alpha1.NodePool, hc *hypershiftv1alpha1.HostedCluster) string {
+	switch {
+	case np.Spec.KubernetesVersion != "":
+		return np.Spec.KubernetesVersion
+	case hc.Status.Version != "":
+		return hc.Status.Version
+	default:
+		return hc.Spec.KubernetesVersion
+	}
 }
 
 // nonePool finds the NodePool a join command is for.

@@ -88,6 +88,13 @@ type Config struct {
 	// (spec.hibernation.idleAfter); the control plane's own components
 	// reach it on an internal port that is not counted. One host only.
 	IdleWake bool
+	// ReleaseServer runs the release server (platform None: joined nodes
+	// fetch their kubelet from it), serving the releases of ReleasesDir
+	// beside the compiled-in one, published as ReleaseServerPublish says
+	// (a zero Type is HostPort at the endpoint host).
+	ReleaseServer        bool
+	ReleasesDir          string
+	ReleaseServerPublish runtime.Publish
 }
 
 // version is the Spec.Version of the Kubernetes components: "" for the
@@ -306,6 +313,9 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 	if cfg.proxied() {
 		// In pods, the runtime's Service balances the API servers.
 		specs = append(specs, renderKubeAPIServerProxy(cfg))
+	}
+	if cfg.releaseServer() {
+		specs = append(specs, renderReleaseServer(cfg))
 	}
 	for i := range r.Controllers {
 		kcm, err := renderKubeControllerManager(cfg, i)

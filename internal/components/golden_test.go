@@ -200,6 +200,11 @@ func goldenScenarios() []struct {
 	// a single process was asked for (that is a command of hypershift).
 	release := testConfig()
 	release.SingleProcess, release.KubernetesVersion = true, "v1.36.3"
+	// Platform None: joined nodes fetch their kubelet from the release
+	// server, published at the endpoint host.
+	none := routable(testConfig())
+	none.ReleaseServer, none.ReleasesDir = true, "/opt/hypershift/releases"
+	none.Ports[ReleaseServerPort] = 31090
 	return []struct {
 		name string
 		cfg  Config
@@ -213,6 +218,7 @@ func goldenScenarios() []struct {
 		{"highly-available", haSingle},
 		{"pods", inPods(testConfig(), SingleReplica)},
 		{"hosted-v1.36", release},
+		{"hosted-none", none},
 		{"pods-highly-available", inPods(testConfig(), HighlyAvailable)},
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// Konnectivity configures the agent; nil renders no agent objects
 	// (its certificates or the server's port do not exist yet).
 	Konnectivity *Konnectivity
+	// Releases publishes the release server to joined nodes (platform
+	// None); nil renders none of its objects.
+	Releases *Releases
 }
 
 // Konnectivity is what the agent needs to dial the control plane's
@@ -86,6 +89,9 @@ func Render(cfg Config) ([]client.Object, error) {
 			return nil, err
 		}
 		objs = append(objs, agent...)
+	}
+	if r := cfg.Releases; r != nil {
+		objs = append(objs, releasesObjects(*r)...)
 	}
 	for _, o := range objs {
 		// A new map: workloads share theirs with selectors and pod

@@ -175,6 +175,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		EndpointHost: opts.EndpointHost,
 		BindAddress:  bind,
 		Events:       opts.Events,
+		Releases:     opts.Releases,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/simulated"
+	"hypershift.dev/internal/releaseserver"
 )
 
 // Components returns the registrations of hypershift's own components.
@@ -17,5 +18,6 @@ func Components() components.Registry {
 	return components.Registry{
 		components.Own(endpointproxy.Name, endpointproxy.Parse, endpointproxy.Run),
 		components.Own(simulated.Component, simulated.ParseAgentArgs, simulated.RunAgent),
+		components.Own(releaseserver.Name, releaseserver.Parse, releaseserver.Run),
 	}
 }

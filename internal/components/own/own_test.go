@@ -4,11 +4,13 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/simulated"
 	"hypershift.dev/internal/pki/pkitest"
+	"hypershift.dev/internal/releaseserver"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -16,10 +18,14 @@ import (
 // its default, so the round trip exercises every flag.
 var samples = map[string]components.Flags{
 	endpointproxy.Name: endpointproxy.Config{
-		Listen:        "192.0.2.10:6443",
-		HealthListen:  "127.0.0.1:20010",
-		BackendCAFile: "/var/lib/hypershift/clusters/c/kube-apiserver-proxy/ca.crt",
-		Backends:      []string{"127.0.0.1:20011", "127.0.0.1:20012"},
+		Listen:         "192.0.2.10:6443",
+		HealthListen:   "127.0.0.1:20010",
+		BackendCAFile:  "/var/lib/hypershift/clusters/c/kube-apiserver-proxy/ca.crt",
+		Backends:       []string{"127.0.0.1:20011", "127.0.0.1:20012"},
+		InternalListen: "127.0.0.1:20013",
+		WakeOnRequest:  true,
+		HoldMax:        8,
+		HoldTimeout:    30 * time.Second,
 	},
 	simulated.Component: simulated.AgentConfig{
 		BootstrapKubeconfig: "/data/nodes/c-workers/simulated-agent/bootstrap.kubeconfig",
@@ -32,6 +38,15 @@ var samples = map[string]components.Flags{
 		PodWorkers:          2,
 		ServingCertificates: false,
 		Verbose:             true,
+	},
+	releaseserver.Name: releaseserver.Config{
+		Listen:          "192.0.2.10:34050",
+		CertFile:        "/data/clusters/c/release-server/tls.crt",
+		KeyFile:         "/data/clusters/c/release-server/tls.key",
+		ClientCAFile:    "/data/clusters/c/release-server/client-ca.crt",
+		APIServer:       "https://127.0.0.1:6443",
+		APIServerCAFile: "/data/clusters/c/release-server/ca.crt",
+		ReleasesDir:     "/opt/hypershift/releases",
 	},
 }
 

@@ -25,6 +25,7 @@ import (
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/dataplane"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -44,6 +45,10 @@ type Reconciler struct {
 	// Events receives a HostedControlPlane whenever the runtime sees one of
 	// its components change; may be nil.
 	Events <-chan event.GenericEvent
+	// Releases are the releases the release server of a platform None
+	// control plane serves (the runtime's catalog); nil: the compiled-in
+	// one.
+	Releases *release.Catalog
 	// Recorder reports objects of the hosted cluster that were deleted or
 	// changed and restored; SetupWithManager sets it when nil.
 	Recorder events.EventRecorder
@@ -221,6 +226,10 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	if idleWake(hcp) {
 		portNames = append(portNames, components.IdleWakePortNames(replicas)...)
 	}
+	layout := r.Runtime.Layout(ref)
+	if servesReleases(hcp, layout) {
+		portNames = append(portNames, components.ReleaseServerPortNames()...)
+	}
 	ports, err := r.Runtime.Ports(ctx, ref, portNames)
 	if err != nil {
 		return components.Config{}, fmt.Errorf("ports: %w", err)
@@ -229,7 +238,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	net := hcp.Spec.Networking
 	cfg := components.Config{
 		Name:             hcp.Namespace,
-		Layout:           r.Runtime.Layout(ref),
+		Layout:           layout,
 		PKI:              certs,
 		Replicas:         replicas,
 		Ports:            ports,
@@ -244,6 +253,10 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		// The runtime runs the release of this version (internal/release).
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
 		IdleWake:          idleWake(hcp),
+		// Published like the Konnectivity agent port: at the endpoint host.
+		ReleaseServer:        servesReleases(hcp, layout),
+		ReleasesDir:          r.Releases.Dir(),
+		ReleaseServerPublish: runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {

@@ -80,6 +80,11 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 		return ctrl.Result{}, err
 	}
 	s.dataPlane.Konnectivity = k
+	if servesReleases(hcp, r.Runtime.Layout(s.ref)) {
+		if s.dataPlane.Releases, err = r.releasesInput(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if len(missing) > 0 {
 		s.notApplied = "the Konnectivity agent (kube-system/konnectivity-agent), waiting for " + strings.Join(missing, ", ")
 		s.notAppliedComing = len(missing) < konnectivityInputCount

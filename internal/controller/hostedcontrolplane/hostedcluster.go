@@ -121,6 +121,8 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 		"DaemonSet":          managed.Apps().V1().DaemonSets().Informer(),
 		"ClusterRole":        managed.Rbac().V1().ClusterRoles().Informer(),
 		"ClusterRoleBinding": managed.Rbac().V1().ClusterRoleBindings().Informer(),
+		"Role":               managed.Rbac().V1().Roles().Informer(),
+		"RoleBinding":        managed.Rbac().V1().RoleBindings().Informer(),
 	}
 	cached := map[string]cache.Indexer{}
 	synced := []cache.InformerSynced{}

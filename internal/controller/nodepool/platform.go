@@ -61,10 +61,12 @@ func (p platform) sleep(ctx context.Context, s *scope) error {
 	return p.impl.Sleep(ctx, s.pool())
 }
 
-func (p platform) needsToken() bool             { return p.impl.NeedsToken() }
-func (p platform) supportsAutoscaling() bool    { return p.impl.SupportsAutoscaling() }
-func (p platform) supportsAutorepair() bool     { return p.impl.SupportsAutorepair() }
-func (p platform) upgradesNodes() bool          { return p.impl.UpgradesNodes() }
+func (p platform) needsToken() bool          { return p.impl.NeedsToken() }
+func (p platform) supportsAutoscaling() bool { return p.impl.SupportsAutoscaling() }
+func (p platform) supportsAutorepair() bool  { return p.impl.SupportsAutorepair() }
+func (p platform) upgradesNodes(np *hypershiftv1alpha1.NodePool) bool {
+	return p.impl.UpgradesNodes(np)
+}
 func (p platform) unsetReplicas(s *scope) int32 { return p.impl.UnsetReplicas(s.pool()) }
 
 func (p platform) nodeTemplate(np *hypershiftv1alpha1.NodePool) nodeplatform.NodeTemplate {

@@ -130,7 +130,7 @@ func setUpdatingVersion(s *scope, versions []string) {
 			msg += fmt.Sprintf("; %d evictions refused by PodDisruptionBudgets, retrying", s.machines.blocked)
 		}
 		set(true, hypershiftv1alpha1.RollingOutReason, msg)
-	case !atVersion && !s.platform.upgradesNodes():
+	case !atVersion && !s.platform.upgradesNodes(np):
 		set(false, hypershiftv1alpha1.UnsupportedReason, fmt.Sprintf(
 			"Nodes run %s, spec.kubernetesVersion is %s: this platform does not upgrade nodes; join them again with a kubelet of %s",
 			strings.Join(versions, ", "), s.version, s.version))

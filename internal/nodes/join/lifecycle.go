@@ -176,12 +176,16 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		return err
 	}
 	log.Info("hypershift's image in containerd", "image", image.Ref(), "imported", imported, "took", time.Since(start).Round(time.Millisecond).String())
+	if err := n.ensureRunningRelease(ctx); err != nil {
+		return err
+	}
 	if err := rt.Apply(ctx, Ref, n.Specs()); err != nil {
 		return err
 	}
 	log.Info("node running", "node", n.Name, "cluster", n.Cluster)
 	// Here rather than in join: it also happens when join was interrupted.
 	dropBootstrapKubeconfigWhenCertified(ctx, n, log)
+	n.watchUpgrades(ctx, func(ctx context.Context, specs []runtime.Spec) error { return rt.Apply(ctx, Ref, specs) }, log)
 	<-ctx.Done()
 	return nil
 }

@@ -74,7 +74,12 @@ type Node struct {
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
 	// Network is the cluster's, from its join information.
 	Network bootstrap.Network `json:"network"`
-	DataDir string            `json:"-"`
+	// KubernetesVersion is the release the kubelet and kube-proxy run; ""
+	// is the one compiled into hypershift. ReleaseSHA256 is the sha256 the
+	// control plane published for its binary (upgrade.go).
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	ReleaseSHA256     string `json:"releaseSHA256,omitempty"`
+	DataDir           string `json:"-"`
 }
 
 func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
@@ -149,7 +154,7 @@ func (n *Node) BootstrapKubeconfigPath() string { return n.path("bootstrap-kubec
 // Specs renders the node's processes: containerd, the kubelet, the API
 // server proxy and kube-proxy.
 func (n *Node) Specs() []runtime.Spec {
-	return []runtime.Spec{n.ContainerdSpec(), n.kubeletSpec(), n.apiServerProxySpec(), n.kubeProxySpec()}
+	return []runtime.Spec{n.ContainerdSpec(), n.runRelease(n.kubeletSpec()), n.apiServerProxySpec(), n.runRelease(n.kubeProxySpec())}
 }
 
 // ContainerdSpec renders the node's containerd alone.

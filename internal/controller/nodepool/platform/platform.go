@@ -39,8 +39,9 @@ type Platform interface {
 	// spec.management.autoRepair is set.
 	SupportsAutorepair() bool
 	// UpgradesNodes: Reconcile moves the pool's nodes to Pool.Version the
-	// way spec.management.upgradeType says.
-	UpgradesNodes() bool
+	// way spec.management.upgradeType says (platform None: InPlace pools
+	// only).
+	UpgradesNodes(np *hypershiftv1alpha1.NodePool) bool
 	// UnsetReplicas is the pool's size when it sets neither replicas nor
 	// autoScaling.
 	UnsetReplicas(p *Pool) int32

@@ -10,6 +10,8 @@
 //	hello api [-server URL] [-sa DIR] PATH
 //	                                  GET PATH of the API server with the pod's service-account token and CA
 //	hello resolve NAME                print NAME's addresses, sorted, one a line
+//	hello write FILE TEXT             write TEXT to FILE
+//	hello cat FILE                    print FILE
 //	hello ARGS...                     print ARGS (for `kubectl exec`)
 package main
 
@@ -41,6 +43,20 @@ func run(args []string) error {
 		return api(args[1:])
 	case "resolve":
 		return resolve(args[1:])
+	case "write":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: hello write FILE TEXT")
+		}
+		return os.WriteFile(args[1], []byte(args[2]), 0o600)
+	case "cat":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: hello cat FILE")
+		}
+		data, err := os.ReadFile(args[1])
+		if err == nil {
+			fmt.Print(string(data))
+		}
+		return err
 	}
 	fmt.Println(strings.Join(args, " "))
 	return nil

@@ -5,6 +5,7 @@ package none
 
 import (
 	"context"
+	"time"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/nodepool/platform"
@@ -30,8 +31,9 @@ func (Platform) SupportsAutoscaling() bool { return false }
 // SupportsAutorepair is false: the pool cannot replace machines.
 func (Platform) SupportsAutorepair() bool { return false }
 
-// UpgradesNodes is false: nodes joined by hand run the kubelet they joined with.
-func (Platform) UpgradesNodes() bool { return false }
+// UpgradesNodes is true for InPlace pools (inplace.go); the nodes of
+// other pools run the kubelet they joined with (nothing can replace them).
+func (Platform) UpgradesNodes(np *hypershiftv1alpha1.NodePool) bool { return inPlace(np) }
 
 // UnsetReplicas is the number of nodes that joined: a pool without a
 // count takes as many nodes as join it.
@@ -53,9 +55,14 @@ func (Platform) NodeTemplate(*hypershiftv1alpha1.NodePool) platform.NodeTemplate
 	return platform.NodeTemplate{}
 }
 
-// Reconcile counts the pool's nodes.
-func (Platform) Reconcile(_ context.Context, p *platform.Pool, _ int32) (platform.Report, error) {
-	return platform.Report{Machines: int32(len(p.Nodes))}, nil //nolint:gosec // node counts fit in int32
+// Reconcile counts the pool's nodes and, for an InPlace pool whose nodes
+// do not all run its version, carries out the next step of the rollout.
+func (Platform) Reconcile(ctx context.Context, p *platform.Pool, _ int32) (platform.Report, error) {
+	report := platform.Report{Machines: int32(len(p.Nodes))} //nolint:gosec // node counts fit in int32
+	if !inPlace(p.NodePool) || p.VersionHeld || p.Deleting || p.Version == "" || p.Cluster == nil {
+		return report, nil
+	}
+	return report, rollInPlace(ctx, p, time.Now(), &report)
 }
 
 // Cleanup has nothing to remove.

@@ -61,7 +61,7 @@ func (*Platform) SupportsAutoscaling() bool { return true }
 func (*Platform) SupportsAutorepair() bool { return true }
 
 // UpgradesNodes is true: Replace and InPlace rollouts (rollout.go).
-func (*Platform) UpgradesNodes() bool { return true }
+func (*Platform) UpgradesNodes(*hypershiftv1alpha1.NodePool) bool { return true }
 
 // UnsetReplicas is zero: a pool without a count has no machines.
 func (*Platform) UnsetReplicas(*platform.Pool) int32 { return 0 }

@@ -35,7 +35,7 @@ func (Platform) SupportsAutoscaling() bool { return false }
 func (Platform) SupportsAutorepair() bool { return false }
 
 // UpgradesNodes is false: nothing runs.
-func (Platform) UpgradesNodes() bool { return false }
+func (Platform) UpgradesNodes(*hypershiftv1alpha1.NodePool) bool { return false }
 
 // UnsetReplicas is zero.
 func (Platform) UnsetReplicas(*platform.Pool) int32 { return 0 }

@@ -16,25 +16,29 @@ func echoServer(t *testing.T, name string) (addr string, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					if _, err := r.ReadString('\n'); err != nil {
-						return
-					}
-					fmt.Fprintf(c, "%s\n", name)
-				}
-			}()
-		}
-	}()
+	go serveEcho(l, name)
 	return l.Addr().String(), func() { l.Close() }
+}
+
+// serveEcho answers each line of every connection l accepts with name,
+// until l is closed.
+func serveEcho(l net.Listener, name string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				if _, err := r.ReadString('\n'); err != nil {
+					return
+				}
+				fmt.Fprintf(c, "%s\n", name)
+			}
+		}()
+	}
 }
 
 func ask(t *testing.T, addr string) (string, error) {

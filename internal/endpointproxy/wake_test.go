@@ -25,24 +25,7 @@ func sleepingBackend(t *testing.T) (addr string, wake func(name string) func()) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					r := bufio.NewReader(c)
-					for {
-						if _, err := r.ReadString('\n'); err != nil {
-							return
-						}
-						fmt.Fprintf(c, "%s\n", name)
-					}
-				}()
-			}
-		}()
+		go serveEcho(l, name)
 		return func() { l.Close() }
 	}
 }

@@ -1,6 +1,7 @@
 package hostedcluster_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,24 +62,9 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	}
 
 	// The admin kubeconfig reaches the hosted API server.
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[hc.Status.KubeConfig.Key])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosted, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := hosted.Discovery().ServerVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.GitVersion != version.KubernetesVersion {
-		t.Errorf("hosted API server reports %s, want %s", info.GitVersion, version.KubernetesVersion)
+	hosted := hostedClient(ctx, t, c, hc)
+	if got := serverVersion(t, hosted); got != version.KubernetesVersion {
+		t.Errorf("hosted API server reports %s, want %s", got, version.KubernetesVersion)
 	}
 
 	// Key files are private; directories are the owner's.
@@ -159,4 +145,32 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 	if got := info.Mode().Perm(); got != want {
 		t.Errorf("%s has mode %v, want %v", path, got, want)
 	}
+}
+
+// hostedClient is a client of the hosted API server with the cluster's
+// admin kubeconfig.
+func hostedClient(ctx context.Context, t *testing.T, c client.Client, hc *hypershiftv1alpha1.HostedCluster) *kubernetes.Clientset {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[hc.Status.KubeConfig.Key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hosted
+}
+
+func serverVersion(t *testing.T, hosted *kubernetes.Clientset) string {
+	t.Helper()
+	info, err := hosted.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.GitVersion
 }

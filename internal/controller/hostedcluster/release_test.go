@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -51,24 +49,8 @@ func TestHostedClusterRunsItsRelease(t *testing.T) {
 	if hc.Status.Version != releaseVersion {
 		t.Errorf("status.version %q, want %s", hc.Status.Version, releaseVersion)
 	}
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[hc.Status.KubeConfig.Key])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosted, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := hosted.Discovery().ServerVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.GitVersion != releaseVersion {
-		t.Errorf("hosted API server reports %s, want %s", info.GitVersion, releaseVersion)
+	if got := serverVersion(t, hostedClient(ctx, t, c, hc)); got != releaseVersion {
+		t.Errorf("hosted API server reports %s, want %s", got, releaseVersion)
 	}
 	cpDir := filepath.Join(root, "clusters-old")
 	for instance, want := range map[string]string{

@@ -77,6 +77,8 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	objs = append(objs, policy, binding)
 	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
 	objs = append(objs, policy, binding)
+	policy, binding = nodeReleasePolicy(opts.Runtime, opts.Versions)
+	objs = append(objs, policy, binding)
 	policy, binding = nodePoolSkewPolicy()
 	objs = append(objs, policy, binding)
 	policy, binding = controlPlaneSkewPolicy()

@@ -91,12 +91,12 @@ func applyRuntimePolicy(t *testing.T, c client.Client, runtime string) {
 	}
 	var policy []client.Object
 	for _, obj := range objs {
-		if obj.GetName() == install.RuntimePolicyName {
+		if obj.GetName() == install.RuntimePolicyName || obj.GetName() == install.NodeReleasePolicyName {
 			policy = append(policy, obj)
 		}
 	}
-	if len(policy) != 2 {
-		t.Fatalf("%d objects named %s, want the policy and its binding", len(policy), install.RuntimePolicyName)
+	if len(policy) != 4 {
+		t.Fatalf("%d objects named %s or %s, want each policy and its binding", len(policy), install.RuntimePolicyName, install.NodeReleasePolicyName)
 	}
 	if err := install.Apply(t.Context(), c, policy, func(string, string, install.Result) {}); err != nil {
 		t.Fatal(err)
@@ -145,6 +145,11 @@ func TestRuntimePolicies(t *testing.T) {
 	refusedWith(t, c, storage, "spec.etcd.managed.storage is not supported: the process runtime keeps etcd's data in the operator's data dir; remove spec.etcd.managed.storage")
 	old := hostedCluster(t, "made-under-process", "HostPort")
 	admitted(t, c, old)
+	// Real nodes get their kubelet from the installation's releases.
+	refusedWith(t, c, nonePool("real-old", "v1.34.0"),
+		"spec.kubernetesVersion: v1.34.0 of platform None NodePool real-old is not available for real nodes: this installation has no release of it to hand its nodes; use "+version.KubernetesVersion)
+	admitted(t, c, nonePool("real", version.KubernetesVersion))
+	admitted(t, c, nodePool("default", "simulated-old", "nobody", "v1.34.0"))
 
 	applyRuntimePolicy(t, c, install.RuntimeKube)
 	refusedWith(t, c, hostedCluster(t, "hostport", "HostPort"),
@@ -167,6 +172,11 @@ func TestRuntimePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitted(t, c, asleep)
+	// No release server on the kube runtime: real nodes run hypershift's
+	// own kubelet.
+	refusedWith(t, c, nonePool("real-kube", "v1.36.3"),
+		"spec.kubernetesVersion: v1.36.3 of platform None NodePool real-kube is not available for real nodes: on the kube runtime real nodes run the kubelet compiled into hypershift")
+	admitted(t, c, nonePool("real-kube", version.KubernetesVersion))
 	noServices := hostedCluster(t, "no-services", "NodePort")
 	unstructured.RemoveNestedField(noServices.Object, "spec", "services")
 	refusedWith(t, c, noServices, "spec.services needs an APIServer entry of type NodePort or LoadBalancer")
@@ -193,4 +203,14 @@ func TestRuntimePolicies(t *testing.T) {
 	if err := c.Update(t.Context(), cur); err != nil {
 		t.Fatalf("remove the finalizer: %v", err)
 	}
+}
+
+// nonePool is a platform None NodePool of a cluster that does not exist (so
+// only the release policy judges its version).
+func nonePool(name, version string) *unstructured.Unstructured {
+	u := nodePool("default", name, "nobody", version)
+	if err := unstructured.SetNestedField(u.Object, "None", "spec", "platform", "type"); err != nil {
+		panic(err)
+	}
+	return u
 }

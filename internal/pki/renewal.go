@@ -102,3 +102,23 @@ func due(kp KeyPair, now time.Time) bool {
 	}
 	return !now.Before(RenewAt(cert))
 }
+
+// NextRenewal is the earliest renewal time of the control plane's leaves;
+// zero when none can be read.
+func (cp *ControlPlane) NextRenewal() time.Time {
+	var next time.Time
+	for _, kp := range []KeyPair{
+		cp.EtcdServer, cp.EtcdPeer, cp.EtcdClient, cp.KubeAPIServer, cp.KubeAPIServerKubeletClient,
+		cp.FrontProxyClient, cp.Admin, cp.KubeControllerManager, cp.KubeScheduler,
+		cp.KonnectivityServer, cp.KonnectivityAgent,
+	} {
+		cert, err := ParseCertificate(kp.CertPEM)
+		if err != nil {
+			continue
+		}
+		if at := RenewAt(cert); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}

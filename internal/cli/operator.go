@@ -110,6 +110,9 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := o.validity.applyClientCertReload(); err != nil {
+				return err
+			}
 			releases, err := o.releases.load()
 			if err != nil {
 				return err

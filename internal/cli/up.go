@@ -42,6 +42,9 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 			if err := o.validity.validate(); err != nil {
 				return err
 			}
+			if err := o.validity.applyClientCertReload(); err != nil {
+				return err
+			}
 			if o.detach && os.Getenv(upChildEnv) == "" {
 				return o.runDetached(cmd)
 			}

@@ -83,7 +83,7 @@ deps: ## Install what the tests need from Debian's packages (when root).
 
 .PHONY: test
 test: deps build ## Run every test: unit, controller (real API server), golden, e2e.
-	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout 40m ./... 2>&1 | tee $(BIN)/test.log
+	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout 60m ./... 2>&1 | tee $(BIN)/test.log
 	@echo "test log: $(BIN)/test.log"
 
 .PHONY: update-golden

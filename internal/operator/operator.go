@@ -183,6 +183,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		BindAddress:  bind,
 		Events:       opts.Events,
 		Releases:     opts.Releases,
+		LeafValidity: opts.LeafCertificateValidity,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/nodepool"
+	"hypershift.dev/internal/fleetmetrics"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/kube"
@@ -176,6 +177,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err := hc.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	fleetmetrics.Register(mgr.GetClient())
 	hcp := &hostedcontrolplane.Reconciler{
 		Client:       mgr.GetClient(),
 		Runtime:      opts.Runtime,

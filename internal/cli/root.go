@@ -131,6 +131,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newGetCommand(opts),
 		newDescribeCommand(opts),
 		newDumpCommand(opts),
+		newDashboardCommand(opts),
 		newDestroyCommand(opts),
 		newHibernateCommand(opts, false),
 		newHibernateCommand(opts, true),

@@ -57,14 +57,14 @@ type Collector struct {
 	// reader is the operator's client; the collector only reads (its PKI
 	// store is read-only).
 	reader client.Client
-	hosted *hostedScraper
+	hosted *HostedScraper
 }
 
 // Register makes a Collector reading from reader (the operator's cache) and
 // registers it with controller-runtime's registry, which the operator's
 // metrics endpoint serves.
 func Register(reader client.Client) *Collector {
-	c := &Collector{reader: reader, hosted: newHostedScraper(reader)}
+	c := &Collector{reader: reader, hosted: NewHostedScraper(reader)}
 	// A second operator in one process (tests) keeps exporting the first's.
 	if err := metrics.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		panic(err)

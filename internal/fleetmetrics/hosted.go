@@ -45,10 +45,10 @@ const (
 	scrapeParallel = 8
 )
 
-// hostedScraper reads each Available hosted cluster's API server metrics
+// HostedScraper reads each Available hosted cluster's API server metrics
 // through its admin kubeconfig, keeping one HTTP client (and its
 // connections) per cluster and kubeconfig.
-type hostedScraper struct {
+type HostedScraper struct {
 	reader client.Reader
 
 	mu      sync.Mutex
@@ -61,11 +61,13 @@ type hostedClient struct {
 	http   *http.Client
 }
 
-func newHostedScraper(reader client.Reader) *hostedScraper {
-	return &hostedScraper{reader: reader, clients: map[string]hostedClient{}}
+// NewHostedScraper returns a scraper that reads admin kubeconfigs with
+// reader.
+func NewHostedScraper(reader client.Reader) *HostedScraper {
+	return &HostedScraper{reader: reader, clients: map[string]hostedClient{}}
 }
 
-func (h *hostedScraper) describe(ch chan<- *prometheus.Desc) {
+func (h *HostedScraper) describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{hostedUp, hostedRequests, hostedLatency, hostedStorage, hostedEtcdLatency} {
 		ch <- d
 	}
@@ -73,7 +75,7 @@ func (h *hostedScraper) describe(ch chan<- *prometheus.Desc) {
 
 // collect scrapes every Available cluster (in parallel, each bounded) and
 // emits what it read, relabelled.
-func (h *hostedScraper) collect(ctx context.Context, ch chan<- prometheus.Metric, clusters []hypershiftv1alpha1.HostedCluster) {
+func (h *HostedScraper) collect(ctx context.Context, ch chan<- prometheus.Metric, clusters []hypershiftv1alpha1.HostedCluster) {
 	type result struct {
 		hc       *hypershiftv1alpha1.HostedCluster
 		families map[string]*dto.MetricFamily
@@ -95,11 +97,11 @@ func (h *hostedScraper) collect(ctx context.Context, ch chan<- prometheus.Metric
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			results[i].families, results[i].err = h.scrape(ctx, hc)
+			results[i].families, results[i].err = h.Scrape(ctx, hc)
 		}()
 	}
 	wg.Wait()
-	h.forget(seen)
+	h.Forget(seen)
 	for _, r := range results {
 		ns, name := r.hc.Namespace, r.hc.Name
 		if r.families == nil {
@@ -120,8 +122,8 @@ func (h *hostedScraper) collect(ctx context.Context, ch chan<- prometheus.Metric
 	}
 }
 
-// forget drops the clients of clusters that are gone.
-func (h *hostedScraper) forget(seen map[string]bool) {
+// Forget drops the clients of clusters that are not in seen (by UID).
+func (h *HostedScraper) Forget(seen map[string]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for uid := range h.clients {
@@ -132,7 +134,9 @@ func (h *hostedScraper) forget(seen map[string]bool) {
 	}
 }
 
-func (h *hostedScraper) scrape(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (map[string]*dto.MetricFamily, error) {
+// Scrape reads the hosted API server's own metrics through the cluster's
+// admin kubeconfig, within scrapeTimeout.
+func (h *HostedScraper) Scrape(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (map[string]*dto.MetricFamily, error) {
 	c, err := h.client(ctx, hc)
 	if err != nil {
 		return nil, err
@@ -158,7 +162,7 @@ func (h *hostedScraper) scrape(ctx context.Context, hc *hypershiftv1alpha1.Hoste
 
 // client is the cluster's HTTP client, made again when its admin
 // kubeconfig changed (a renewed certificate).
-func (h *hostedScraper) client(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (hostedClient, error) {
+func (h *HostedScraper) client(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (hostedClient, error) {
 	ref := hc.Status.KubeConfig
 	secret := &corev1.Secret{}
 	if err := h.reader.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: ref.Name}, secret); err != nil {

@@ -58,7 +58,7 @@ func TestShippedRulesUseExportedSeries(t *testing.T) {
 
 	known := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
-	(&Collector{hosted: newHostedScraper(nil)}).Describe(ch)
+	(&Collector{hosted: NewHostedScraper(nil)}).Describe(ch)
 	close(ch)
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {

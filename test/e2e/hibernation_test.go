@@ -87,18 +87,7 @@ func TestHibernation(t *testing.T) {
 	hs.must("create", "kubeconfig", "--name", "h", "-o", kc)
 	mustKubectl(t, kc, "create", "namespace", "kept")
 	mustKubectl(t, kc, "-n", "kept", "create", "configmap", "c", "--from-literal=k=v1")
-	eventually(t, 2*time.Minute, "2 Ready nodes", func() error {
-		ready := 0
-		for _, n := range poolNodes(t, kc) {
-			if n.ready {
-				ready++
-			}
-		}
-		if ready != 2 {
-			return errorf("%d Ready nodes, want 2", ready)
-		}
-		return nil
-	})
+	eventually(t, 2*time.Minute, "2 Ready nodes", func() error { return wantReadyNodes(t, kc, 2) })
 
 	cpDir := filepath.Join(hs.dataDir, "clusters", "clusters-h")
 	agentDir := filepath.Join(hs.dataDir, "nodes", "clusters-h")
@@ -176,16 +165,7 @@ func TestHibernation(t *testing.T) {
 			if len(recordedProcesses(t, agentDir)) != 1 {
 				return errorf("agent not running again")
 			}
-			ready := 0
-			for _, n := range poolNodes(t, kc) {
-				if n.ready {
-					ready++
-				}
-			}
-			if ready != 2 {
-				return errorf("%d Ready nodes, want 2", ready)
-			}
-			return nil
+			return wantReadyNodes(t, kc, 2)
 		})
 		mustKubectl(t, kc, "-n", "kept", "create", "configmap", "after", "--from-literal=k=v2")
 	})

@@ -266,6 +266,21 @@ func poolNodes(t *testing.T, kc string) map[string]poolNode {
 	return nodes
 }
 
+// wantReadyNodes is nil when the cluster of kc has want Ready nodes.
+func wantReadyNodes(t *testing.T, kc string, want int) error {
+	t.Helper()
+	ready := 0
+	for _, n := range poolNodes(t, kc) {
+		if n.ready {
+			ready++
+		}
+	}
+	if ready != want {
+		return errorf("%d Ready nodes, want %d", ready, want)
+	}
+	return nil
+}
+
 type poolPod struct{ name, phase, node, ip string }
 
 func listPods(t *testing.T, kc string) []poolPod {

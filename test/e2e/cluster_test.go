@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/version"
 )
@@ -281,10 +279,7 @@ type kubeconfigData struct {
 
 func loadKubeconfig(t *testing.T, path string) kubeconfigData {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := restConfig(t, path)
 	return kubeconfigData{server: cfg.Host, ca: cfg.CAData, cert: cfg.CertData, key: cfg.KeyData}
 }
 

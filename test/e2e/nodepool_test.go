@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/version"
 )
@@ -325,10 +324,7 @@ func podsRunning(t *testing.T, kc string, total, running int, onNodes ...string)
 // returned function is called; that function reports failures and probes.
 func startAPIProbe(t *testing.T, kc string) func() (failed, total int) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := restConfig(t, kc)
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/version"
 )
@@ -262,14 +260,7 @@ func poolField(t *testing.T, mgmt, pool, jsonpath string) string {
 // unavailable.
 func watchUnavailable(t *testing.T, kc string) func() (peak, transitions map[string]int) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube := hostedClientWithTimeout(t, kc, 0)
 	var mu sync.Mutex
 	unavailable := map[string]map[string]bool{} // pool → node → unavailable
 	peak, transitions := map[string]int{}, map[string]int{}

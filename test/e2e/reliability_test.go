@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -49,13 +50,21 @@ func hostedClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {
 	return hostedClientWithTimeout(t, kubeconfig, 5*time.Second)
 }
 
-// hostedClientWithTimeout is a client whose requests give up after timeout.
-func hostedClientWithTimeout(t *testing.T, kubeconfig string, timeout time.Duration) *kubernetes.Clientset {
+// restConfig is the client configuration of a kubeconfig file.
+func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// hostedClientWithTimeout is a client whose requests give up after timeout
+// (0: never, for watches).
+func hostedClientWithTimeout(t *testing.T, kubeconfig string, timeout time.Duration) *kubernetes.Clientset {
+	t.Helper()
+	cfg := restConfig(t, kubeconfig)
 	cfg.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -28,11 +27,7 @@ func managementClient(t *testing.T, hs *cli) client.Client {
 	// controller-runtime's client logs through its own logger; without one
 	// it warns with a stack trace.
 	ctrllog.SetLogger(testenv.Logger())
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(hs.dataDir, "management.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.New(restConfig(t, filepath.Join(hs.dataDir, "management.kubeconfig")), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

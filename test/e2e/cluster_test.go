@@ -346,8 +346,7 @@ func TestEndpointHostAddress(t *testing.T) {
 		}
 		hs.must(args...)
 		waitAllRunning(t, hs, name)
-		kc := filepath.Join(hs.dataDir, name+".kubeconfig")
-		hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+		kc := hs.adminKubeconfig(name)
 		server := loadKubeconfig(t, kc).server
 		if !strings.HasPrefix(server, "https://"+ip.String()+":") {
 			t.Errorf("%s: kubeconfig server %s, want the endpoint host %s", name, server, ip)

@@ -83,8 +83,7 @@ func TestHibernation(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "simulated", "--name", "h", "--node-pool-replicas", "2", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "h.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "h", "-o", kc)
+	kc := hs.adminKubeconfig("h")
 	mustKubectl(t, kc, "create", "namespace", "kept")
 	mustKubectl(t, kc, "-n", "kept", "create", "configmap", "c", "--from-literal=k=v1")
 	eventually(t, 2*time.Minute, "2 Ready nodes", func() error { return wantReadyNodes(t, kc, 2) })
@@ -178,8 +177,7 @@ func TestIdleWake(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "15s", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "idle.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "idle", "-o", kc)
+	kc := hs.adminKubeconfig("idle")
 	mustKubectl(t, kc, "create", "namespace", "woken")
 
 	eventually(t, 2*time.Minute, "idle hibernation", func() error {

@@ -32,8 +32,7 @@ func TestNodePools(t *testing.T) {
 	if !strings.Contains(out, "nodepool s Ready=True: 3 of 3 nodes Ready") {
 		t.Errorf("--wait does not report the pool Ready:\n%s", out)
 	}
-	kc := filepath.Join(hs.dataDir, "s.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "s", "-o", kc)
+	kc := hs.adminKubeconfig("s")
 	probe := startAPIProbe(t, kc)
 
 	t.Run("three simulated nodes join", func(t *testing.T) {

@@ -34,8 +34,7 @@ func TestNodePoolUpgrade(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "simulated", "--name", "u", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "u.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "u", "-o", kc)
+	kc := hs.adminKubeconfig("u")
 	target := version.KubernetesVersion
 
 	pools := []struct{ name, upgradeType string }{{"rep", "Replace"}, {"inp", "InPlace"}}

@@ -24,8 +24,7 @@ func upWithCluster(t *testing.T, name string, createFlags ...string) (*cli, stri
 	t.Helper()
 	hs := upCLI(t)
 	hs.must(append([]string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}, createFlags...)...)
-	kc := filepath.Join(hs.dataDir, name+".kubeconfig")
-	hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+	kc := hs.adminKubeconfig(name)
 	return hs, kc
 }
 
@@ -71,6 +70,20 @@ func hostedClientWithTimeout(t *testing.T, kubeconfig string, timeout time.Durat
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// configMapNames are the names of the ConfigMaps in namespace ns.
+func configMapNames(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]bool {
+	t.Helper()
+	list, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, cm := range list.Items {
+		names[cm.Name] = true
+	}
+	return names
 }
 
 func createConfigMaps(t *testing.T, cs *kubernetes.Clientset, ns string, n int) {

@@ -101,14 +101,7 @@ func TestControlPlaneUpgrade(t *testing.T) {
 	if v := mustKubectl(t, kc, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+version.KubernetesVersion+`"`) {
 		t.Errorf("/version does not report %s:\n%s", version.KubernetesVersion, v)
 	}
-	list, err := cs.CoreV1().ConfigMaps("data").List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, cm := range list.Items {
-		have[cm.Name] = true
-	}
+	have := configMapNames(t, cs, "data")
 	for i := range 20 {
 		if name := fmt.Sprintf("cm-%d", i); !have[name] {
 			t.Errorf("config map data/%s is gone after the upgrade", name)

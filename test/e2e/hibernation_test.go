@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"hypershift.dev/internal/runtime/process"
 )
 
 // recordedProcess is a process a runtime recorded in a pid.json.
@@ -53,19 +52,7 @@ func recordedProcesses(t *testing.T, dir string) []recordedProcess {
 // running reports whether the recorded process still runs: its pid exists
 // with the recorded start time (not a reused pid).
 func (p recordedProcess) running() bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(string(raw[i+1:]))
-	if len(fields) < 20 || fields[0] == "Z" {
-		return false
-	}
-	st, err := strconv.ParseUint(fields[19], 10, 64)
+	st, err := process.StartTime(p.pid)
 	return err == nil && st == p.startTime
 }
 

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/runtime"
-	"time"
 )
 
 // fakePKI gives every key pair distinct, recognisable content, so tests can

@@ -32,8 +32,7 @@ func TestKubeRuntime(t *testing.T) {
 	requireRealNode(t)
 	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))
-	mgmt := filepath.Join(hs.dataDir, "mgmt.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "mgmt", "-o", mgmt)
+	mgmt := hs.adminKubeconfig("mgmt")
 
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
 	t.Cleanup(func() {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +20,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"maps"
+	"slices"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
@@ -232,7 +234,7 @@ func emitSums(ch chan<- prometheus.Metric, d *prometheus.Desc, f *dto.MetricFami
 		sums[k] += value(m)
 		keys[k] = vals
 	}
-	for _, k := range sortedKeys(sums) {
+	for _, k := range slices.Sorted(maps.Keys(sums)) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, sums[k], append([]string{ns, name}, keys[k]...)...)
 	}
 }
@@ -268,17 +270,8 @@ func emitHistograms(ch chan<- prometheus.Metric, d *prometheus.Desc, f *dto.Metr
 			}
 		}
 	}
-	for _, k := range sortedKeys(byValue) {
+	for _, k := range slices.Sorted(maps.Keys(byValue)) {
 		a := byValue[k]
 		ch <- prometheus.MustNewConstHistogram(d, a.count, a.sum, a.buckets, ns, name, k)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"maps"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 	"sigs.k8s.io/yaml"
@@ -90,7 +92,7 @@ func TestShippedRulesUseExportedSeries(t *testing.T) {
 			}
 			for _, n := range names.FindAllString(r.Expr, -1) {
 				if !known[n] {
-					t.Errorf("%s uses %s, which is not exported (known: %v)", id, n, sortedKeys(known))
+					t.Errorf("%s uses %s, which is not exported (known: %v)", id, n, slices.Sorted(maps.Keys(known)))
 				}
 			}
 			if r.For != "" {

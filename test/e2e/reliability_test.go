@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -31,17 +29,7 @@ func upWithCluster(t *testing.T, name string, createFlags ...string) (*cli, stri
 // instancePID reads the pid the runtime recorded for an instance.
 func instancePID(t *testing.T, dataDir, cluster, instance string) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dataDir, "clusters", "clusters-"+cluster, instance, "pid.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct {
-		PID int `json:"pid"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
-	return rec.PID
+	return pidIn(t, filepath.Join(dataDir, "clusters", "clusters-"+cluster, instance, "pid.json"))
 }
 
 func hostedClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {

@@ -26,7 +26,7 @@ func summary(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.Hoste
 	for _, c := range hc.Status.Conditions {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
 	}
-	w.Flush()
+	_ = w.Flush()
 
 	b.WriteString("\nComponents:\n")
 	if hcp == nil {
@@ -37,7 +37,7 @@ func summary(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.Hoste
 		for _, c := range hcp.Status.Components {
 			fmt.Fprintf(w, "  %s\t%s\t%d\t%s\t%s\n", c.Name, c.Phase, c.Restarts, dash(c.LastExitReason), dash(logOf(logs, c.Name)))
 		}
-		w.Flush()
+		_ = w.Flush()
 		for _, c := range hcp.Status.Components {
 			if c.Phase == hypershiftv1alpha1.ComponentRunning && c.Restarts == 0 {
 				continue
@@ -94,7 +94,7 @@ func eventTable(events []corev1.Event) []byte {
 		o := e.InvolvedObject
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", EventTime(e).UTC().Format(time.RFC3339), e.Type, e.Reason, strings.ToLower(o.Kind), o.Name, max(e.Count, 1), oneLine(e.Message))
 	}
-	w.Flush()
+	_ = w.Flush()
 	return b.Bytes()
 }
 

@@ -53,7 +53,7 @@ func (b *Bundle) writeTarGz(path string, now time.Time) (err error) {
 			err = cerr
 		}
 		if err != nil {
-			os.Remove(path)
+			_ = os.Remove(path) // our own partial file, created above with O_EXCL
 		}
 	}()
 	gz := gzip.NewWriter(out)

@@ -1,13 +1,12 @@
 package fleetmetrics
 
 import (
+	"maps"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"maps"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"

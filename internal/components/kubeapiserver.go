@@ -58,6 +58,11 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		// (spec.networking.apiServer, the node-local API proxy): no API
 		// server address is reachable from the hosted cluster's pods.
 		"--endpoint-reconciler-type=none",
+		// A stopping API server otherwise keeps its process until the
+		// runtime's stop grace (10 s) runs out, waiting for clients'
+		// watches to end: the fence of a migration, a hibernation and a
+		// restart all waited for it. Watch clients reconnect anyway.
+		"--shutdown-watch-termination-grace-period=2s",
 	}
 	// The leaves are Reloadable (docs/security.md, "Certificate
 	// renewal"): the serving and front-proxy certificates are watched by

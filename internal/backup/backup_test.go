@@ -83,9 +83,9 @@ func TestLoadKey(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	for raw, want := range map[string]Location{
-		"file:///var/b/a.bak":                       {Bucket: "file:///var/b", Key: "a.bak"},
-		"s3://bkt/x/a.bak?region=us-east-1":         {Bucket: "s3://bkt?region=us-east-1", Key: "x/a.bak"},
-		"gs://bkt/a":                                {Bucket: "gs://bkt", Key: "a"},
+		"file:///var/b/a.bak":               {Bucket: "file:///var/b", Key: "a.bak"},
+		"s3://bkt/x/a.bak?region=us-east-1": {Bucket: "s3://bkt?region=us-east-1", Key: "x/a.bak"},
+		"gs://bkt/a":                        {Bucket: "gs://bkt", Key: "a"},
 	} {
 		got, err := ParseURL(raw)
 		if err != nil || got != want {

@@ -33,6 +33,9 @@ func newComponentCommand(registry components.Registry) *cobra.Command {
 			if err := registry.Validate(); err != nil {
 				return err
 			}
+			if err := clientCertReloadFromEnv(); err != nil {
+				return err
+			}
 			c, ok := registry.Lookup(args[0])
 			if !ok {
 				if len(registry.Names(false)) == 0 {

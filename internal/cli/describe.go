@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/pki"
 )
 
 func newDescribeCommand(g *globalOptions) *cobra.Command {
@@ -61,7 +62,16 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 					}
 				}
 			}
-			return printDescription(cmd.OutOrStdout(), hc, hcp, events)
+			// Read from the PKI Secrets, as stored: what the components
+			// are given.
+			certs, err := pki.Inspect(pki.SecretStore{Ctx: ctx, Client: c, Namespace: cpNamespace, ReadOnly: true})
+			if err != nil {
+				return fmt.Errorf("certificates in %s: %w", cpNamespace, err)
+			}
+			if err := printDescription(cmd.OutOrStdout(), hc, hcp, events); err != nil {
+				return err
+			}
+			return printCertificates(cmd.OutOrStdout(), certs, time.Now())
 		},
 	}
 	cluster.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
@@ -158,4 +168,29 @@ func eventTime(e corev1.Event) time.Time {
 	default:
 		return e.CreationTimestamp.Time
 	}
+}
+
+// printCertificates lists the cluster's certificates: when each expires and
+// when a leaf is renewed (CAs are not renewed automatically).
+func printCertificates(out io.Writer, certs []pki.CertificateStatus, now time.Time) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if section(w, "Certificates", len(certs), "(none yet)", "NAME\tKIND\tEXPIRES\tRENEWS") {
+		for _, c := range certs {
+			kind, renews := "leaf", when(c.RenewAt, now)
+			if c.CA {
+				kind, renews = "CA", "- (rotation is manual)"
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Name, kind, when(c.NotAfter, now), renews)
+		}
+	}
+	return w.Flush()
+}
+
+// when is a time and how far it is from now.
+func when(t, now time.Time) string {
+	d := t.Sub(now)
+	if d < 0 {
+		return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), duration.HumanDuration(-d))
+	}
+	return fmt.Sprintf("%s (in %s)", t.UTC().Format(time.RFC3339), duration.HumanDuration(d))
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/pki"
 )
 
 // TestDescribeDataPlane: describe lists the objects the control plane keeps
@@ -74,6 +76,27 @@ func TestDescribeVersionHistory(t *testing.T) {
 	} {
 		if !regexp.MustCompile(pattern).Match(out.Bytes()) {
 			t.Errorf("describe does not match %q:\n%s", pattern, out.String())
+		}
+	}
+}
+
+func TestDescribeCertificates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	err := printCertificates(&out, []pki.CertificateStatus{
+		{Name: "root-ca", CA: true, NotAfter: now.Add(10 * 365 * 24 * time.Hour)},
+		{Name: "kube-apiserver-server", NotAfter: now.Add(3 * time.Minute), RenewAt: now.Add(time.Minute)},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Certificates:",
+		"root-ca                CA    2035-12-30T00:00:00Z (in 10y)  - (rotation is manual)",
+		"kube-apiserver-server  leaf  2026-01-01T00:03:00Z (in 3m)   2026-01-01T00:01:00Z (in 60s)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe shows\n%s\nwant a line %q", out.String(), want)
 		}
 	}
 }

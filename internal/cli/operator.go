@@ -28,6 +28,7 @@ type operatorFlags struct {
 	leaderElectionNamespace                     string
 	etcdStorageClass, etcdStorageSize           string
 	releases                                    releasesFlag
+	validity                                    certValidityFlags
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
@@ -36,6 +37,9 @@ var kubeOnly = []string{"image", "leader-elect", "leader-election-namespace", "e
 // validate checks the flags before anything starts and returns the kube
 // runtime's options (for --runtime=kube).
 func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
+	if err := f.validity.validate(); err != nil {
+		return kube.Options{}, err
+	}
 	switch f.runtime {
 	case install.RuntimeProcess:
 		for _, name := range kubeOnly {
@@ -106,6 +110,9 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := o.validity.applyClientCertReload(); err != nil {
+				return err
+			}
 			releases, err := o.releases.load()
 			if err != nil {
 				return err
@@ -119,8 +126,9 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			opts := operator.Options{
 				RESTConfig:         cfg,
 				MetricsBindAddress: o.metricsAddress, HealthProbeBindAddress: o.healthAddress,
-				EndpointHost: o.endpointHost,
-				Releases:     releases,
+				EndpointHost:            o.endpointHost,
+				Releases:                releases,
+				LeafCertificateValidity: o.validity.leaf, CAValidity: o.validity.ca,
 			}
 			if o.runtime == install.RuntimeKube {
 				opts.LeaderElection = o.leaderElect
@@ -142,5 +150,6 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
 	o.releases.add(f)
+	o.validity.add(f)
 	return cmd
 }

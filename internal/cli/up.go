@@ -26,6 +26,7 @@ type upOptions struct {
 	healthAddress  string
 	endpointHost   string
 	releases       releasesFlag
+	validity       certValidityFlags
 }
 
 func newUpCommand(g *globalOptions) *cobra.Command {
@@ -38,6 +39,12 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 			"A second `up` on the same data dir resumes everything; `hypershift down` stops it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validity.validate(); err != nil {
+				return err
+			}
+			if err := o.validity.applyClientCertReload(); err != nil {
+				return err
+			}
 			if o.detach && os.Getenv(upChildEnv) == "" {
 				return o.runDetached(cmd)
 			}
@@ -51,6 +58,7 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.healthAddress, "health-probe-bind-address", "0", "address of the operator's /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	o.releases.add(f)
+	o.validity.add(f)
 	return cmd
 }
 
@@ -70,10 +78,12 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	defer stop()
 	start := time.Now()
 	return operator.Up(ctx, layout, operator.Options{
-		MetricsBindAddress:     o.metricsAddress,
-		HealthProbeBindAddress: o.healthAddress,
-		EndpointHost:           o.endpointHost,
-		Releases:               releases,
+		MetricsBindAddress:      o.metricsAddress,
+		HealthProbeBindAddress:  o.healthAddress,
+		EndpointHost:            o.endpointHost,
+		Releases:                releases,
+		LeafCertificateValidity: o.validity.leaf,
+		CAValidity:              o.validity.ca,
 	}, log, operator.UpHooks{
 		Ready: func(kubeconfig string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n", time.Since(start).Seconds(), kubeconfig)
@@ -109,7 +119,7 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 // childFlags passes the flags the user set on to the background process.
 func childFlags(cmd *cobra.Command) []string {
 	var out []string
-	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address", "endpoint-host", "releases-dir"} {
+	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address", "endpoint-host", "releases-dir", "leaf-certificate-validity", "ca-validity"} {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
 			out = append(out, "--"+name+"="+f.Value.String())
 		}

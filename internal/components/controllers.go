@@ -55,7 +55,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeControllerManager, i, cfg.replicas().Controllers)
 	p := cfg.PKI
 	dir := cfg.dir(KubeControllerManager, name)
-	kc, err := localKubeconfig(cfg, KubeControllerManager, name, p.KubeControllerManager)
+	kc, err := localKubeconfig(cfg, KubeControllerManager, name)
 	if err != nil {
 		return runtime.Spec{}, err
 	}
@@ -86,11 +86,10 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 			fmt.Sprintf("--node-cidr-mask-size=%d", cfg.NodeCIDRMaskSize),
 		)
 	}
-	files := []runtime.File{
-		{Path: "kubeconfig", Content: kc, Secret: true},
-		{Path: "root-ca.crt", Content: p.RootCA.CertPEM},
-		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
-	}
+	files := append(kubeconfigFiles(kc, p.KubeControllerManager),
+		runtime.File{Path: "root-ca.crt", Content: p.RootCA.CertPEM},
+		runtime.File{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
+	)
 	if !cfg.Management {
 		files = append(files,
 			runtime.File{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
@@ -114,7 +113,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 
 func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 	name := instanceName(KubeScheduler, i, cfg.replicas().Controllers)
-	kc, err := localKubeconfig(cfg, KubeScheduler, name, cfg.PKI.KubeScheduler)
+	kc, err := localKubeconfig(cfg, KubeScheduler, name)
 	if err != nil {
 		return runtime.Spec{}, err
 	}
@@ -124,17 +123,35 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 		Version:   cfg.version(),
 		After:     []string{controllersAfter(cfg)},
 		Args:      controllerArgs(cfg, KubeScheduler, name),
-		Files:     []runtime.File{{Path: "kubeconfig", Content: kc, Secret: true}},
+		Files:     kubeconfigFiles(kc, cfg.PKI.KubeScheduler),
 		Ports:     map[string]int{"https": cfg.Ports[name]},
 		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
 		Requests:  runtime.Resources{MilliCPU: 20, MemoryBytes: 64 << 20},
 	}, nil
 }
 
+// Files of a controller's client certificate, beside its kubeconfig.
+const (
+	clientCertFile = "client.crt"
+	clientKeyFile  = "client.key"
+)
+
+// kubeconfigFiles are a controller's kubeconfig and the client certificate
+// it names by (relative) path: client-go re-reads certificate files, so
+// they are Reloadable and a renewal restarts nothing.
+func kubeconfigFiles(kc []byte, client pki.KeyPair) []runtime.File {
+	return []runtime.File{
+		{Path: "kubeconfig", Content: kc, Secret: true},
+		{Path: clientCertFile, Content: client.CertPEM, Reloadable: true},
+		{Path: clientKeyFile, Content: client.KeyPEM, Secret: true, Reloadable: true},
+	}
+}
+
 // localKubeconfig is the kubeconfig of a component that reaches its API
 // server at the published endpoint on one host, at the API servers'
-// Service in pods.
-func localKubeconfig(cfg Config, component, name string, client pki.KeyPair) ([]byte, error) {
+// Service in pods. Its client certificate is in files beside it
+// (kubeconfigFiles).
+func localKubeconfig(cfg Config, component, name string) ([]byte, error) {
 	server := "https://" + net.JoinHostPort(cfg.endpointHost(), strconv.Itoa(cfg.Ports[EndpointPort]))
 	if cfg.idleWake() {
 		// Not through the public endpoint: a controller's watches are not
@@ -146,10 +163,10 @@ func localKubeconfig(cfg Config, component, name string, client pki.KeyPair) ([]
 		server = "https://" + net.JoinHostPort(cfg.Layout.Host(KubeAPIServer, ""), strconv.Itoa(cfg.apiServerPort(0)))
 	}
 	return kubeconfig.Render(kubeconfig.Params{
-		Name:      name,
-		Server:    server,
-		CAPEM:     cfg.PKI.RootCA.CertPEM,
-		ClientPEM: client.CertPEM,
-		KeyPEM:    client.KeyPEM,
+		Name:           name,
+		Server:         server,
+		CAPEM:          cfg.PKI.RootCA.CertPEM,
+		ClientCertFile: clientCertFile,
+		ClientKeyFile:  clientKeyFile,
 	})
 }

@@ -61,12 +61,14 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 			"--logger=zap",
 			"--log-level=warn",
 		},
+		// etcd reads its serving and peer certificates on every TLS
+		// handshake: a renewal needs no restart.
 		Files: []runtime.File{
 			{Path: "ca.crt", Content: p.EtcdCA.CertPEM},
-			{Path: "server.crt", Content: p.EtcdServer.CertPEM},
-			{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true},
-			{Path: "peer.crt", Content: p.EtcdPeer.CertPEM},
-			{Path: "peer.key", Content: p.EtcdPeer.KeyPEM, Secret: true},
+			{Path: "server.crt", Content: p.EtcdServer.CertPEM, Reloadable: true},
+			{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true, Reloadable: true},
+			{Path: "peer.crt", Content: p.EtcdPeer.CertPEM, Reloadable: true},
+			{Path: "peer.key", Content: p.EtcdPeer.KeyPEM, Secret: true, Reloadable: true},
 		},
 		Ports: map[string]int{
 			"client":  cfg.Ports[etcdPort(i, "client")],

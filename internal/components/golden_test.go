@@ -48,6 +48,8 @@ type goldenSpec struct {
 type goldenFile struct {
 	Path   string `json:"path"`
 	Secret bool   `json:"secret,omitempty"`
+	// Reloadable files are replaced in place, not by a restart.
+	Reloadable bool `json:"reloadable,omitempty"`
 	// Content is a text file's lines, key material replaced.
 	Content []string `json:"content,omitempty"`
 	// SHA256 identifies a file shown by digest only.
@@ -112,7 +114,7 @@ func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 // their key fields replaced, everything else (keys, certificates) by digest.
 func goldenContent(t *testing.T, f runtime.File) goldenFile {
 	t.Helper()
-	g := goldenFile{Path: f.Path, Secret: f.Secret}
+	g := goldenFile{Path: f.Path, Secret: f.Secret, Reloadable: f.Reloadable}
 	base := filepath.Base(f.Path)
 	structured := strings.HasSuffix(base, ".yaml") || base == "kubeconfig"
 	switch {

@@ -59,21 +59,25 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		// server address is reachable from the hosted cluster's pods.
 		"--endpoint-reconciler-type=none",
 	}
+	// The leaves are Reloadable (docs/security.md, "Certificate
+	// renewal"): the serving and front-proxy certificates are watched by
+	// the API server's dynamic certificate controllers, and the etcd and
+	// kubelet client certificates are read per new connection.
 	files := []runtime.File{
 		{Path: "etcd-ca.crt", Content: p.EtcdCA.CertPEM},
-		{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM},
-		{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true},
-		{Path: "server.crt", Content: p.KubeAPIServer.CertPEM},
-		{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true},
+		{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM, Reloadable: true},
+		{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true, Reloadable: true},
+		{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},
+		{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true, Reloadable: true},
 		{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
 		{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
 		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
-		{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM},
-		{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true},
+		{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM, Reloadable: true},
+		{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true, Reloadable: true},
 		{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
 		{Path: "front-proxy-ca.crt", Content: p.FrontProxyCA.CertPEM},
-		{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM},
-		{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true},
+		{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM, Reloadable: true},
+		{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true, Reloadable: true},
 		{Path: "encryption-config.yaml", Content: encryption, Secret: true},
 		{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
 	}

@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -22,6 +24,10 @@ const (
 	agentHealthPort = 8093
 	agentAdminPort  = 8094
 	agentCertDir    = "/etc/konnectivity"
+	// AgentCertificateAnnotation on the agents' pod template identifies
+	// their certificate: the agent reads it once, at start, so a renewed
+	// certificate rolls the DaemonSet (one node at a time).
+	AgentCertificateAnnotation = "hypershift.dev/konnectivity-agent-certificate"
 )
 
 func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
@@ -60,7 +66,7 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 			Spec: appsv1.DaemonSetSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AgentCertificateAnnotation: certDigest(k.Cert)}},
 					Spec: corev1.PodSpec{
 						ServiceAccountName: KonnectivityAgent,
 						PriorityClassName:  "system-node-critical",
@@ -114,4 +120,10 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 			},
 		},
 	}, nil
+}
+
+// certDigest is a short digest of a certificate, to tell renewals apart.
+func certDigest(cert []byte) string {
+	sum := sha256.Sum256(cert)
+	return hex.EncodeToString(sum[:])[:16]
 }

@@ -20,13 +20,22 @@ type Params struct {
 	KeyPEM    []byte
 	// Token is a bearer token, for users without a client certificate.
 	Token string
+	// ClientCertFile and ClientKeyFile name the client certificate and key
+	// instead of ClientPEM and KeyPEM; relative paths are relative to the
+	// kubeconfig's directory. client-go re-reads files (not inline data)
+	// when it opens a connection, so a component using them follows a
+	// renewed certificate without a restart.
+	ClientCertFile, ClientKeyFile string
 }
 
 // Render returns the kubeconfig as YAML.
 func Render(p Params) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[p.Name] = &clientcmdapi.Cluster{Server: p.Server, CertificateAuthorityData: p.CAPEM}
-	cfg.AuthInfos[p.Name] = &clientcmdapi.AuthInfo{ClientCertificateData: p.ClientPEM, ClientKeyData: p.KeyPEM, Token: p.Token}
+	cfg.AuthInfos[p.Name] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: p.ClientPEM, ClientKeyData: p.KeyPEM, Token: p.Token,
+		ClientCertificate: p.ClientCertFile, ClientKey: p.ClientKeyFile,
+	}
 	cfg.Contexts[p.Name] = &clientcmdapi.Context{Cluster: p.Name, AuthInfo: p.Name}
 	cfg.CurrentContext = p.Name
 	out, err := clientcmd.Write(*cfg)

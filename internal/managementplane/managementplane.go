@@ -44,6 +44,9 @@ type Options struct {
 	// Versions are the Kubernetes versions the operator's release catalog
 	// holds, for the admission policy; nil: the compiled-in one.
 	Versions []string
+	// LeafValidity and CAValidity are how long new certificates are
+	// valid; zero: pki's defaults.
+	LeafValidity, CAValidity time.Duration
 }
 
 // Plane is a running management plane.
@@ -52,6 +55,13 @@ type Plane struct {
 	RESTConfig *rest.Config
 	Kubeconfig string
 	versions   []string
+	// certs is the PKI the running components have; render turns a PKI
+	// into their specs and the admin kubeconfig (RenewCertificates).
+	certs  *pki.ControlPlane
+	render func(*pki.ControlPlane) ([]runtime.Spec, []byte, error)
+	// renewal renews the leaves that are due and returns the PKI.
+	renewal func() (*pki.ControlPlane, error)
+	log     logr.Logger
 }
 
 // Start starts (or adopts) the management plane's processes, waits until its
@@ -73,37 +83,54 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("management encryption key: %w", err)
 	}
-	certs, err := pki.EnsureControlPlane(pki.FileStore{Dir: pkiDir}, pki.ControlPlaneOptions{
+	store := pki.FileStore{Dir: pkiDir}
+	pkiOpts := pki.ControlPlaneOptions{
 		APIServerIPs:      []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
 		APIServerDNSNames: []string{"localhost"},
-	})
+		LeafValidity:      opts.LeafValidity,
+		CAValidity:        opts.CAValidity,
+		Renew:             true,
+	}
+	certs, err := pki.EnsureControlPlane(store, pkiOpts)
 	if err != nil {
 		return nil, fmt.Errorf("management PKI: %w", err)
 	}
-	specs, err := components.Render(components.Config{
-		Name:          ref.Name,
-		Layout:        rt.Layout(ref),
-		PKI:           certs,
-		Ports:         ports,
-		ServiceCIDR:   serviceCIDR,
-		EncryptionKey: encryptionKey,
-		Management:    true,
-	})
+	server := fmt.Sprintf("https://127.0.0.1:%d", ports[components.EndpointPort])
+	render := func(certs *pki.ControlPlane) ([]runtime.Spec, []byte, error) {
+		specs, err := components.Render(components.Config{
+			Name:          ref.Name,
+			Layout:        rt.Layout(ref),
+			PKI:           certs,
+			Ports:         ports,
+			ServiceCIDR:   serviceCIDR,
+			EncryptionKey: encryptionKey,
+			Management:    true,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		kc, err := kubeconfig.Render(kubeconfig.Params{
+			Name: "hypershift-management", Server: server, CAPEM: certs.RootCA.CertPEM,
+			ClientPEM: certs.Admin.CertPEM, KeyPEM: certs.Admin.KeyPEM,
+		})
+		return specs, kc, err
+	}
+	specs, kc, err := render(certs)
 	if err != nil {
 		return nil, err
 	}
-	params := kubeconfig.Params{
-		Name:      "hypershift-management",
-		Server:    fmt.Sprintf("https://127.0.0.1:%d", ports[components.EndpointPort]),
-		CAPEM:     certs.RootCA.CertPEM,
-		ClientPEM: certs.Admin.CertPEM,
-		KeyPEM:    certs.Admin.KeyPEM,
+	// The operator's own client names the admin certificate by its files,
+	// which client-go re-reads: a renewal needs no restart of it.
+	restConfig := &rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{
+		CAData:   certs.RootCA.CertPEM,
+		CertFile: filepath.Join(pkiDir, pki.AdminName+".crt"),
+		KeyFile:  filepath.Join(pkiDir, pki.AdminName+".key"),
+	}}
+	p := &Plane{
+		runtime: rt, RESTConfig: restConfig, Kubeconfig: datadir.Layout{Root: opts.DataDir}.ManagementKubeconfig(), versions: opts.Versions,
+		certs: certs, render: render, log: opts.Log.WithName("management"),
 	}
-	kc, err := kubeconfig.Render(params)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plane{runtime: rt, RESTConfig: kubeconfig.RESTConfig(params), Kubeconfig: datadir.Layout{Root: opts.DataDir}.ManagementKubeconfig(), versions: opts.Versions}
+	p.renewal = func() (*pki.ControlPlane, error) { return pki.EnsureControlPlane(store, pkiOpts) }
 	if err := rt.Apply(ctx, ref, specs); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package operator
 import (
 	"fmt"
 	"net"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -70,6 +71,10 @@ type Options struct {
 	// NodeEvents carries node runtime notifications to the NodePool
 	// controller; see nodepool.NewRuntimeEvents.
 	NodeEvents chan event.GenericEvent
+	// LeafCertificateValidity and CAValidity are how long new certificates
+	// of hosted clusters (and of `up`'s management plane) are valid; zero:
+	// a year and ten years. Leaves renew two thirds into their life.
+	LeafCertificateValidity, CAValidity time.Duration
 	// AllowRepeatedControllers lets one process build several operators
 	// (tests); controller-runtime otherwise refuses repeated names.
 	AllowRepeatedControllers bool
@@ -163,6 +168,8 @@ func New(opts Options) (ctrl.Manager, error) {
 		APIServerDNSNames: names,
 		Layout:            podsLayout(opts.Runtime),
 		Supports:          supports,
+		LeafValidity:      opts.LeafCertificateValidity,
+		CAValidity:        opts.CAValidity,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
 		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
 	}

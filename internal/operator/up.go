@@ -35,10 +35,16 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 		return err
 	}
 	defer lock.Unlock()
-	plane, err := managementplane.Start(ctx, managementplane.Options{DataDir: layout.Root, Log: log, Versions: opts.Releases.Versions()})
+	plane, err := managementplane.Start(ctx, managementplane.Options{
+		DataDir: layout.Root, Log: log, Versions: opts.Releases.Versions(),
+		LeafValidity: opts.LeafCertificateValidity, CAValidity: opts.CAValidity,
+	})
 	if err != nil {
 		return fmt.Errorf("start management plane: %w", err)
 	}
+	renewCtx, stopRenewing := context.WithCancel(ctx)
+	defer stopRenewing()
+	go plane.RenewCertificates(renewCtx)
 	opts.RESTConfig = plane.RESTConfig
 	op, err := NewLocal(layout, log, opts)
 	if err != nil {
@@ -68,6 +74,7 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 	if mgrErr != nil {
 		log.Error(mgrErr, "operator stopped")
 	}
+	stopRenewing()
 	hooks.Stopping()
 	stopCtx := context.Background()
 	op.StopAll(stopCtx)

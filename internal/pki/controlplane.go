@@ -3,6 +3,7 @@ package pki
 import (
 	"fmt"
 	"net"
+	"time"
 )
 
 // Names of the key pairs of a control plane. They are Secret names in the
@@ -36,8 +37,10 @@ const (
 type Store interface {
 	// Get returns the key pair and whether it exists.
 	Get(name string) (KeyPair, bool, error)
-	// Put saves a key pair.
+	// Put saves a new key pair.
 	Put(name string, kp KeyPair) error
+	// Replace overwrites an existing key pair (a renewed leaf).
+	Replace(name string, kp KeyPair) error
 }
 
 // ControlPlaneOptions says what the serving certificates must cover.
@@ -49,6 +52,14 @@ type ControlPlaneOptions struct {
 	// EtcdDNSNames are added to the etcd members' serving and peer
 	// certificates (the names pods reach them at).
 	EtcdDNSNames []string
+	// LeafValidity and CAValidity are how long new certificates are valid;
+	// zero: CertValidity and CAValidity.
+	LeafValidity, CAValidity time.Duration
+	// Renew reissues every leaf two thirds into its life (RenewAt). Only
+	// the PKI's owner renews; readers take what is stored.
+	Renew bool
+	// Now is the time renewal is judged at; zero: the current time.
+	Now time.Time
 }
 
 // ControlPlane holds every key pair a control plane uses.
@@ -64,6 +75,9 @@ type ControlPlane struct {
 	// The Konnectivity tunnel has a CA of its own: the server's serving
 	// certificate (what agents dial), and the agents' client certificate.
 	KonnectivityCA, KonnectivityServer, KonnectivityAgent KeyPair
+
+	// Renewed names the leaves this call reissued (Renew).
+	Renewed []string
 }
 
 type leaf struct {
@@ -78,6 +92,14 @@ type leaf struct {
 // from an existing PKI is issued by the CA already trusted.
 func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, error) {
 	cp := &ControlPlane{}
+	caValidity := opts.CAValidity
+	if caValidity <= 0 {
+		caValidity = CAValidity
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
 	cas := []struct {
 		name string
 		out  *KeyPair
@@ -90,7 +112,7 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		{KonnectivityCAName, &cp.KonnectivityCA},
 	}
 	for _, ca := range cas {
-		kp, err := loadOr(store, ca.name, func() (KeyPair, error) { return NewCA(ca.name) })
+		kp, err := loadOr(store, ca.name, func() (KeyPair, error) { return NewCAFor(ca.name, caValidity) })
 		if err != nil {
 			return nil, err
 		}
@@ -114,9 +136,20 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		{KonnectivityAgentName, &cp.KonnectivityCA, CertRequest{CommonName: KonnectivityAgentCommonName, Client: true}, &cp.KonnectivityAgent},
 	}
 	for _, l := range leaves {
-		kp, err := loadOr(store, l.name, func() (KeyPair, error) { return Issue(*l.ca, l.req) })
+		l.req.Validity = opts.LeafValidity
+		issue := func() (KeyPair, error) { return Issue(*l.ca, l.req) }
+		kp, err := loadOr(store, l.name, issue)
 		if err != nil {
 			return nil, err
+		}
+		if opts.Renew && due(kp, now) {
+			if kp, err = issue(); err != nil {
+				return nil, fmt.Errorf("renew %s: %w", l.name, err)
+			}
+			if err := store.Replace(l.name, kp); err != nil {
+				return nil, fmt.Errorf("save renewed %s: %w", l.name, err)
+			}
+			cp.Renewed = append(cp.Renewed, l.name)
 		}
 		*l.out = kp
 	}

@@ -45,3 +45,8 @@ func (s FileStore) Put(name string, kp KeyPair) error {
 	}
 	return atomicfile.Write(filepath.Join(s.Dir, name+".crt"), kp.CertPEM, 0o600)
 }
+
+// Replace implements Store: the files are replaced atomically, the key
+// first, so a reader sees the old pair, the new one, or (between the two
+// renames, briefly) the new key with the old certificate — never a torn file.
+func (s FileStore) Replace(name string, kp KeyPair) error { return s.Put(name, kp) }

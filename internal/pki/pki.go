@@ -22,11 +22,16 @@ import (
 	"time"
 )
 
-// Validity periods.
+// Default validity periods.
 const (
 	CAValidity   = 10 * 365 * 24 * time.Hour
 	CertValidity = 365 * 24 * time.Hour
 )
+
+// maxBackdate is how far before its issuance a certificate is valid, for
+// clocks that lag: an hour, or a tenth of a short validity so that a
+// minutes-long certificate is not mostly in the past.
+const maxBackdate = time.Hour
 
 // KeyPair is a PEM-encoded certificate and its private key.
 type KeyPair struct {
@@ -42,16 +47,23 @@ type CertRequest struct {
 	IPs          []net.IP
 	Server       bool
 	Client       bool
+	// Validity is how long the certificate is valid; zero: CertValidity.
+	Validity time.Duration
 }
 
-// NewCA creates a self-signed certificate authority.
+// NewCA creates a self-signed certificate authority valid for CAValidity.
 func NewCA(commonName string) (KeyPair, error) {
+	return NewCAFor(commonName, CAValidity)
+}
+
+// NewCAFor creates a self-signed certificate authority valid for validity.
+func NewCAFor(commonName string, validity time.Duration) (KeyPair, error) {
 	return sign(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: commonName},
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}, CAValidity, nil, nil, "CA "+commonName)
+	}, validity, nil, nil, "CA "+commonName)
 }
 
 // Issue signs a certificate for req with the CA ca.
@@ -73,12 +85,17 @@ func Issue(ca KeyPair, req CertRequest) (KeyPair, error) {
 	if req.Client {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 	}
-	return sign(tmpl, CertValidity, caCert, caKey, "certificate "+req.CommonName)
+	validity := req.Validity
+	if validity <= 0 {
+		validity = CertValidity
+	}
+	return sign(tmpl, validity, caCert, caKey, "certificate "+req.CommonName)
 }
 
-// sign makes a new key and a certificate for it from tmpl, valid from an
-// hour ago (for clock skew) for validity, signed by parent — or by itself
-// when parent is nil, a CA identified by its own key.
+// sign makes a new key and a certificate for it from tmpl, valid from a
+// little before now (for clock skew, see backdate) until validity from now,
+// signed by parent — or by itself when parent is nil, a CA identified by
+// its own key.
 func sign(tmpl *x509.Certificate, validity time.Duration, parent *x509.Certificate, parentKey crypto.Signer, what string) (KeyPair, error) {
 	key, err := newKey()
 	if err != nil {
@@ -86,7 +103,7 @@ func sign(tmpl *x509.Certificate, validity time.Duration, parent *x509.Certifica
 	}
 	now := time.Now()
 	tmpl.SerialNumber = newSerial()
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-backdate(validity)), now.Add(validity)
 	if parent == nil {
 		tmpl.SubjectKeyId = keyID(&key.PublicKey)
 		parent, parentKey = tmpl, key
@@ -96,6 +113,10 @@ func sign(tmpl *x509.Certificate, validity time.Duration, parent *x509.Certifica
 		return KeyPair{}, fmt.Errorf("sign %s: %w", what, err)
 	}
 	return encode(der, key)
+}
+
+func backdate(validity time.Duration) time.Duration {
+	return min(maxBackdate, validity/10)
 }
 
 // NewServiceAccountKey returns a PEM private key and its PEM public key, for

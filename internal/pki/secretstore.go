@@ -62,3 +62,23 @@ func (s SecretStore) Put(name string, kp KeyPair) error {
 	}
 	return s.Client.Create(s.Ctx, secret)
 }
+
+// Replace implements Store: it updates the existing Secret, so a renewal
+// racing another writer fails on the resource version and is retried with
+// what the winner stored.
+func (s SecretStore) Replace(name string, kp KeyPair) error {
+	if s.ReadOnly {
+		return fmt.Errorf("%s: read-only store cannot renew", name)
+	}
+	secret := &corev1.Secret{}
+	if err := s.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, secret); err != nil {
+		return err
+	}
+	if s.VerifyOwner != nil {
+		if err := s.VerifyOwner(secret); err != nil {
+			return err
+		}
+	}
+	secret.Data = map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM}
+	return s.Client.Update(s.Ctx, secret)
+}

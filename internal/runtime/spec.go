@@ -13,6 +13,13 @@ type File struct {
 	Content []byte `json:"-"`
 	// Secret files are written 0600, others 0644.
 	Secret bool `json:"secret,omitempty"`
+	// Reloadable files are re-read by the running component (a serving
+	// certificate the API server watches, a certificate etcd reads per
+	// handshake): their content is not part of the hash, and a runtime
+	// that can replaces them in place while the instance runs instead of
+	// restarting it. A runtime that cannot (files in a pod's Secret)
+	// rolls the instance.
+	Reloadable bool `json:"-"`
 }
 
 // Probe is an HTTP(S) health check.
@@ -140,6 +147,12 @@ func (s Spec) Hash() string {
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for _, f := range files {
 		h.Write([]byte(f.Path))
+		if f.Reloadable {
+			// The path is what the process was started with; the content
+			// it re-reads.
+			h.Write([]byte{0})
+			continue
+		}
 		h.Write(f.Content)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]

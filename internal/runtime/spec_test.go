@@ -51,3 +51,22 @@ func TestHashWithoutVersionIsUnchanged(t *testing.T) {
 		t.Errorf("Hash() = %s, want %s", got, want)
 	}
 }
+
+func TestHashLeavesOutReloadableContent(t *testing.T) {
+	base := runtime.Spec{Name: "a", Files: []runtime.File{{Path: "server.crt", Content: []byte("one"), Reloadable: true}, {Path: "ca.crt", Content: []byte("ca")}}}
+	renewed := base
+	renewed.Files = []runtime.File{{Path: "server.crt", Content: []byte("two"), Reloadable: true}, {Path: "ca.crt", Content: []byte("ca")}}
+	if base.Hash() != renewed.Hash() {
+		t.Error("a reloadable file's content changed the hash")
+	}
+	moved := base
+	moved.Files = []runtime.File{{Path: "tls.crt", Content: []byte("one"), Reloadable: true}, {Path: "ca.crt", Content: []byte("ca")}}
+	if base.Hash() == moved.Hash() {
+		t.Error("a reloadable file's path is not in the hash")
+	}
+	ca := base
+	ca.Files = []runtime.File{{Path: "server.crt", Content: []byte("one"), Reloadable: true}, {Path: "ca.crt", Content: []byte("new ca")}}
+	if base.Hash() == ca.Hash() {
+		t.Error("a file that is not reloadable left the hash unchanged")
+	}
+}

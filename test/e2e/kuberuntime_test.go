@@ -87,6 +87,12 @@ func TestKubeRuntime(t *testing.T) {
 		})
 	})
 	t.Run("the operator's pods are deleted and the hosted API never stops", func(t *testing.T) {
+		// After etcd's restart the API server's pod may still turn not
+		// ready for a probe period (its /readyz failed while etcd was
+		// away): start from a pod that has been ready for a while.
+		eventually(t, 2*time.Minute, "inner's API server pod ready for 10 s", func() error {
+			return readyFor(t, mgmt, ns, "kube-apiserver", 10*time.Second)
+		})
 		poll := pollAPI(t, inner)
 		deletePods(t, mgmt, "hypershift", "")
 		eventually(t, 3*time.Minute, "the operator to be available again", func() error {
@@ -194,6 +200,31 @@ func deletePods(t *testing.T, kc, ns, component string) {
 		t.Fatalf("no pod deleted:\n%s", out)
 	}
 	t.Logf("%s", strings.TrimSpace(out))
+}
+
+// readyFor says why not every pod of component in ns has been Ready for at
+// least d, or nil when they have.
+func readyFor(t *testing.T, kc, ns, component string, d time.Duration) error {
+	t.Helper()
+	out, err := kubectl(t, kc, "-n", ns, "get", "pods", "-l", "hypershift.dev/component="+component, "-o",
+		`jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\n"}{end}`)
+	if err != nil {
+		return err
+	}
+	lines := strings.Fields(strings.TrimSpace(out))
+	if len(lines) == 0 || len(lines)%3 != 0 {
+		return fmt.Errorf("pods of %s: %q", component, out)
+	}
+	for i := 0; i < len(lines); i += 3 {
+		since, err := time.Parse(time.RFC3339, lines[i+2])
+		if err != nil {
+			return fmt.Errorf("pod %s: Ready since %q: %w", lines[i], lines[i+2], err)
+		}
+		if lines[i+1] != "True" || time.Since(since) < d {
+			return fmt.Errorf("pod %s: Ready=%s since %s", lines[i], lines[i+1], since)
+		}
+	}
+	return nil
 }
 
 // pollAPI asks the hosted API for /version every 100 ms until the returned

@@ -24,6 +24,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -55,6 +56,10 @@ type Reconciler struct {
 	Layout func(namespace string) runtime.Layout
 	// Supports is what the runtime can do; zero is the process runtime's.
 	Supports Capabilities
+	// LeafValidity and CAValidity are how long new certificates are
+	// valid; zero: pki's defaults (a year, ten years). Leaves are renewed
+	// two thirds into their life.
+	LeafValidity, CAValidity time.Duration
 	// Metrics records cluster lifecycle figures; may be nil.
 	Metrics *Metrics
 	// Recorder emits an Event for each condition transition; may be nil.
@@ -79,6 +84,11 @@ type scope struct {
 	requeue ctrl.Result
 	// hibernationMessage explains the hibernation decision.
 	hibernationMessage string
+	// renewed names the certificates this reconcile reissued.
+	renewed []string
+	// pki is the PKI as the PKI phase left it: newer than the cache right
+	// after a renewal.
+	pki *pki.ControlPlane
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/hibernation"
 )
 
@@ -58,7 +59,7 @@ func decideHibernation(s *scope, hcp *hypershiftv1alpha1.HostedControlPlane, now
 	}
 	if !d.Next.IsZero() {
 		// A second late, so the pass lands after the edge.
-		s.requeue = ctrl.Result{RequeueAfter: d.Next.Sub(now) + time.Second}
+		s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: d.Next.Sub(now) + time.Second})
 	}
 	out := &hypershiftv1alpha1.ControlPlaneHibernation{Hibernated: d.Hibernate, IdleAfter: spec.IdleAfter}
 	if d.Hibernate {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/version"
@@ -74,11 +76,48 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 			etcdDNS = append(etcdDNS, l.Host(components.Etcd, ""), l.Host(components.Etcd, "*"))
 		}
 	}
-	if _, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{APIServerIPs: ips, APIServerDNSNames: dns, EtcdDNSNames: etcdDNS}); err != nil {
+	cp, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{
+		APIServerIPs: ips, APIServerDNSNames: dns, EtcdDNSNames: etcdDNS,
+		LeafValidity: r.LeafValidity, CAValidity: r.CAValidity, Renew: true,
+	})
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("PKI: %w", err)
 	}
-	return ctrl.Result{}, r.ensureEncryptionKey(ctx, s)
+	s.pki = cp
+	if len(cp.Renewed) > 0 {
+		s.renewed = cp.Renewed
+		r.recordRenewal(ctx, s)
+	}
+	if err := r.ensureEncryptionKey(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The phases go on; the cluster is reconciled again when the next
+	// leaf is due.
+	s.requeue = lifecycle.Soonest(s.requeue, renewalRequeue(cp.NextRenewal(), time.Now()))
+	return ctrl.Result{}, nil
 }
+
+// renewalRequeue is the requeue that reconciles a cluster when its next
+// leaf is due; none when there is no leaf.
+func renewalRequeue(next, now time.Time) ctrl.Result {
+	if next.IsZero() {
+		return ctrl.Result{}
+	}
+	// A second late, so the leaf is due when the reconcile runs.
+	return ctrl.Result{RequeueAfter: max(next.Sub(now)+time.Second, time.Second)}
+}
+
+// recordRenewal logs and emits an Event for the leaves a reconcile renewed.
+func (r *Reconciler) recordRenewal(ctx context.Context, s *scope) {
+	msg := "Renewed certificates " + strings.Join(s.renewed, ", ")
+	ctrl.LoggerFrom(ctx).Info("renewed certificates", "certificates", s.renewed)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, CertificatesRenewedReason, "Renew", "%s", msg)
+	}
+}
+
+// CertificatesRenewedReason is the reason of the Event a renewal emits.
+const CertificatesRenewedReason = "CertificatesRenewed"
 
 // ensureEncryptionKey creates the key that encrypts the hosted cluster's
 // Secrets in its etcd. It is kept in the management plane, never in the
@@ -148,15 +187,12 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) (ctrl.Re
 	if ep.Port == 0 {
 		return ctrl.Result{}, nil // the control plane has no endpoint yet
 	}
-	store := s.secretStore(ctx, r.Client, true)
-	rootCA, _, err := store.Get(pki.RootCAName)
-	if err != nil {
-		return ctrl.Result{}, err
+	// What the PKI phase stored, not the cache: right after a renewal
+	// the cache may still hold the old admin certificate.
+	if s.pki == nil {
+		return ctrl.Result{}, fmt.Errorf("admin kubeconfig: the PKI phase has not run")
 	}
-	admin, _, err := store.Get(pki.AdminName)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	rootCA, admin := s.pki.RootCA, s.pki.Admin
 	kc, err := kubeconfig.Render(kubeconfig.Params{
 		Name:      s.hc.Name,
 		Server:    fmt.Sprintf("https://%s", net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))),

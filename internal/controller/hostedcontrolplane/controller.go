@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -309,6 +310,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&hypershiftv1alpha1.HostedControlPlane{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pkiSecretToControlPlane), builder.WithPredicates(pkiSecretChanged)).
 		Named("hostedcontrolplane")
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))

@@ -90,7 +90,13 @@ func removePod(ctx context.Context, cri runtimeapi.RuntimeServiceClient, id stri
 // shim.pid for a pod's shim). Containers themselves work in their own
 // root, so they do not match.
 func (n *Node) shims() map[int]string {
-	dirs, _ := filepath.Glob(filepath.Join(n.containerdState(), "io.containerd.runtime.v2.task", "*", "*"))
+	// A process's working directory reads as the resolved path: resolve a
+	// node dir reached through a symbolic link the same way.
+	state := n.containerdState()
+	if resolved, err := filepath.EvalSymlinks(state); err == nil {
+		state = resolved
+	}
+	dirs, _ := filepath.Glob(filepath.Join(state, "io.containerd.runtime.v2.task", "*", "*"))
 	bundles := map[string]bool{}
 	for _, d := range dirs {
 		bundles[d] = true

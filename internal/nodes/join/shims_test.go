@@ -90,3 +90,30 @@ func TestSandboxNetnsPath(t *testing.T) {
 		}
 	}
 }
+
+// A node dir reached through a symbolic link: the shim's working directory
+// reads as the resolved path, and is still the node's.
+func TestShimsAreFoundThroughALinkedNodeDir(t *testing.T) {
+	real, link := t.TempDir(), filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{DataDir: link}
+	bundle := filepath.Join(n.containerdState(), "io.containerd.runtime.v2.task", "k8s.io", "0123abcd")
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.Dir = bundle
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	resolved, err := filepath.EvalSymlinks(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.shims(); got[cmd.Process.Pid] != resolved {
+		t.Errorf("shims() = %v: the process in %s is missing", got, resolved)
+	}
+}

@@ -67,6 +67,12 @@ type instance struct {
 	mu     sync.Mutex
 	spec   runtime.Spec
 	status runtime.InstanceStatus
+	// files serializes writes of the instance's files, so the last write
+	// of a Reloadable file is of the newest spec.
+	files sync.Mutex
+	// started: the instance's files were written by a start or adoption;
+	// Reloadable files are replaced in place only after that.
+	started bool
 
 	respec  chan struct{}
 	stop    chan struct{}
@@ -126,6 +132,7 @@ func (in *instance) logPath() string { return filepath.Join(in.dir, in.name+".lo
 func (in *instance) setSpec(spec runtime.Spec) {
 	in.mu.Lock()
 	changed := in.spec.Hash() != spec.Hash()
+	reload := !changed && in.started && reloadableChanged(in.spec, spec)
 	in.spec = spec
 	in.mu.Unlock()
 	if changed {
@@ -133,7 +140,20 @@ func (in *instance) setSpec(spec runtime.Spec) {
 		case in.respec <- struct{}{}:
 		default:
 		}
+		return
 	}
+	if reload {
+		// The process re-reads these files: no restart.
+		if err := in.writeReloadable(); err != nil {
+			in.log.Error(err, "replace reloadable files")
+		}
+	}
+}
+
+func (in *instance) markStarted() {
+	in.mu.Lock()
+	in.started = true
+	in.mu.Unlock()
 }
 
 func (in *instance) currentSpec() runtime.Spec {
@@ -273,6 +293,11 @@ func (in *instance) adoptOrStart() (*proc, error) {
 	if rec, ok := readPidRecord(in.pidPath()); ok && alive(rec.PID, rec.StartTime) {
 		if rec.Hash == hash {
 			in.log.Info("adopted running process", "pid", rec.PID)
+			// A renewal while no operator ran reaches the process now.
+			in.markStarted()
+			if err := in.writeReloadable(); err != nil {
+				in.log.Error(err, "replace reloadable files")
+			}
 			in.update(func(s *runtime.InstanceStatus) { *s = adoptedStatus(*s, rec, spec) })
 			return &proc{pid: rec.PID, startTime: rec.StartTime, started: rec.startedAt()}, nil
 		}
@@ -326,17 +351,20 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 		return nil, fmt.Errorf("create %s: %w", in.dir, err)
 	}
 	for _, f := range spec.Files {
-		mode := os.FileMode(0o644)
-		if f.Secret {
-			mode = 0o600
+		if f.Reloadable {
+			continue // below, from the newest spec
 		}
 		path := filepath.Join(in.dir, f.Path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 		}
-		if err := atomicfile.Write(path, f.Content, mode); err != nil {
+		if err := atomicfile.Write(path, f.Content, fileMode(f)); err != nil {
 			return nil, err
 		}
+	}
+	in.markStarted()
+	if err := in.writeReloadable(); err != nil {
+		return nil, err
 	}
 	logFile, err := os.OpenFile(in.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

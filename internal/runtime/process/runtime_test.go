@@ -260,3 +260,78 @@ func TestPortsOfNewNamesAreAdded(t *testing.T) {
 		t.Errorf("ports after the upgrade %v, want one for each of %v", after, all)
 	}
 }
+
+func TestReloadableFilesAreReplacedWithoutRestart(t *testing.T) {
+	root := testenv.ShortTempDir(t)
+	ref := runtime.ControlPlaneRef{Namespace: "ns-r", Name: "r"}
+	ctx := context.Background()
+	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
+	spec.Files = append(spec.Files, runtime.File{Path: "server.crt", Content: []byte("one"), Reloadable: true})
+	rt := newRuntime(t, root)
+	if err := rt.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "etcd running", running(rt, ref))
+	first := status(rt, ref)
+	path := filepath.Join(root, ref.Namespace, "etcd-0", "server.crt")
+	read := func() string {
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
+	if got := read(); got != "one" {
+		t.Fatalf("reloadable file holds %q at start, want %q", got, "one")
+	}
+
+	// New content of a reloadable file: replaced in place, same process.
+	renewed := spec
+	renewed.Files = slices.Clone(spec.Files)
+	renewed.Files[len(renewed.Files)-1].Content = []byte("two")
+	if renewed.Hash() != spec.Hash() {
+		t.Fatal("a reloadable file's content changed the spec hash")
+	}
+	if err := rt.Apply(ctx, ref, []runtime.Spec{renewed}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "two" {
+		t.Fatalf("reloadable file holds %q after the change, want %q", got, "two")
+	}
+	time.Sleep(time.Second) // a restart would have begun
+	if s := status(rt, ref); s.PID != first.PID || s.Phase != runtime.Running {
+		t.Fatalf("process replaced (pid %d, was %d; %s): a reloadable file must not restart it", s.PID, first.PID, s.Phase)
+	}
+
+	// A file that is not reloadable still restarts the process.
+	restarted := renewed
+	restarted.Files = slices.Clone(renewed.Files)
+	restarted.Files[0].Content = []byte("other")
+	if err := rt.Apply(ctx, ref, []runtime.Spec{restarted}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "restart for a changed file", func() bool {
+		s := status(rt, ref)
+		return s.PID != first.PID && s.Phase == runtime.Running
+	})
+	if got := read(); got != "two" {
+		t.Fatalf("reloadable file holds %q after the restart, want %q", got, "two")
+	}
+
+	// An operator that starts while the process runs adopts it and
+	// brings the reloadable file up to date.
+	pid := status(rt, ref).PID
+	rt.Release()
+	third := restarted
+	third.Files = slices.Clone(restarted.Files)
+	third.Files[len(third.Files)-1].Content = []byte("three")
+	rt2 := newRuntime(t, root)
+	if err := rt2.Apply(ctx, ref, []runtime.Spec{third}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "adopted", running(rt2, ref))
+	if got := status(rt2, ref).PID; got != pid {
+		t.Fatalf("adoption replaced the process (%d, was %d)", got, pid)
+	}
+	waitFor(t, "reloadable file written on adoption", func() bool { return read() == "three" })
+	if err := rt2.Delete(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// leafValidity is the test's leaf certificate validity. Leaves are
+// backdated by a tenth of it, so each lives 99 s and is renewed 66 s into
+// that, 57 s after it was issued, 33 s before it expires: three renewals
+// of the API server's serving certificate take under three minutes, and a
+// renewal that did not reach a component, the admin kubeconfig or the
+// operator in time would fail requests within seconds. The mechanism is
+// the same at a year: only the timer differs.
+const leafValidity = 90 * time.Second
+
+// TestCertificateRenewal runs a management plane and a hosted cluster
+// whose leaves live 90 s: over three and more renewals of the API server's
+// serving certificate, requests through the admin kubeconfig — re-read
+// from its Secret when it changes, as a client would — never fail, and
+// the API server and etcd keep their processes (they reload).
+func TestCertificateRenewal(t *testing.T) {
+	hs := upCLI(t, "--leaf-certificate-validity", leafValidity.String())
+	hs.must("create", "cluster", "none", "--name", "c", "--wait", "--timeout", "4m")
+	apiPID := instancePID(t, hs.dataDir, "c", "kube-apiserver")
+	etcdPID := instancePID(t, hs.dataDir, "c", "etcd-0")
+	mgmtKubeconfig := filepath.Join(hs.dataDir, "management.kubeconfig")
+	mgmtPIDFile := filepath.Join(hs.dataDir, "management", "kube-apiserver", "pid.json")
+	mgmtAPIPID := pidIn(t, mgmtPIDFile)
+	mgmtCert := adminCertOf(t, mgmtKubeconfig)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	admin := &adminFollower{t: t, mgmtKubeconfig: mgmtKubeconfig}
+	if err := admin.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); admin.follow(ctx) }()
+	go func() { defer wg.Done(); admin.request(ctx) }()
+
+	// The serving certificate as clients get it, through the endpoint.
+	serials := map[string]bool{}
+	deadline := time.Now().Add(4 * time.Minute)
+	for len(serials) < 4 && time.Now().Before(deadline) {
+		if serial, err := admin.servingSerial(); err == nil {
+			serials[serial] = true
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// One more renewal's worth of requests after the last one observed.
+	time.Sleep(5 * time.Second)
+	cancel()
+	wg.Wait()
+
+	ok, failed, kubeconfigs, errs := admin.result()
+	t.Logf("serving certificates seen: %d; admin kubeconfigs: %d; requests: %d ok, %d failed", len(serials), kubeconfigs, ok, failed)
+	if len(serials) < 4 {
+		t.Errorf("saw %d serving certificates in 4 minutes, want the first and 3 renewals", len(serials))
+	}
+	if kubeconfigs < 4 {
+		t.Errorf("the admin kubeconfig Secret changed %d times, want it to follow 3 renewals", kubeconfigs-1)
+	}
+	if failed > 0 || ok < 100 {
+		t.Errorf("%d requests failed (of %d), want none: %s", failed, ok+failed, strings.Join(errs, "; "))
+	}
+	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got != apiPID {
+		t.Errorf("kube-apiserver pid %d, was %d: a renewal restarted it instead of a reload", got, apiPID)
+	}
+	if got := instancePID(t, hs.dataDir, "c", "etcd-0"); got != etcdPID {
+		t.Errorf("etcd-0 pid %d, was %d: a renewal restarted it instead of a reload", got, etcdPID)
+	}
+	// The management plane's leaves renew the same way.
+	if got := pidIn(t, mgmtPIDFile); got != mgmtAPIPID {
+		t.Errorf("management kube-apiserver pid %d, was %d: a renewal restarted it", got, mgmtAPIPID)
+	}
+	if bytes.Equal(adminCertOf(t, mgmtKubeconfig), mgmtCert) {
+		t.Error("the management kubeconfig still has its first admin certificate: the management plane did not renew")
+	}
+	out := hs.must("describe", "cluster", "c")
+	if !regexpMatch(out, `(?m)^\s+kube-apiserver-server\s+leaf\s+\S+Z \([^)]+\)\s+\S+Z \([^)]+\)`) {
+		t.Errorf("describe cluster does not list the serving certificate's expiry and renewal:\n%s", out)
+	}
+	if !strings.Contains(out, "CertificatesRenewed") {
+		t.Errorf("describe cluster shows no renewal event:\n%s", out)
+	}
+}
+
+func pidIn(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.PID
+}
+
+func adminCertOf(t *testing.T, kubeconfig string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.CertData
+}
+
+// adminFollower keeps a client of the hosted cluster made from the admin
+// kubeconfig Secret, remade when the Secret changes, and counts the
+// outcomes of requests made through it.
+type adminFollower struct {
+	t              *testing.T
+	mgmtKubeconfig string
+
+	mu          sync.Mutex
+	kubeconfig  []byte
+	client      *kubernetes.Clientset
+	kubeconfigs int
+	ok, failed  int
+	errs        []string
+}
+
+// refresh reads the admin kubeconfig Secret through the management plane
+// (whose own kubeconfig file is rewritten when its leaves renew, so it is
+// read again each time) and makes a new client when it changed.
+func (a *adminFollower) refresh(ctx context.Context) error {
+	mgmt := hostedClient(a.t, a.mgmtKubeconfig)
+	secret, err := mgmt.CoreV1().Secrets("clusters").Get(ctx, "c-admin-kubeconfig", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("admin kubeconfig Secret: %w", err)
+	}
+	kc := secret.Data["kubeconfig"]
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if bytes.Equal(kc, a.kubeconfig) {
+		return nil
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 5 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	a.kubeconfig, a.client = kc, cs
+	a.kubeconfigs++
+	return nil
+}
+
+func (a *adminFollower) follow(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := a.refresh(ctx); err != nil && ctx.Err() == nil {
+			a.t.Logf("reading the admin kubeconfig: %v", err) // the management plane's client, not the measured one
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// request makes a write and a read every 100 ms through the current client.
+func (a *adminFollower) request(ctx context.Context) {
+	for i := 0; ctx.Err() == nil; i++ {
+		a.mu.Lock()
+		cs := a.client
+		a.mu.Unlock()
+		name := fmt.Sprintf("r-%d", i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		if err == nil {
+			_, err = cs.CoreV1().ConfigMaps("default").Get(ctx, name, metav1.GetOptions{})
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.mu.Lock()
+		if err != nil {
+			a.failed++
+			a.errs = append(a.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
+		} else {
+			a.ok++
+		}
+		a.mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// servingSerial is the serial of the certificate the endpoint serves,
+// verified with the kubeconfig's CA.
+func (a *adminFollower) servingSerial() (string, error) {
+	a.mu.Lock()
+	kc := a.kubeconfig
+	a.mu.Unlock()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return "", err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cfg.CAData)
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: pool, ServerName: u.Hostname(), MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+}
+
+func (a *adminFollower) result() (ok, failed, kubeconfigs int, errs []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.errs) > 10 {
+		a.errs = a.errs[:10]
+	}
+	return a.ok, a.failed, a.kubeconfigs, a.errs
+}

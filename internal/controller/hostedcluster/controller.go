@@ -84,6 +84,8 @@ type scope struct {
 	requeue ctrl.Result
 	// hibernationMessage explains the hibernation decision.
 	hibernationMessage string
+	// fenceRefused says why a requested fence is not applied (fence.go).
+	fenceRefused string
 	// renewed names the certificates this reconcile reissued.
 	renewed []string
 	// pki is the PKI as the PKI phase left it: newer than the cache right
@@ -137,6 +139,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		res, err = ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	r.updateStatus(s)
+	reportFenceRefused(s)
 	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
 		err = countErr
 	}

@@ -163,6 +163,8 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		if err != nil {
 			return err
 		}
+		fence, refused := decideFence(s.hc, r.Supports, hcp, hib)
+		s.fenceRefused = refused
 		hcp.Spec = hypershiftv1alpha1.HostedControlPlaneSpec{
 			KubernetesVersion:            v,
 			Networking:                   s.hc.Spec.Networking,
@@ -173,6 +175,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			PausedUntil:                  s.hc.Spec.PausedUntil,
 			Hibernation:                  hib,
 		}
+		applyFence(hcp, fence)
 		return nil
 	})
 	if err != nil {

@@ -9,9 +9,12 @@ import (
 
 func TestEtcdOnly(t *testing.T) {
 	specs := []runtime.Spec{
-		{Name: "etcd-0", Component: "etcd"}, {Name: "etcd-1", Component: "etcd"},
-		{Name: "kube-apiserver-0", Component: "kube-apiserver"}, {Name: "kube-apiserver-proxy", Component: "kube-apiserver-proxy"},
-		{Name: "kube-controller-manager", Component: "kube-controller-manager"}, {Name: "konnectivity-server-0", Component: "konnectivity-server"},
+		{Name: "etcd-0", Component: "etcd"},
+		{Name: "etcd-1", Component: "etcd"},
+		{Name: "kube-apiserver-0", Component: "kube-apiserver"},
+		{Name: "kube-apiserver-proxy", Component: "kube-apiserver-proxy"},
+		{Name: "kube-controller-manager", Component: "kube-controller-manager"},
+		{Name: "konnectivity-server-0", Component: "konnectivity-server"},
 	}
 	got := etcdOnly(specs)
 	if len(got) != 2 || got[0].Name != "etcd-0" || got[1].Name != "etcd-1" {

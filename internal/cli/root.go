@@ -138,6 +138,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newImageCommand(),
 		newInstallCommand(opts),
 		newUninstallCommand(opts),
+		newBackupCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

@@ -139,6 +139,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newInstallCommand(opts),
 		newUninstallCommand(opts),
 		newBackupCommand(opts),
+		newRestoreCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

@@ -494,6 +494,10 @@ type HostedClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// backup reports the cluster's backups.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
+
 	// conditions describe the cluster's state.
 	// +optional
 	// +listType=map

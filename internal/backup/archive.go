@@ -42,8 +42,11 @@ type Manifest struct {
 	HypershiftVersion string `json:"hypershiftVersion"`
 	EtcdVersion       string `json:"etcdVersion"`
 	// KubernetesVersion is the hosted cluster's release.
-	KubernetesVersion string  `json:"kubernetesVersion,omitempty"`
-	Entries           []Entry `json:"entries"`
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Endpoint is the published API endpoint (host:port) the cluster had:
+	// a restore keeps its port when it is free, so saved kubeconfigs work.
+	Endpoint string  `json:"endpoint,omitempty"`
+	Entries  []Entry `json:"entries"`
 }
 
 // Entry is one file of an archive.

@@ -228,21 +228,21 @@ func TestSnapshotArchiveRestore(t *testing.T) {
 	}
 	s3 := httptest.NewServer(gofakes3.New(s3backend).Server())
 	t.Cleanup(s3.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	// Credentials go to the bucket's own client, not the environment.
+	creds := &Credentials{AccessKeyID: "test", SecretAccessKey: "test"}
 	urls := map[string]string{
 		"file": "file://" + filepath.Join(t.TempDir(), "a.bak"),
 		"s3":   "s3://backups/clusters/a.bak?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + url.QueryEscape(s3.URL),
 	}
 	for name, archiveURL := range urls {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Read(ctx, archiveURL); !errors.Is(err, ErrNotFound) {
+			if _, err := Read(ctx, archiveURL, creds); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("read before write: got %v, want ErrNotFound", err)
 			}
-			if err := Write(ctx, archiveURL, sealed); err != nil {
+			if err := Write(ctx, archiveURL, sealed, creds); err != nil {
 				t.Fatal(err)
 			}
-			stored, err := Read(ctx, archiveURL)
+			stored, err := Read(ctx, archiveURL, creds)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -47,13 +47,13 @@ func TestMeasure10kKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(ctx, archiveURL, sealed); err != nil {
+	if err := Write(ctx, archiveURL, sealed, nil); err != nil {
 		t.Fatal(err)
 	}
 	backupTime := time.Since(start)
 
 	start = time.Now()
-	stored, err := Read(ctx, archiveURL)
+	stored, err := Read(ctx, archiveURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

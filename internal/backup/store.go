@@ -49,15 +49,16 @@ func ParseURL(raw string) (Location, error) {
 	return Location{Bucket: bucket.String(), Key: key}, nil
 }
 
-// Write stores data at the archive URL raw.
-func Write(ctx context.Context, raw string, data []byte) error {
+// Write stores data at the archive URL raw; creds, when not nil, are the
+// S3 credentials of that bucket (otherwise the driver's usual sources).
+func Write(ctx context.Context, raw string, data []byte, creds *Credentials) error {
 	loc, err := ParseURL(raw)
 	if err != nil {
 		return err
 	}
-	b, err := blob.OpenBucket(ctx, loc.Bucket)
+	b, err := openBucket(ctx, loc.Bucket, creds)
 	if err != nil {
-		return fmt.Errorf("open bucket %s: %w", loc.Bucket, err)
+		return err
 	}
 	defer b.Close()
 	if err := b.WriteAll(ctx, loc.Key, data, &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
@@ -69,15 +70,15 @@ func Write(ctx context.Context, raw string, data []byte) error {
 // ErrNotFound says there is no archive at the URL.
 var ErrNotFound = errors.New("no archive at this URL")
 
-// Read loads the archive at the URL raw.
-func Read(ctx context.Context, raw string) ([]byte, error) {
+// Read loads the archive at the URL raw; creds as for Write.
+func Read(ctx context.Context, raw string, creds *Credentials) ([]byte, error) {
 	loc, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
 	}
-	b, err := blob.OpenBucket(ctx, loc.Bucket)
+	b, err := openBucket(ctx, loc.Bucket, creds)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", loc.Bucket, err)
+		return nil, err
 	}
 	defer b.Close()
 	data, err := b.ReadAll(ctx, loc.Key)

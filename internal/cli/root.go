@@ -138,6 +138,8 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newImageCommand(),
 		newInstallCommand(opts),
 		newUninstallCommand(opts),
+		newBackupCommand(opts),
+		newRestoreCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

@@ -167,6 +167,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
 		Layout:            podsLayout(opts.Runtime),
+		Runtime:           opts.Runtime,
 		Supports:          supports,
 		LeafValidity:      opts.LeafCertificateValidity,
 		CAValidity:        opts.CAValidity,

@@ -155,6 +155,9 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		} else {
 			delete(hcp.Annotations, hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 		}
+		if err := copyRestoreRequest(s.hc, hcp); err != nil {
+			return err
+		}
 		v := s.hc.Spec.KubernetesVersion
 		if v == "" {
 			v = version.KubernetesVersion

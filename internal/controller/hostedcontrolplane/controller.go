@@ -88,6 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Each phase needs what the one before made.
 			res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 				{Name: "render components", Run: r.reconcileRender},
+				{Name: "restore", Run: r.reconcileRestore},
 				{Name: "hibernation", Run: r.reconcileHibernation},
 				{Name: "fence", Run: r.reconcileFence},
 				{Name: "run components", Run: r.reconcileRuntime},

@@ -140,6 +140,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newUninstallCommand(opts),
 		newBackupCommand(opts),
 		newRestoreCommand(opts),
+		newMigrateCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

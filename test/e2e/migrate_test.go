@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestMigrateCluster moves a hosted cluster with simulated nodes between
+// two management planes on this host while a client writes to it
+// continuously (retrying, keeping every acknowledged write): every
+// acknowledged write is on the target, the admin kubeconfig and the
+// service-account token saved before work unchanged, the nodes are Ready
+// there, and the source's cluster, processes and data are gone. A
+// migration whose final backup cannot be written rolls back: the source is
+// unfenced and serves again.
+func TestMigrateCluster(t *testing.T) {
+	src, dst := upCLI(t), upCLI(t)
+	dstMgmt := filepath.Join(dst.dataDir, "management.kubeconfig")
+	srcMgmt := filepath.Join(src.dataDir, "management.kubeconfig")
+	src.must("create", "cluster", "simulated", "--name", "m", "--node-pool-replicas", "2", "--wait", "--timeout", "3m")
+	saved := t.TempDir()
+	kc := filepath.Join(saved, "m.kubeconfig")
+	src.must("create", "kubeconfig", "--name", "m", "-o", kc)
+	waitReadyNodes(t, kc, 2)
+	cs := hostedClient(t, kc)
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(t.Context(), "robot",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(7200))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(saved, "key")
+	writeFile(t, keyFile, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n")
+
+	t.Run("refusals and rollback", func(t *testing.T) {
+		if stderr := src.fails("migrate", "cluster", "--name", "m", "--to-kubeconfig", srcMgmt,
+			"--via", "file://"+filepath.Join(saved, "x.bak"), "--key-file", keyFile); !strings.Contains(stderr, "is this management plane") {
+			t.Errorf("migrating to the same plane: %s", stderr)
+		}
+		// The operator cannot write into a directory that does not exist:
+		// the final backup fails after the fence, and the fence is lifted.
+		stderr := src.fails("migrate", "cluster", "--name", "m", "--to-kubeconfig", dstMgmt,
+			"--via", "file://"+filepath.Join(saved, "missing", "m.bak"), "--key-file", keyFile, "--timeout", "2m")
+		if !strings.Contains(stderr, "BucketUnavailable") || !strings.Contains(stderr, "rolled back: lifted the fence on the source") {
+			t.Errorf("migration with an unwritable archive: %s", stderr)
+		}
+		eventually(t, 2*time.Minute, "the source Available again", func() error {
+			if got := hcCondition(t, srcMgmt, "m", "Available"); !strings.HasPrefix(got, "True/") {
+				return errorf("Available %s", got)
+			}
+			return nil
+		})
+		if got := hcCondition(t, srcMgmt, "m", "Fenced"); got != "False/NotFenced" {
+			t.Errorf("Fenced %s after the rollback, want False/NotFenced", got)
+		}
+		if out, _ := kubectl(t, dstMgmt, "-n", "clusters", "get", "hostedcluster", "m"); !strings.Contains(out, "NotFound") {
+			t.Errorf("the target has a cluster after the rollback:\n%s", out)
+		}
+		waitReadyNodes(t, kc, 2)
+	})
+
+	w := &writer{cs: hostedClientWithTimeout(t, kc, 2*time.Second)}
+	stop := w.start(t.Context())
+	eventually(t, time.Minute, "20 acknowledged writes", func() error {
+		if n := w.count(); n < 20 {
+			return errorf("%d acknowledged", n)
+		}
+		return nil
+	})
+	out := src.must("migrate", "cluster", "--name", "m", "--to-kubeconfig", dstMgmt,
+		"--via", "file://"+filepath.Join(saved, "m.bak"), "--key-file", keyFile, "--timeout", "5m")
+	t.Logf("migrate output:\n%s", out)
+	match := regexp.MustCompile(`migrated hosted cluster clusters/m in [0-9.]+s; downtime ([0-9.]+)s`).FindStringSubmatch(out)
+	if match == nil {
+		t.Fatalf("migrate output does not report the downtime:\n%s", out)
+	}
+	downtime, _ := strconv.ParseFloat(match[1], 64)
+	// The writer goes on against the target with the same kubeconfig.
+	after := w.count()
+	eventually(t, 2*time.Minute, "20 writes acknowledged by the target", func() error {
+		if n := w.count() - after; n < 20 {
+			return errorf("%d acknowledged since the migration", n)
+		}
+		return nil
+	})
+	stop()
+	acked, failures, longest := w.result()
+	t.Logf("MIGRATION: downtime %.1fs (fence to Available, as migrate measured it); the writer saw %d acknowledged writes, %d failed requests, longest outage %.1fs",
+		downtime, len(acked), failures, longest.Seconds())
+	list, err := hostedClient(t, kc).CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{}
+	for _, cm := range list.Items {
+		present[cm.Name] = true
+	}
+	var lost []string
+	for _, name := range acked {
+		if !present[name] {
+			lost = append(lost, name)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
+	}
+	checkToken(t, kc, tr.Status.Token)
+
+	// The saved kubeconfig reaches the target: the endpoint is the target's.
+	targetKC := filepath.Join(saved, "target.kubeconfig")
+	dst.must("create", "kubeconfig", "--name", "m", "-o", targetKC)
+	if a, b := kubeconfigServer(t, kc), kubeconfigServer(t, targetKC); a != b {
+		t.Errorf("saved kubeconfig points at %s, the target publishes %s", a, b)
+	}
+	waitReadyNodes(t, kc, 2)
+	if out := dst.must("get", "clusters"); !regexpMatch(out, `(?m)^clusters\s+m\s+\S+\s+True\s`) {
+		t.Errorf("target's clusters:\n%s", out)
+	}
+
+	// The source is gone: object, processes, data.
+	if out, _ := kubectl(t, srcMgmt, "-n", "clusters", "get", "hostedcluster", "m"); !strings.Contains(out, "NotFound") {
+		t.Errorf("the source still has the cluster:\n%s", out)
+	}
+	for _, dir := range []string{filepath.Join(src.dataDir, "clusters", "clusters-m"), filepath.Join(src.dataDir, "nodes", "clusters-m")} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the migration (%v)", dir, err)
+		}
+	}
+	running := 0
+	for _, p := range recordedProcesses(t, filepath.Join(dst.dataDir, "nodes", "clusters-m")) {
+		if p.running() {
+			running++
+		}
+	}
+	if running == 0 {
+		t.Error("no node agent of the cluster runs on the target plane")
+	}
+}
+
+// waitReadyNodes waits until the cluster of kc has n Ready nodes.
+func waitReadyNodes(t *testing.T, kc string, n int) {
+	t.Helper()
+	eventually(t, 3*time.Minute, strconv.Itoa(n)+" Ready nodes", func() error {
+		out, err := kubectl(t, kc, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil {
+			return errorf("%v: %s", err, out)
+		}
+		if ready := strings.Count(out, "True"); ready != n {
+			return errorf("%d Ready nodes, want %d", ready, n)
+		}
+		return nil
+	})
+}
+
+// kubeconfigServer is the API server URL of a kubeconfig.
+func kubeconfigServer(t *testing.T, path string) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Host
+}

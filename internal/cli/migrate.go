@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,7 +86,10 @@ func (o *migrateOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return err
 	}
-	return m.run(cmd.Context())
+	// An interrupt ends the waiting, and the rollback undoes what was done.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return m.run(ctx)
 }
 
 // prepare checks every input and both planes before anything changes.
@@ -159,7 +165,7 @@ func (m *migration) checkSource(ctx context.Context) (*hypershiftv1alpha1.Hosted
 	case !fenced && !meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()):
 		return nil, fmt.Errorf("hosted cluster %s is not Available: see `hypershift describe cluster %s -n %s`", m.nn, m.nn.Name, m.nn.Namespace)
 	}
-	if _, ok := hc.Annotations[hypershiftv1alpha1.BackupRequestAnnotation]; ok && hc.Status.Backup == nil {
+	if backupUnderWay(hc) {
 		return nil, fmt.Errorf("hosted cluster %s has a backup under way (annotation %s): wait for it and migrate again", m.nn, hypershiftv1alpha1.BackupRequestAnnotation)
 	}
 	m.srcUID = hc.UID
@@ -418,4 +424,19 @@ func (m *migration) rollback(ctx context.Context, cause error) error {
 func restoredFrom(hc *hypershiftv1alpha1.HostedCluster, url string) bool {
 	req, err := hostedcluster.RestoreRequestOf(hc.Annotations)
 	return err == nil && req != nil && req.URL == url
+}
+
+// backupUnderWay: the cluster's backup request has no answer in its status
+// yet (the operator runs one request at a time).
+func backupUnderWay(hc *hypershiftv1alpha1.HostedCluster) bool {
+	raw, ok := hc.Annotations[hypershiftv1alpha1.BackupRequestAnnotation]
+	if !ok {
+		return false
+	}
+	req := hypershiftv1alpha1.BackupRequest{}
+	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+		return false // an invalid request is answered with a condition, not run
+	}
+	st := hc.Status.Backup
+	return st == nil || (st.FailedRequestID != req.ID && (st.LastBackup == nil || st.LastBackup.RequestID != req.ID))
 }

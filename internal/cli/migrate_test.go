@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
 // TestMigrateRefusesBadInput: every flag is checked before either
@@ -36,6 +38,33 @@ func TestMigrateRefusesBadInput(t *testing.T) {
 		_, err := run(t, append(base, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("migrate %v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestBackupUnderWay(t *testing.T) {
+	withRequest := func(id string, st *hypershiftv1alpha1.BackupStatus) *hypershiftv1alpha1.HostedCluster {
+		hc := &hypershiftv1alpha1.HostedCluster{Status: hypershiftv1alpha1.HostedClusterStatus{Backup: st}}
+		if id != "" {
+			hc.Annotations = map[string]string{hypershiftv1alpha1.BackupRequestAnnotation: `{"id":"` + id + `","url":"file:///b","secret":"s"}`}
+		}
+		return hc
+	}
+	done := &hypershiftv1alpha1.BackupStatus{LastBackup: &hypershiftv1alpha1.BackupRecord{RequestID: "r1"}}
+	failed := &hypershiftv1alpha1.BackupStatus{FailedRequestID: "r1", LastBackup: &hypershiftv1alpha1.BackupRecord{RequestID: "r0"}}
+	for _, tc := range []struct {
+		name string
+		hc   *hypershiftv1alpha1.HostedCluster
+		want bool
+	}{
+		{"no request", withRequest("", nil), false},
+		{"no status yet", withRequest("r1", nil), true},
+		{"answered", withRequest("r1", done), false},
+		{"failed", withRequest("r1", failed), false},
+		{"newer request than the last answer", withRequest("r2", done), true},
+	} {
+		if got := backupUnderWay(tc.hc); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -66,7 +66,7 @@ type BackupSpec struct {
 	// '0 3 * * *', or @daily.
 	//
 	// +kubebuilder:validation:MaxLength=100
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\\S+\\s+\\S+\\s+\\S+\\s+\\S+\\s+\\S+)$')",message="spec.backup.schedule must be a 5-field cron expression such as '0 3 * * *', or @daily"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\\\\S+\\\\s+\\\\S+\\\\s+\\\\S+\\\\s+\\\\S+\\\\s+\\\\S+)$')",message="spec.backup.schedule must be a 5-field cron expression such as '0 3 * * *', or @daily"
 	Schedule string `json:"schedule"`
 
 	// timeZone is the IANA time zone the schedule is read in; UTC when

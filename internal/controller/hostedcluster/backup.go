@@ -291,7 +291,7 @@ func requestSecret(ctx context.Context, c client.Client, namespace, name string)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, fail(hypershiftv1alpha1.EncryptionKeyMissingReason, "Secret %s/%s with the archive key does not exist", namespace, name)
 		}
-		return nil, nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+		return nil, nil, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
 	}
 	key, creds, err := backup.FromSecretData(secret.Data)
 	if err != nil {
@@ -353,7 +353,7 @@ func (r *Reconciler) collectState(ctx context.Context, s *scope, a *backup.Archi
 		}
 	}
 	if a.Files[backup.EncryptionKeyEntry] == nil {
-		return fmt.Errorf("Secret %s/%s (the encryption key) is missing", s.ns, pki.EncryptionKeyName)
+		return fmt.Errorf("the encryption key Secret %s/%s is missing", s.ns, pki.EncryptionKeyName)
 	}
 	spec, err := json.Marshal(archivedObject(hc))
 	if err != nil {

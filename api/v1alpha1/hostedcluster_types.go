@@ -432,6 +432,10 @@ type HostedClusterSpec struct {
 	//
 	// +optional
 	Hibernation *HibernationSpec `json:"hibernation,omitempty"`
+
+	// backup runs backups on a schedule, keeping the newest (docs/backup.md).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
 }
 
 // APIEndpoint is where a hosted kube-apiserver listens.

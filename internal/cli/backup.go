@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -109,7 +111,7 @@ func writeRequestSecret(ctx context.Context, c client.Client, hc *hypershiftv1al
 		return controllerutil.SetOwnerReference(hc, secret, c.Scheme())
 	})
 	if err != nil {
-		return "", fmt.Errorf("Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		return "", fmt.Errorf("secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	return secret.Name, nil
 }
@@ -139,7 +141,7 @@ func (o *backupOptions) run(cmd *cobra.Command, c client.Client, key []byte) err
 		return err
 	}
 	req := hypershiftv1alpha1.BackupRequest{ID: newRequestID(), URL: o.to, Secret: secretName}
-	raw, err := json.Marshal(req)
+	raw, err := json.Marshal(req) //nolint:gosec // names the Secret, holds none of it
 	if err != nil {
 		return err
 	}
@@ -194,4 +196,24 @@ func waitBackup(ctx context.Context, c client.Client, nn client.ObjectKey, id st
 		return nil, fmt.Errorf("backup %s of hosted cluster %s not done after %s: see the BackupSucceeded condition (`hypershift describe cluster %s -n %s`)", id, nn, timeout, nn.Name, nn.Namespace)
 	}
 	return rec, err
+}
+
+// printBackup adds the cluster's backups to `describe cluster`: the last
+// one (URL, size, age, duration) and the schedule's next time.
+func printBackup(w io.Writer, hc *hypershiftv1alpha1.HostedCluster, now time.Time) {
+	st := hc.Status.Backup
+	if st != nil && st.LastBackup != nil {
+		b := st.LastBackup
+		fmt.Fprintf(w, "Last backup:\t%s (%d bytes, %s ago, took %s)\n", b.URL, b.SizeBytes,
+			duration.HumanDuration(now.Sub(b.Time.Time)), b.Duration.Round(time.Millisecond))
+	} else if hc.Spec.Backup != nil || st != nil {
+		fmt.Fprintf(w, "Last backup:\t-\n")
+	}
+	if spec := hc.Spec.Backup; spec != nil {
+		next := "-"
+		if st != nil && st.NextScheduleTime != nil {
+			next = st.NextScheduleTime.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "Backup schedule:\t%s %s to %s, keep %d, next %s\n", spec.Schedule, orDash(spec.TimeZone), spec.URL, spec.Keep, next)
+	}
 }

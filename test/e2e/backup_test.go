@@ -218,3 +218,82 @@ func (c *cli) runEnv(env []string, args ...string) result {
 	c.t.Logf("hypershift %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
 	return result{stdout: out.String(), stderr: errOut.String(), err: err}
 }
+
+// TestBackupRestoreSecondPlane restores a cluster with three simulated
+// nodes into a second management plane (another data dir) after the first
+// one is gone: the nodes are Ready again on the new plane, and the admin
+// kubeconfig saved from the first works (the API port was free, so kept).
+func TestBackupRestoreSecondPlane(t *testing.T) {
+	first := newCLI(t)
+	first.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { first.run("down", "--purge") })
+	first.must("create", "cluster", "simulated", "--name", "s", "--node-pool-replicas", "3", "--wait", "--timeout", "3m")
+	saved := t.TempDir()
+	kc := filepath.Join(saved, "s.kubeconfig")
+	first.must("create", "kubeconfig", "--name", "s", "-o", kc)
+	nodesReady := func() error {
+		out, err := kubectl(t, kc, "get", "nodes", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status} {end}`)
+		if err != nil {
+			return err
+		}
+		fields := strings.Fields(out)
+		if len(fields) != 3 {
+			return errorf("nodes %q, want 3", out)
+		}
+		for _, f := range fields {
+			if !strings.HasSuffix(f, "=True") {
+				return errorf("nodes %q, want all Ready", out)
+			}
+		}
+		return nil
+	}
+	eventually(t, 3*time.Minute, "3 Ready nodes on the first plane", nodesReady)
+	before := mustKubectl(t, kc, "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}")
+	keyFile := filepath.Join(saved, "key")
+	writeFile(t, keyFile, strings.Repeat("5a", 32))
+	archiveURL := "file://" + filepath.Join(saved, "s.bak")
+	first.must("backup", "cluster", "--name", "s", "--to", archiveURL, "--key-file", keyFile)
+	// Gone, with its simulated agents: Ready nodes later are the new plane's.
+	first.must("down", "--purge")
+
+	second := newCLI(t)
+	second.must("up", "--detach", "--metrics-bind-address", "0")
+	t.Cleanup(func() { second.run("down", "--purge") })
+	start := time.Now()
+	second.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--timeout", "3m")
+	// The nodes' status in the snapshot says Ready; what proves the new
+	// plane's agents are their Leases, renewed after the restore began.
+	cs := hostedClient(t, kc)
+	eventually(t, 3*time.Minute, "3 Ready nodes whose Leases the second plane's agents renew", func() error {
+		if err := nodesReady(); err != nil {
+			return err
+		}
+		leases, err := cs.CoordinationV1().Leases("kube-node-lease").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		renewed := 0
+		for _, l := range leases.Items {
+			if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(start) {
+				renewed++
+			}
+		}
+		if renewed != 3 {
+			return errorf("%d of %d node Leases renewed since the restore began, want 3", renewed, len(leases.Items))
+		}
+		return nil
+	})
+	t.Logf("nodes Ready on the second plane %.1fs after restore started", time.Since(start).Seconds())
+	if after := mustKubectl(t, kc, "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"); after != before {
+		t.Errorf("nodes %q after the restore, want the same %q", after, before)
+	}
+	eventually(t, time.Minute, "the NodePool Ready on the second plane", func() error {
+		msg := mustKubectl(t, filepath.Join(second.dataDir, "management.kubeconfig"), "-n", "clusters", "get", "nodepool", "s",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
+		if !strings.Contains(msg, "3 of 3 nodes Ready") {
+			return errorf("Ready message %q", msg)
+		}
+		return nil
+	})
+}

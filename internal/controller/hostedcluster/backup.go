@@ -45,15 +45,6 @@ type backupJobs struct {
 	jobs map[types.UID]*backupJob
 }
 
-type backupJob struct {
-	id   string
-	done chan struct{}
-	// Set before done is closed.
-	record *hypershiftv1alpha1.BackupRecord
-	reason hypershiftv1alpha1.ConditionReason
-	err    error
-}
-
 func (r *Reconciler) backupJobs() *backupJobs {
 	r.backupsOnce.Do(func() { r.backups = &backupJobs{jobs: map[types.UID]*backupJob{}} })
 	return r.backups
@@ -94,104 +85,138 @@ func parseBackupRequest(hc *hypershiftv1alpha1.HostedCluster) (*hypershiftv1alph
 	return req, nil
 }
 
-// reconcileBackup runs the backup the cluster's annotation asks for, once
-// per request ID, and reports it in status.backup and BackupSucceeded.
+// reconcileBackup runs the backups asked for — the annotation's request,
+// once per request ID, and spec.backup's schedule — one at a time per
+// cluster, off the reconcile, and reports them in status.backup and
+// BackupSucceeded.
 func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hc := s.hc
-	req, err := parseBackupRequest(hc)
-	if req == nil && err == nil {
-		return ctrl.Result{}, nil
-	}
-	st := hc.Status.Backup
-	if st == nil {
-		st = &hypershiftv1alpha1.BackupStatus{}
-	}
-	if req != nil && (st.FailedRequestID == req.ID || (st.LastBackup != nil && st.LastBackup.RequestID == req.ID)) {
-		return ctrl.Result{}, nil // answered
-	}
-	if err != nil {
-		r.reportBackup(s, req, nil, &backupFailure{reason: hypershiftv1alpha1.InvalidBackupRequestReason, err: err})
-		return ctrl.Result{}, nil
-	}
 	jobs := r.backupJobs()
 	jobs.mu.Lock()
 	job := jobs.jobs[hc.UID]
 	jobs.mu.Unlock()
-	if job == nil || job.id != req.ID {
-		if job != nil {
-			select {
-			case <-job.done:
-			default:
-				// The previous request still runs; this one waits for it.
-				s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: backupPoll})
-				return ctrl.Result{}, nil
-			}
-		}
-		in, err := r.backupInputs(ctx, s, req)
-		if err != nil {
-			r.reportBackup(s, req, nil, err)
+	if job != nil {
+		select {
+		case <-job.done:
+		default:
+			s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: backupPoll})
 			return ctrl.Result{}, nil
 		}
-		job = &backupJob{id: req.ID, done: make(chan struct{})}
 		jobs.mu.Lock()
-		jobs.jobs[hc.UID] = job
+		delete(jobs.jobs, hc.UID)
 		jobs.mu.Unlock()
-		log := ctrl.LoggerFrom(ctx)
-		log.Info("backup started", "request", req.ID, "url", req.URL)
-		go func() {
-			defer close(job.done)
-			job.record, job.err = in.run(context.WithoutCancel(ctx))
-			if job.err != nil {
-				log.Error(job.err, "backup failed", "request", req.ID, "url", req.URL)
-			} else {
-				log.Info("backup done", "request", req.ID, "url", req.URL, "bytes", job.record.SizeBytes, "duration", job.record.Duration.Duration)
-			}
-		}()
+		r.reportBackup(s, job)
 	}
-	select {
-	case <-job.done:
-	default:
-		s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: backupPoll})
+	want, err := r.wantedBackup(ctx, s)
+	if err != nil || want == nil {
+		return ctrl.Result{}, err
+	}
+	in, err := r.backupInputs(ctx, s, want)
+	if err != nil {
+		r.reportBackup(s, &backupJob{id: want.id, scheduled: want.scheduled, err: err})
 		return ctrl.Result{}, nil
 	}
+	job = &backupJob{id: want.id, scheduled: want.scheduled, done: make(chan struct{})}
 	jobs.mu.Lock()
-	delete(jobs.jobs, hc.UID)
+	jobs.jobs[hc.UID] = job
 	jobs.mu.Unlock()
-	r.reportBackup(s, req, job.record, job.err)
+	log := ctrl.LoggerFrom(ctx).WithValues("request", want.id, "url", want.url)
+	log.Info("backup started")
+	go func() {
+		defer close(job.done)
+		job.record, job.err = in.run(context.WithoutCancel(ctx))
+		if job.err != nil {
+			log.Error(job.err, "backup failed")
+		} else {
+			log.Info("backup done", "bytes", job.record.SizeBytes, "duration", job.record.Duration.Duration)
+		}
+	}()
+	s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: backupPoll})
 	return ctrl.Result{}, nil
 }
 
+// backupWanted is one backup to run now.
+type backupWanted struct {
+	id, url string
+	// secret holds the key (and credentials) of a request; keySecret and
+	// credsSecret those of a schedule.
+	secret, keySecret, credsSecret string
+	// scheduled is the schedule time a scheduled backup is for; zero for a
+	// request. keep and prefix drive its retention.
+	scheduled time.Time
+	keep      int
+	prefix    string
+}
+
+// wantedBackup is the backup to start now, if any: an unanswered request
+// first, then a schedule time that has come.
+func (r *Reconciler) wantedBackup(_ context.Context, s *scope) (*backupWanted, error) {
+	hc := s.hc
+	st := hc.Status.Backup
+	if st == nil {
+		st = &hypershiftv1alpha1.BackupStatus{}
+	}
+	req, err := parseBackupRequest(hc)
+	answered := req != nil && (st.FailedRequestID == req.ID || (st.LastBackup != nil && st.LastBackup.RequestID == req.ID))
+	switch {
+	case answered:
+	case err != nil:
+		id := ""
+		if req != nil {
+			id = req.ID
+		}
+		r.reportBackup(s, &backupJob{id: id, err: &backupFailure{reason: hypershiftv1alpha1.InvalidBackupRequestReason, err: err}})
+	case req != nil:
+		return &backupWanted{id: req.ID, url: req.URL, secret: req.Secret}, nil
+	}
+	return r.scheduledBackup(s)
+}
+
+// backupJob is one backup and its outcome.
+type backupJob struct {
+	id        string
+	scheduled time.Time
+	done      chan struct{}
+	// Set before done is closed.
+	record *hypershiftv1alpha1.BackupRecord
+	err    error
+}
+
 // reportBackup writes a backup's outcome into the status.
-func (r *Reconciler) reportBackup(s *scope, req *hypershiftv1alpha1.BackupRequest, rec *hypershiftv1alpha1.BackupRecord, err error) {
+func (r *Reconciler) reportBackup(s *scope, job *backupJob) {
 	hc := s.hc
 	if hc.Status.Backup == nil {
 		hc.Status.Backup = &hypershiftv1alpha1.BackupStatus{}
 	}
-	if err == nil {
-		hc.Status.Backup.LastBackup = rec
+	st := hc.Status.Backup
+	if !job.scheduled.IsZero() {
+		st.LastScheduleTime = &metav1.Time{Time: job.scheduled}
+	}
+	if job.record != nil {
+		st.LastBackup = job.record
+	}
+	if job.err == nil {
+		rec := job.record
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.BackupSucceeded, true,
 			hypershiftv1alpha1.BackupCompletedReason, fmt.Sprintf("Backup %s written to %s (%d bytes in %s)",
 				rec.RequestID, rec.URL, rec.SizeBytes, rec.Duration.Round(time.Millisecond)))
 		return
 	}
 	reason := hypershiftv1alpha1.SnapshotFailedReason
-	if f := (*backupFailure)(nil); errors.As(err, &f) {
+	if f := (*backupFailure)(nil); errors.As(job.err, &f) {
 		reason = f.reason
 	}
-	id := ""
-	if req != nil {
-		id = req.ID
-	}
-	hc.Status.Backup.FailedRequestID = id
+	st.FailedRequestID = job.id
 	conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.BackupSucceeded, false,
-		reason, fmt.Sprintf("Backup %s failed: %v", id, err))
+		reason, fmt.Sprintf("Backup %s failed: %v", job.id, job.err))
 }
 
 // backupInputs is what a backup reads from the management plane, gathered
 // on the reconcile (from the cache) so the job itself only talks to etcd
 // and the bucket.
 type backupInputs struct {
-	req       *hypershiftv1alpha1.BackupRequest
+	want      *backupWanted
+	uid       string
 	key       []byte
 	creds     *backup.Credentials
 	endpoints []string
@@ -199,14 +224,18 @@ type backupInputs struct {
 	archive   backup.Archive
 }
 
-func (r *Reconciler) backupInputs(ctx context.Context, s *scope, req *hypershiftv1alpha1.BackupRequest) (*backupInputs, error) {
+func (r *Reconciler) backupInputs(ctx context.Context, s *scope, want *backupWanted) (*backupInputs, error) {
 	hc := s.hc
-	in := &backupInputs{req: req, archive: backup.Archive{Files: map[string][]byte{}}}
-	key, creds, err := requestSecret(ctx, r.Client, hc.Namespace, req.Secret)
+	in := &backupInputs{want: want, uid: string(hc.UID), archive: backup.Archive{Files: map[string][]byte{}}}
+	var err error
+	if want.secret != "" {
+		in.key, in.creds, err = requestSecret(ctx, r.Client, hc.Namespace, want.secret)
+	} else {
+		in.key, in.creds, err = scheduleSecrets(ctx, r.Client, hc.Namespace, want.keySecret, want.credsSecret)
+	}
 	if err != nil {
 		return nil, err
 	}
-	in.key, in.creds = key, creds
 	if s.pki == nil || s.hcp == nil {
 		return nil, fail(hypershiftv1alpha1.SnapshotFailedReason, "the control plane has no PKI or HostedControlPlane yet")
 	}
@@ -237,13 +266,22 @@ func (in *backupInputs) run(ctx context.Context) (*hypershiftv1alpha1.BackupReco
 	if err != nil {
 		return nil, fail(hypershiftv1alpha1.SnapshotFailedReason, "%w", err)
 	}
-	if err := backup.Write(ctx, in.req.URL, sealed, in.creds); err != nil {
+	if err := backup.Write(ctx, in.want.url, sealed, in.creds); err != nil {
 		return nil, fail(hypershiftv1alpha1.BucketUnavailableReason, "%w", err)
 	}
-	return &hypershiftv1alpha1.BackupRecord{
-		URL: in.req.URL, Time: metav1.NewTime(start), SizeBytes: int64(len(sealed)),
-		Duration: metav1.Duration{Duration: time.Since(start)}, RequestID: in.req.ID,
-	}, nil
+	rec := &hypershiftv1alpha1.BackupRecord{
+		URL: in.want.url, Time: metav1.NewTime(start), SizeBytes: int64(len(sealed)),
+		Duration: metav1.Duration{Duration: time.Since(start)}, RequestID: in.want.id,
+	}
+	if in.want.scheduled.IsZero() {
+		return rec, nil
+	}
+	// Retention after a success only: a failing bucket never costs an
+	// archive that was good.
+	if _, err := backup.Prune(ctx, in.want.prefix, in.uid, in.want.keep, in.creds); err != nil {
+		return rec, fail(hypershiftv1alpha1.BucketUnavailableReason, "archive written, deleting archives beyond spec.backup.keep failed: %w", err)
+	}
+	return rec, nil
 }
 
 // requestSecret reads a request's archive key and optional S3 credentials.
@@ -253,7 +291,7 @@ func requestSecret(ctx context.Context, c client.Client, namespace, name string)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, fail(hypershiftv1alpha1.EncryptionKeyMissingReason, "Secret %s/%s with the archive key does not exist", namespace, name)
 		}
-		return nil, nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+		return nil, nil, fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
 	}
 	key, creds, err := backup.FromSecretData(secret.Data)
 	if err != nil {
@@ -315,7 +353,7 @@ func (r *Reconciler) collectState(ctx context.Context, s *scope, a *backup.Archi
 		}
 	}
 	if a.Files[backup.EncryptionKeyEntry] == nil {
-		return fmt.Errorf("Secret %s/%s (the encryption key) is missing", s.ns, pki.EncryptionKeyName)
+		return fmt.Errorf("the encryption key Secret %s/%s is missing", s.ns, pki.EncryptionKeyName)
 	}
 	spec, err := json.Marshal(archivedObject(hc))
 	if err != nil {

@@ -69,6 +69,9 @@ type Reconciler struct {
 	// restores place etcd data where it runs it. Nil: no backups.
 	Runtime runtime.Runtime
 
+	// Clock is the time schedules are judged at; nil: time.Now.
+	Clock func() time.Time
+
 	backupsOnce sync.Once
 	backups     *backupJobs
 

@@ -177,11 +177,11 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 	if !ok {
 		return fmt.Sprintf(changed, "the runtime allocates its own ports")
 	}
-	if l, err := net.Listen("tcp", net.JoinHostPort("", portText)); err != nil {
+	l, err := net.Listen("tcp", net.JoinHostPort("", portText))
+	if err != nil {
 		return fmt.Sprintf(changed, "port "+portText+" is in use")
-	} else {
-		_ = l.Close()
 	}
+	_ = l.Close()
 	ref := runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}
 	pinned, err := pinner.PinPorts(ref, map[string]int{components.EndpointPort: port})
 	switch {
@@ -203,7 +203,7 @@ func copyRestoreRequest(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1a
 		return nil //nolint:nilerr // the restore phase reports a bad annotation
 	}
 	req.Namespace = hc.Namespace
-	raw, err := json.Marshal(req)
+	raw, err := json.Marshal(req) //nolint:gosec // names the Secret, holds none of it
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,9 +23,10 @@ import (
 // continuously (retrying, keeping every acknowledged write): every
 // acknowledged write is on the target, the admin kubeconfig and the
 // service-account token saved before work unchanged, the nodes are Ready
-// there, and the source's cluster, processes and data are gone. A
-// migration whose final backup cannot be written rolls back: the source is
-// unfenced and serves again.
+// there, and the source's cluster, processes and data are gone — there
+// through file:// and back through an in-process S3 server. A migration
+// whose final backup cannot be written rolls back: the source is unfenced
+// and serves again.
 func TestMigrateCluster(t *testing.T) {
 	src, dst := upCLI(t), upCLI(t)
 	dstMgmt := filepath.Join(dst.dataDir, "management.kubeconfig")
@@ -72,6 +76,31 @@ func TestMigrateCluster(t *testing.T) {
 		waitReadyNodes(t, kc, 2)
 	})
 
+	// There and back: through file://, then through an in-process S3
+	// server (only the CLI has the credentials; each operator gets them in
+	// its request's Secret).
+	migrateUnderWrites(t, src, dst, "file://"+filepath.Join(saved, "m.bak"), nil, kc, keyFile, tr.Status.Token)
+	backend := s3mem.New()
+	if err := backend.CreateBucket("backups"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	migrateUnderWrites(t, dst, src, s3URL(srv.URL, "m.bak"), []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}, kc, keyFile, tr.Status.Token)
+	if _, err := backend.HeadObject("backups", "m.bak"); err != nil {
+		t.Errorf("the archive is not in the S3 bucket: %v", err)
+	}
+}
+
+// migrateUnderWrites migrates cluster m from one plane to another through
+// via while a writer writes with the saved kubeconfig kc, and checks the
+// outcome: no acknowledged write lost, the writer goes on against the
+// target, kc and the service-account token work unchanged, the nodes are
+// Ready with the target's agent, the source's cluster, data and agent gone.
+func migrateUnderWrites(t *testing.T, from, to *cli, via string, env []string, kc, keyFile, token string) {
+	t.Helper()
+	fromMgmt := filepath.Join(from.dataDir, "management.kubeconfig")
+	toMgmt := filepath.Join(to.dataDir, "management.kubeconfig")
 	w := &writer{cs: hostedClientWithTimeout(t, kc, 2*time.Second)}
 	stop := w.start(t.Context())
 	eventually(t, time.Minute, "20 acknowledged writes", func() error {
@@ -80,8 +109,8 @@ func TestMigrateCluster(t *testing.T) {
 		}
 		return nil
 	})
-	out := src.must("migrate", "cluster", "--name", "m", "--to-kubeconfig", dstMgmt,
-		"--via", "file://"+filepath.Join(saved, "m.bak"), "--key-file", keyFile, "--timeout", "5m")
+	out := from.mustEnv(env, "migrate", "cluster", "--name", "m", "--to-kubeconfig", toMgmt,
+		"--via", via, "--key-file", keyFile, "--timeout", "5m")
 	t.Logf("migrate output:\n%s", out)
 	match := regexp.MustCompile(`migrated hosted cluster clusters/m in [0-9.]+s; downtime ([0-9.]+)s`).FindStringSubmatch(out)
 	if match == nil {
@@ -98,8 +127,8 @@ func TestMigrateCluster(t *testing.T) {
 	})
 	stop()
 	acked, failures, longest := w.result()
-	t.Logf("MIGRATION: downtime %.1fs (fence to Available, as migrate measured it); the writer saw %d acknowledged writes, %d failed requests, longest outage %.1fs",
-		downtime, len(acked), failures, longest.Seconds())
+	t.Logf("MIGRATION via %s: downtime %.1fs (fence to Available, as migrate measured it); the writer saw %d acknowledged writes, %d failed requests, longest outage %.1fs",
+		strings.SplitN(via, ":", 2)[0], downtime, len(acked), failures, longest.Seconds())
 	list, err := hostedClient(t, kc).CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -117,30 +146,30 @@ func TestMigrateCluster(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("%d acknowledged writes lost: %v", len(lost), lost)
 	}
-	checkToken(t, kc, tr.Status.Token)
+	checkToken(t, kc, token)
 
 	// The saved kubeconfig reaches the target: the endpoint is the target's.
-	targetKC := filepath.Join(saved, "target.kubeconfig")
-	dst.must("create", "kubeconfig", "--name", "m", "-o", targetKC)
+	targetKC := filepath.Join(t.TempDir(), "target.kubeconfig")
+	to.must("create", "kubeconfig", "--name", "m", "-o", targetKC)
 	if a, b := kubeconfigServer(t, kc), kubeconfigServer(t, targetKC); a != b {
 		t.Errorf("saved kubeconfig points at %s, the target publishes %s", a, b)
 	}
 	waitReadyNodes(t, kc, 2)
-	if out := dst.must("get", "clusters"); !regexpMatch(out, `(?m)^clusters\s+m\s+\S+\s+True\s`) {
+	if out := to.must("get", "clusters"); !regexpMatch(out, `(?m)^clusters\s+m\s+\S+\s+True\s`) {
 		t.Errorf("target's clusters:\n%s", out)
 	}
 
 	// The source is gone: object, processes, data.
-	if out, _ := kubectl(t, srcMgmt, "-n", "clusters", "get", "hostedcluster", "m"); !strings.Contains(out, "NotFound") {
+	if out, _ := kubectl(t, fromMgmt, "-n", "clusters", "get", "hostedcluster", "m"); !strings.Contains(out, "NotFound") {
 		t.Errorf("the source still has the cluster:\n%s", out)
 	}
-	for _, dir := range []string{filepath.Join(src.dataDir, "clusters", "clusters-m"), filepath.Join(src.dataDir, "nodes", "clusters-m")} {
+	for _, dir := range []string{filepath.Join(from.dataDir, "clusters", "clusters-m"), filepath.Join(from.dataDir, "nodes", "clusters-m")} {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after the migration (%v)", dir, err)
 		}
 	}
 	running := 0
-	for _, p := range recordedProcesses(t, filepath.Join(dst.dataDir, "nodes", "clusters-m")) {
+	for _, p := range recordedProcesses(t, filepath.Join(to.dataDir, "nodes", "clusters-m")) {
 		if p.running() {
 			running++
 		}

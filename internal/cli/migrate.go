@@ -184,11 +184,25 @@ func (m *migration) checkTarget(ctx context.Context, hc *hypershiftv1alpha1.Host
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("read hosted cluster %s on the target: %w", m.nn, err)
 	}
+	// A namespace still terminating (an earlier rollback removed it) takes
+	// no new objects: wait until it is gone.
 	ns := &corev1.Namespace{}
-	if err := m.dst.Get(ctx, client.ObjectKey{Name: m.nn.Namespace}, ns); apierrors.IsNotFound(err) {
-		m.dstNamespaceCreated = true
-	} else if err != nil {
-		return fmt.Errorf("read namespace %s on the target: %w", m.nn.Namespace, err)
+	err = wait.PollUntilContextTimeout(ctx, pollInterval, m.o.timeout, true, func(ctx context.Context) (bool, error) {
+		err := m.dst.Get(ctx, client.ObjectKey{Name: m.nn.Namespace}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			m.dstNamespaceCreated = true
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("read namespace %s on the target: %w", m.nn.Namespace, err)
+		}
+		return ns.DeletionTimestamp.IsZero(), nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("namespace %s on the target is still being deleted after %s", m.nn.Namespace, m.o.timeout)
+	}
+	if err != nil {
+		return err
 	}
 	probe := &hypershiftv1alpha1.HostedCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name, Labels: hc.Labels},
@@ -375,6 +389,9 @@ func asleep(hc *hypershiftv1alpha1.HostedCluster) bool {
 // namespace if this run made it, then the fence. It runs even when the
 // command was interrupted.
 func (m *migration) rollback(ctx context.Context, cause error) error {
+	if ctx.Err() != nil {
+		cause = fmt.Errorf("interrupted: %w", cause)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.o.timeout)
 	defer cancel()
 	m.say("failed: %v; rolling back", cause)

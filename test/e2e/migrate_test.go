@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -72,6 +75,28 @@ func TestMigrateCluster(t *testing.T) {
 		}
 		if out, _ := kubectl(t, dstMgmt, "-n", "clusters", "get", "hostedcluster", "m"); !strings.Contains(out, "NotFound") {
 			t.Errorf("the target has a cluster after the rollback:\n%s", out)
+		}
+		waitReadyNodes(t, kc, 2)
+
+		// Interrupted once the copy on the target exists: the copy is
+		// deleted, then the fence lifted.
+		stdout, stderr := interruptMigrate(t, src, "restoring from",
+			"migrate", "cluster", "--name", "m", "--to-kubeconfig", dstMgmt,
+			"--via", "file://"+filepath.Join(saved, "interrupted.bak"), "--key-file", keyFile, "--timeout", "2m")
+		if !strings.Contains(stderr, "interrupted") || !strings.Contains(stderr, "rolled back: deleted the restored copy on the target, lifted the fence on the source") {
+			t.Errorf("interrupted migration:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+		}
+		eventually(t, 2*time.Minute, "the source Available again", func() error {
+			if got := hcCondition(t, srcMgmt, "m", "Available"); !strings.HasPrefix(got, "True/") {
+				return errorf("Available %s", got)
+			}
+			return nil
+		})
+		if out, _ := kubectl(t, dstMgmt, "-n", "clusters", "get", "hostedcluster", "m"); !strings.Contains(out, "NotFound") {
+			t.Errorf("the target has a cluster after the interrupted migration:\n%s", out)
+		}
+		if _, err := os.Stat(filepath.Join(dst.dataDir, "clusters", "clusters-m")); !os.IsNotExist(err) {
+			t.Errorf("the target keeps the restored copy's data (%v)", err)
 		}
 		waitReadyNodes(t, kc, 2)
 	})
@@ -177,6 +202,41 @@ func migrateUnderWrites(t *testing.T, from, to *cli, via string, env []string, k
 	if running == 0 {
 		t.Error("no node agent of the cluster runs on the target plane")
 	}
+}
+
+// interruptMigrate runs hypershift with args, sends it SIGINT once its
+// output has a line containing after, and returns its output; it must
+// exit with an error.
+func interruptMigrate(t *testing.T, c *cli, after string, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
+	cmd.Env = withoutKubeconfig()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sent := false
+	scanner := bufio.NewScanner(pipe)
+	for scanner.Scan() {
+		out.WriteString(scanner.Text() + "\n")
+		if !sent && strings.Contains(scanner.Text(), after) {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Error(err)
+			}
+			sent = true
+		}
+	}
+	err = cmd.Wait()
+	if !sent || err == nil {
+		t.Fatalf("hypershift %s: interrupted %v, exit %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), sent, err, out.String(), errOut.String())
+	}
+	return out.String(), errOut.String()
 }
 
 // waitReadyNodes waits until the cluster of kc has n Ready nodes.

@@ -64,3 +64,17 @@ func TestPrintBackup(t *testing.T) {
 		}
 	}
 }
+
+func TestRestoredPoolName(t *testing.T) {
+	for _, tc := range []struct{ pool, old, new, want string }{
+		{"a", "a", "a", "a"},
+		{"a", "a", "b", "b"},
+		{"a-workers", "a", "b", "b-workers"},
+		{"gpu", "a", "b", "b-gpu"},
+		{"ab", "a", "b", "b-ab"},
+	} {
+		if got := restoredPoolName(tc.pool, tc.old, tc.new); got != tc.want {
+			t.Errorf("restoredPoolName(%q, %q, %q) = %q, want %q", tc.pool, tc.old, tc.new, got, tc.want)
+		}
+	}
+}

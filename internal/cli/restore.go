@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -137,6 +138,7 @@ func (o *restoreOptions) objects(a *backup.Archive) (*hypershiftv1alpha1.HostedC
 	if err := json.Unmarshal(a.Files[backup.NodePoolsEntry], &pools); err != nil {
 		return nil, nil, fmt.Errorf("archive %s: %s: %w", o.from, backup.NodePoolsEntry, err)
 	}
+	oldName := hc.Name
 	if o.name != "" {
 		hc.Name = o.name
 	}
@@ -150,6 +152,7 @@ func (o *restoreOptions) objects(a *backup.Archive) (*hypershiftv1alpha1.HostedC
 	for i := range pools {
 		pools[i].Namespace = hc.Namespace
 		pools[i].Spec.ClusterName = hc.Name
+		pools[i].Name = restoredPoolName(pools[i].Name, oldName, hc.Name)
 	}
 	return hc, pools, nil
 }
@@ -179,4 +182,20 @@ func (o *restoreOptions) clear(ctx context.Context, cmd *cobra.Command, c client
 		return fmt.Errorf("hosted cluster %s still there after %s: see `hypershift describe cluster %s -n %s`", nn, o.timeout, nn.Name, nn.Namespace)
 	}
 	return nil
+}
+
+// restoredPoolName names a NodePool of a cluster restored under another
+// name, so it does not clash with the original's pools in the same
+// namespace: the cluster's name in the pool's name follows (a → b, a-x →
+// b-x), other pools get the new name as a prefix.
+func restoredPoolName(pool, oldCluster, newCluster string) string {
+	switch {
+	case oldCluster == newCluster:
+		return pool
+	case pool == oldCluster:
+		return newCluster
+	case strings.HasPrefix(pool, oldCluster+"-"):
+		return newCluster + strings.TrimPrefix(pool, oldCluster)
+	}
+	return newCluster + "-" + pool
 }

@@ -99,7 +99,7 @@ func TestBackupRestore(t *testing.T) {
 		}
 	})
 
-	t.Run("refusals", func(t *testing.T) {
+	t.Run("refusals, another name, --overwrite", func(t *testing.T) {
 		dir := t.TempDir()
 		archiveURL := "file://" + filepath.Join(dir, "a.bak")
 		hs.must("backup", "cluster", "--name", "a", "--to", archiveURL, "--key-file", keyFile)
@@ -126,6 +126,26 @@ func TestBackupRestore(t *testing.T) {
 			t.Errorf("describe after a failed backup:\n%s", desc)
 		}
 		hs.must("backup", "cluster", "--name", "a", "--to", archiveURL, "--key-file", keyFile)
+
+		// Under another name beside the original, whose port is taken: the
+		// endpoint changes, the condition says so and where the new
+		// address is; the objects are there.
+		hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--name", "b", "--timeout", "3m")
+		if desc := hs.must("describe", "cluster", "b"); !regexpMatch(desc, `Restored +True +RestoreEndpointChanged .*is in use.*Secret clusters/b-admin-kubeconfig`) {
+			t.Errorf("describe of a restore whose port was taken:\n%s", desc)
+		}
+		kcB := filepath.Join(t.TempDir(), "b.kubeconfig")
+		hs.must("create", "kubeconfig", "--name", "b", "-o", kcB)
+		checkConfigMaps(t, hostedClient(t, kcB), backupObjects)
+		hs.must("destroy", "cluster", "--name", "b")
+
+		// --overwrite deletes the cluster first and restores it.
+		out := hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--timeout", "3m")
+		if !strings.Contains(out, "deleting hosted cluster clusters/a (--overwrite)") {
+			t.Errorf("restore --overwrite output:\n%s", out)
+		}
+		checkConfigMaps(t, hostedClient(t, kc), backupObjects)
+		checkToken(t, kc, token)
 	})
 }
 

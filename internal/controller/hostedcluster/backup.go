@@ -43,10 +43,23 @@ const backupPoll = time.Second
 type backupJobs struct {
 	mu   sync.Mutex
 	jobs map[types.UID]*backupJob
+	// answered is the last job reported per cluster: a reconcile that
+	// reads the cluster from a cache behind the status patch must not run
+	// it again.
+	answered map[types.UID]string
+}
+
+// forget drops what is kept of a deleted cluster (a running job finishes
+// and is dropped with it).
+func (j *backupJobs) forget(uid types.UID) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.jobs, uid)
+	delete(j.answered, uid)
 }
 
 func (r *Reconciler) backupJobs() *backupJobs {
-	r.backupsOnce.Do(func() { r.backups = &backupJobs{jobs: map[types.UID]*backupJob{}} })
+	r.backupsOnce.Do(func() { r.backups = &backupJobs{jobs: map[types.UID]*backupJob{}, answered: map[types.UID]string{}} })
 	return r.backups
 }
 
@@ -104,12 +117,19 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 		}
 		jobs.mu.Lock()
 		delete(jobs.jobs, hc.UID)
+		jobs.answered[hc.UID] = job.id
 		jobs.mu.Unlock()
 		r.reportBackup(s, job)
 	}
 	want, err := r.wantedBackup(ctx, s)
 	if err != nil || want == nil {
 		return ctrl.Result{}, err
+	}
+	jobs.mu.Lock()
+	answered := jobs.answered[hc.UID] == want.id
+	jobs.mu.Unlock()
+	if answered {
+		return ctrl.Result{}, nil // the cache has not seen the report yet
 	}
 	in, err := r.backupInputs(ctx, s, want)
 	if err != nil {

@@ -86,7 +86,13 @@ func (r *Reconciler) scheduledBackup(s *scope) (*backupWanted, error) {
 	st := hc.Status.Backup
 	sched, err := parseBackupSchedule(spec)
 	if err == nil {
-		err = backup.CheckScheme(spec.URL + "/x.bak")
+		var sample string
+		if sample, err = backup.ScheduledURL(spec.URL, string(hc.UID), time.Time{}); err == nil {
+			err = backup.CheckScheme(sample)
+		}
+		if err != nil {
+			err = fmt.Errorf("spec.backup.url: %w", err)
+		}
 	}
 	if err != nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.BackupSucceeded, false,

@@ -263,6 +263,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if r.Metrics != nil {
 		r.Metrics.forget(s.hc)
 	}
+	r.backupJobs().forget(s.hc.UID)
 	for _, typ := range mirrored {
 		r.emitted.Delete(string(s.hc.UID) + "/" + typ.String())
 	}

@@ -102,14 +102,18 @@ func TestFence(t *testing.T) {
 	if err != nil || got.Data["k"] != "v" {
 		t.Errorf("object written before the fence: %v %v", got.Data, err)
 	}
-	if err := c.Get(ctx, hcpKey, hcp); err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range hcp.Status.Components {
-		if st.Phase != hypershiftv1alpha1.ComponentRunning {
-			t.Errorf("%s is %s after the fence was lifted", st.Name, st.Phase)
+	// Available needs etcd and the API server; the others follow.
+	testenv.Eventually(t, 2*time.Minute, "every component Running after the fence was lifted", func() (bool, error) {
+		if err := c.Get(ctx, hcpKey, hcp); err != nil {
+			return false, err
 		}
-	}
+		for _, st := range hcp.Status.Components {
+			if st.Phase != hypershiftv1alpha1.ComponentRunning {
+				return false, nil
+			}
+		}
+		return len(hcp.Status.Components) > 1, nil
+	})
 	if _, port, _ := net.SplitHostPort(u.Host); port != strconv.Itoa(int(hc.Status.ControlPlaneEndpoint.Port)) {
 		t.Errorf("published port %d, was %s", hc.Status.ControlPlaneEndpoint.Port, port)
 	}

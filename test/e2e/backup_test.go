@@ -130,7 +130,10 @@ func TestBackupRestore(t *testing.T) {
 		// Under another name beside the original, whose port is taken: the
 		// endpoint changes, the condition says so and where the new
 		// address is; the objects are there.
-		hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--name", "b", "--timeout", "3m")
+		out := hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--name", "b", "--timeout", "3m")
+		if !regexpMatch(out, `note: the API endpoint changed from \S+ to \S+: .*Secret clusters/b-admin-kubeconfig`) {
+			t.Errorf("restore beside the original does not say the endpoint changed:\n%s", out)
+		}
 		if desc := hs.must("describe", "cluster", "b"); !regexpMatch(desc, `Restored +True +RestoreEndpointChanged .*is in use.*Secret clusters/b-admin-kubeconfig`) {
 			t.Errorf("describe of a restore whose port was taken:\n%s", desc)
 		}
@@ -140,9 +143,12 @@ func TestBackupRestore(t *testing.T) {
 		hs.must("destroy", "cluster", "--name", "b")
 
 		// --overwrite deletes the cluster first and restores it.
-		out := hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--timeout", "3m")
+		out = hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--timeout", "3m")
 		if !strings.Contains(out, "deleting hosted cluster clusters/a (--overwrite)") {
 			t.Errorf("restore --overwrite output:\n%s", out)
+		}
+		if strings.Contains(out, "endpoint changed") {
+			t.Errorf("restore --overwrite moved the endpoint:\n%s", out)
 		}
 		checkConfigMaps(t, hostedClient(t, kc), backupObjects)
 		checkToken(t, kc, token)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,6 +126,24 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "restored hosted cluster %s in %.1fs\n", nn, time.Since(start).Seconds())
+	return o.reportEndpoint(ctx, cmd, c, nn, a.Manifest.Endpoint)
+}
+
+// reportEndpoint says when the restored cluster is reached elsewhere than
+// the archived one (another host, or its port was taken): kubeconfigs saved
+// before then need the new server address.
+func (o *restoreOptions) reportEndpoint(ctx context.Context, cmd *cobra.Command, c client.Client, nn client.ObjectKey, archived string) error {
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := c.Get(ctx, nn, hc); err != nil {
+		return fmt.Errorf("read hosted cluster %s: %w", nn, err)
+	}
+	ep := hc.Status.ControlPlaneEndpoint
+	now := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
+	if archived == "" || ep.Port == 0 || now == archived {
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "note: the API endpoint changed from %s to %s: kubeconfigs saved before the backup need the new server address (same CA and credentials); take it from Secret %s/%s-admin-kubeconfig\n",
+		archived, now, nn.Namespace, nn.Name)
 	return nil
 }
 

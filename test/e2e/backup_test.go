@@ -130,7 +130,10 @@ func TestBackupRestore(t *testing.T) {
 		// Under another name beside the original, whose port is taken: the
 		// endpoint changes, the condition says so and where the new
 		// address is; the objects are there.
-		hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--name", "b", "--timeout", "3m")
+		out := hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--name", "b", "--timeout", "3m")
+		if !regexpMatch(out, `note: the API endpoint changed from \S+ to \S+: .*Secret clusters/b-admin-kubeconfig`) {
+			t.Errorf("restore beside the original does not say the endpoint changed:\n%s", out)
+		}
 		if desc := hs.must("describe", "cluster", "b"); !regexpMatch(desc, `Restored +True +RestoreEndpointChanged .*is in use.*Secret clusters/b-admin-kubeconfig`) {
 			t.Errorf("describe of a restore whose port was taken:\n%s", desc)
 		}
@@ -140,9 +143,12 @@ func TestBackupRestore(t *testing.T) {
 		hs.must("destroy", "cluster", "--name", "b")
 
 		// --overwrite deletes the cluster first and restores it.
-		out := hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--timeout", "3m")
+		out = hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--timeout", "3m")
 		if !strings.Contains(out, "deleting hosted cluster clusters/a (--overwrite)") {
 			t.Errorf("restore --overwrite output:\n%s", out)
+		}
+		if strings.Contains(out, "endpoint changed") {
+			t.Errorf("restore --overwrite moved the endpoint:\n%s", out)
 		}
 		checkConfigMaps(t, hostedClient(t, kc), backupObjects)
 		checkToken(t, kc, token)
@@ -316,4 +322,32 @@ func TestBackupRestoreSecondPlane(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBackupRestoreHighlyAvailable restores a HighlyAvailable cluster: each
+// of the three etcd members gets its own data dir from the one snapshot,
+// they form a quorum again (writes work), and the objects are there.
+func TestBackupRestoreHighlyAvailable(t *testing.T) {
+	hs := upCLI(t)
+	hs.must("create", "cluster", "none", "--name", "h", "--availability-policy", "HighlyAvailable", "--wait", "--timeout", "4m")
+	saved := t.TempDir()
+	kc := filepath.Join(saved, "h.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "h", "-o", kc)
+	createConfigMaps(t, hostedClient(t, kc), "default", 50)
+	keyFile := filepath.Join(saved, "key")
+	writeFile(t, keyFile, strings.Repeat("3c", 32))
+	archiveURL := "file://" + filepath.Join(saved, "h.bak")
+	hs.must("backup", "cluster", "--name", "h", "--to", archiveURL, "--key-file", keyFile)
+	hs.must("down", "--purge")
+	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--timeout", "4m")
+	if desc := hs.must("describe", "cluster", "h"); !regexpMatch(desc, `EtcdAvailable +True +\S+ +etcd-0, etcd-1, etcd-2 running`) {
+		t.Errorf("describe after restoring an HA cluster:\n%s", desc)
+	}
+	cs := hostedClient(t, kc)
+	checkConfigMaps(t, cs, 50)
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(t.Context(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-restore"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("write after the restore (needs an etcd quorum): %v", err)
+	}
 }

@@ -432,6 +432,10 @@ type HostedClusterSpec struct {
 	//
 	// +optional
 	Hibernation *HibernationSpec `json:"hibernation,omitempty"`
+
+	// backup runs backups on a schedule, keeping the newest (docs/backup.md).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
 }
 
 // APIEndpoint is where a hosted kube-apiserver listens.
@@ -493,6 +497,10 @@ type HostedClusterStatus struct {
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// backup reports the cluster's backups.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
 
 	// conditions describe the cluster's state.
 	// +optional

@@ -93,6 +93,7 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	if hc.Status.KubeConfig != nil {
 		fmt.Fprintf(w, "Kubeconfig secret:\t%s/%s\n", hc.Namespace, hc.Status.KubeConfig.Name)
 	}
+	printBackup(w, hc, time.Now())
 	fmt.Fprintf(w, "Created:\t%s (%s ago)\n", hc.CreationTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
 	if !hc.DeletionTimestamp.IsZero() {
 		fmt.Fprintf(w, "Deleting since:\t%s\n", hc.DeletionTimestamp.UTC().Format(time.RFC3339))

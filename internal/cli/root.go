@@ -140,6 +140,9 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newImageCommand(),
 		newInstallCommand(opts),
 		newUninstallCommand(opts),
+		newBackupCommand(opts),
+		newRestoreCommand(opts),
+		newMigrateCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

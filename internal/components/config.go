@@ -248,6 +248,10 @@ func PortNames(r Replicas) []string {
 
 func etcdPort(i int, kind string) string { return fmt.Sprintf("etcd-%d-%s", i, kind) }
 
+// EtcdClientPort names the client port of etcd member i (backups reach
+// etcd there).
+func EtcdClientPort(i int) string { return etcdPort(i, "client") }
+
 // instanceName names instance i of n: the component itself when it runs
 // alone, NAME-i otherwise. etcd members are always etcd-i (their member
 // names are part of the cluster's identity).

@@ -76,6 +76,9 @@ type Options struct {
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
 	LeafCertificateValidity, CAValidity time.Duration
+	// Clock is the time backup schedules are judged at; nil: time.Now
+	// (tests move it).
+	Clock func() time.Time
 	// AllowRepeatedControllers lets one process build several operators
 	// (tests); controller-runtime otherwise refuses repeated names.
 	AllowRepeatedControllers bool
@@ -168,6 +171,8 @@ func New(opts Options) (ctrl.Manager, error) {
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
 		Layout:            podsLayout(opts.Runtime),
+		Runtime:           opts.Runtime,
+		Clock:             opts.Clock,
 		Supports:          supports,
 		LeafValidity:      opts.LeafCertificateValidity,
 		CAValidity:        opts.CAValidity,

@@ -119,3 +119,11 @@ type InstanceStatus struct {
 type Sleeper interface {
 	Sleep(ctx context.Context, ref ControlPlaneRef) error
 }
+
+// PortPinner is a runtime that can be told the ports of a control plane
+// before it allocates any (the process runtime): a restored cluster keeps
+// the published endpoint its saved kubeconfigs name. PinPorts reports
+// false when the control plane already has ports.
+type PortPinner interface {
+	PinPorts(ref ControlPlaneRef, ports map[string]int) (bool, error)
+}

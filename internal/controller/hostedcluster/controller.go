@@ -65,6 +65,16 @@ type Reconciler struct {
 	// Recorder emits an Event for each condition transition; may be nil.
 	Recorder events.EventRecorder
 
+	// Runtime runs the control planes: backups find etcd through it and
+	// restores place etcd data where it runs it. Nil: no backups.
+	Runtime runtime.Runtime
+
+	// Clock is the time schedules are judged at; nil: time.Now.
+	Clock func() time.Time
+
+	backupsOnce sync.Once
+	backups     *backupJobs
+
 	// emitted remembers the last status an Event was emitted for, per
 	// cluster and condition: a stale cache must not repeat an Event.
 	emitted sync.Map
@@ -84,6 +94,8 @@ type scope struct {
 	requeue ctrl.Result
 	// hibernationMessage explains the hibernation decision.
 	hibernationMessage string
+	// fenceRefused says why a requested fence is not applied (fence.go).
+	fenceRefused string
 	// renewed names the certificates this reconcile reissued.
 	renewed []string
 	// pki is the PKI as the PKI phase left it: newer than the cache right
@@ -128,15 +140,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	// Each phase needs what the one before made.
 	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 		{Name: "control-plane namespace", Run: r.reconcileNamespace},
+		{Name: "restore", Run: r.reconcileRestore},
 		{Name: "PKI", Run: r.reconcilePKI},
 		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
 		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
+		{Name: "backup", Run: r.reconcileBackup},
 	})
 	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {
 		s.conflict = refused.Error()
 		res, err = ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	r.updateStatus(s)
+	reportFenceRefused(s)
 	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
 		err = countErr
 	}

@@ -155,6 +155,9 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		} else {
 			delete(hcp.Annotations, hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 		}
+		if err := copyRestoreRequest(s.hc, hcp); err != nil {
+			return err
+		}
 		v := s.hc.Spec.KubernetesVersion
 		if v == "" {
 			v = version.KubernetesVersion
@@ -163,6 +166,8 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		if err != nil {
 			return err
 		}
+		fence, refused := decideFence(s.hc, r.Supports, hcp, hib)
+		s.fenceRefused = refused
 		hcp.Spec = hypershiftv1alpha1.HostedControlPlaneSpec{
 			KubernetesVersion:            v,
 			Networking:                   s.hc.Spec.Networking,
@@ -173,6 +178,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			PausedUntil:                  s.hc.Spec.PausedUntil,
 			Hibernation:                  hib,
 		}
+		applyFence(hcp, fence)
 		return nil
 	})
 	if err != nil {
@@ -257,6 +263,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if r.Metrics != nil {
 		r.Metrics.forget(s.hc)
 	}
+	r.backupJobs().forget(s.hc.UID)
 	for _, typ := range mirrored {
 		r.emitted.Delete(string(s.hc.UID) + "/" + typ.String())
 	}

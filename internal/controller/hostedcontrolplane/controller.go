@@ -92,7 +92,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Each phase needs what the one before made.
 			res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 				{Name: "render components", Run: r.reconcileRender},
+				{Name: "restore", Run: r.reconcileRestore},
 				{Name: "hibernation", Run: r.reconcileHibernation},
+				{Name: "fence", Run: r.reconcileFence},
 				{Name: "run components", Run: r.reconcileRuntime},
 				{Name: "data plane inputs", Run: r.reconcileDataPlaneInputs},
 				{Name: "status", Run: r.reconcileStatus},
@@ -126,6 +128,8 @@ type scope struct {
 	// hibernated: the control plane sleeps (spec.hibernation); with
 	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
 	hibernated, sleepInPlace bool
+	// fenced: only etcd runs (fence.go).
+	fenced bool
 }
 
 // requeueAfter asks for another pass within d.
@@ -167,8 +171,9 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("published endpoint: %w", err)
 	case ok:
 		s.hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: host, Port: int32(port)} //nolint:gosec // ports fit in int32
-	case s.hibernated:
-		// Nothing publishes it while it sleeps; it comes back on the same port.
+	case s.hibernated || s.fenced:
+		// Nothing publishes it while it sleeps or is fenced; it comes back
+		// on the same port.
 	default:
 		s.requeueAfter(time.Second) // a node port or load balancer on its way
 	}
@@ -181,8 +186,14 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
 	if s.hibernated {
 		r.updateHibernatedStatus(s)
+		setNotFenced(s.hcp)
 		return ctrl.Result{}, nil
 	}
+	if s.fenced {
+		r.updateFencedStatus(s)
+		return ctrl.Result{}, nil
+	}
+	setNotFenced(s.hcp)
 	var waiting []string
 	if s.notAppliedComing {
 		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)

@@ -51,7 +51,7 @@ func Releases(t *testing.T) *release.Catalog {
 
 // Start runs the operator until the test ends, then stops every process its
 // runtime started.
-func Start(t *testing.T, env *testenv.Env, root string) {
+func Start(t *testing.T, env *testenv.Env, root string, with ...func(*operator.Options)) {
 	t.Helper()
 	ctrl.SetLogger(testenv.Logger())
 	events, notify := operator.NewEvents()
@@ -60,11 +60,15 @@ func Start(t *testing.T, env *testenv.Env, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := operator.New(operator.Options{
+	opts := operator.Options{
 		RESTConfig: env.RESTConfig, Runtime: rt, Events: events, Releases: releases,
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", EndpointHost: "127.0.0.1",
 		AllowRepeatedControllers: true,
-	})
+	}
+	for _, w := range with {
+		w(&opts)
+	}
+	mgr, err := operator.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

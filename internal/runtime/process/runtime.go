@@ -155,6 +155,29 @@ func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []
 	return ports, atomicfile.Write(path, data, 0o600)
 }
 
+// PinPorts implements runtime.PortPinner: a control plane that has no
+// ports yet gets these (a restored cluster keeps its published endpoint).
+// It returns false, writing nothing, when the control plane has ports.
+func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkOwner(ref); err != nil {
+		return false, err
+	}
+	path := filepath.Join(r.Dir(ref), "ports.json")
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	}
+	data, err := json.Marshal(ports)
+	if err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(r.Dir(ref), 0o700); err != nil {
+		return false, fmt.Errorf("create %s: %w", r.Dir(ref), err)
+	}
+	return true, atomicfile.Write(path, data, 0o600)
+}
+
 // maxUserPort is the highest port handed out: the Konnectivity server
 // refuses ports of the dynamic range (IANA, 49152 and up), where the
 // kernel's ephemeral ports partly lie.

@@ -1,0 +1,217 @@
+package hostedcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
+)
+
+// restoreRetry is how soon a failed restore is tried again (a bucket that
+// was down, a Secret made late).
+const restoreRetry = 10 * time.Second
+
+// RestoreRequestOf reads a cluster's restore annotation; nil when none.
+func RestoreRequestOf(annotations map[string]string) (*hypershiftv1alpha1.RestoreRequest, error) {
+	raw, ok := annotations[hypershiftv1alpha1.RestoreFromAnnotation]
+	if !ok {
+		return nil, nil //nolint:nilnil // not restored
+	}
+	req := &hypershiftv1alpha1.RestoreRequest{}
+	if err := json.Unmarshal([]byte(raw), req); err != nil || req.URL == "" || req.Secret == "" {
+		return nil, fmt.Errorf("annotation %s: want {\"url\":…,\"secret\":…}, have %q", hypershiftv1alpha1.RestoreFromAnnotation, raw)
+	}
+	return req, nil
+}
+
+// reconcileRestore runs before the PKI phase for a cluster marked for
+// restore: it writes the archive's PKI Secrets and encryption key (same CAs,
+// service-account key and encryption key, so saved kubeconfigs and tokens
+// keep working) and pins the archive's API port when it is free. The etcd
+// data follows in the HostedControlPlane controller, before etcd first
+// starts. Until the PKI is there the later phases wait: a fresh PKI would
+// lock out every saved credential.
+func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hc := s.hc
+	req, err := RestoreRequestOf(hc.Annotations)
+	if req == nil && err == nil {
+		return ctrl.Result{}, nil
+	}
+	if conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Restored) {
+		return ctrl.Result{}, nil
+	}
+	if err == nil {
+		err = r.restoreState(ctx, s, req)
+	}
+	if err != nil {
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, false,
+			hypershiftv1alpha1.RestoreFailedReason, err.Error())
+		ctrl.LoggerFrom(ctx).Error(err, "restore failed")
+		if f := (*backupFailure)(nil); errors.As(err, &f) && f.reason == hypershiftv1alpha1.EncryptionKeyMissingReason {
+			// `restore cluster` makes the Secret right after the cluster.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		return ctrl.Result{RequeueAfter: restoreRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershiftv1alpha1.RestoreRequest) error {
+	hc := s.hc
+	root := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: pki.RootCAName}, root)
+	if err == nil {
+		// Written by an earlier pass (this phase runs before any PKI is made).
+		if err := s.verifyOwner("Secret", root.Name, root.Labels); err != nil {
+			return err
+		}
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, true,
+			hypershiftv1alpha1.AsExpectedReason, "PKI and encryption key restored from "+req.URL)
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	key, creds, err := requestSecret(ctx, r.Client, hc.Namespace, req.Secret)
+	if err != nil {
+		return err
+	}
+	a, err := backup.Fetch(ctx, req.URL, key, creds)
+	if err != nil {
+		return err
+	}
+	msg := "PKI and encryption key restored from " + req.URL
+	reason := hypershiftv1alpha1.AsExpectedReason
+	if changed := r.pinEndpoint(ctx, s, a.Manifest.Endpoint); changed != "" {
+		msg += "; " + changed
+		reason = hypershiftv1alpha1.RestoreEndpointChangedReason
+	}
+	// The encryption key and every PKI Secret but the root CA first: the
+	// root CA is the mark that the restore is complete.
+	if err := r.createRestored(ctx, s, pki.EncryptionKeyName, corev1.SecretTypeOpaque, map[string][]byte{"key": a.Files[backup.EncryptionKeyEntry]}); err != nil {
+		return err
+	}
+	var rootEntry *archivedSecret
+	for name, data := range a.Files {
+		if !strings.HasPrefix(name, backup.SecretPrefix) {
+			continue
+		}
+		secretName := strings.TrimSuffix(strings.TrimPrefix(name, backup.SecretPrefix), ".json")
+		sec := &archivedSecret{}
+		if err := json.Unmarshal(data, sec); err != nil {
+			return fmt.Errorf("archive entry %s: %w", name, err)
+		}
+		if secretName == pki.RootCAName {
+			rootEntry = sec
+			continue
+		}
+		if err := r.createRestored(ctx, s, secretName, sec.Type, sec.Data); err != nil {
+			return err
+		}
+	}
+	if rootEntry == nil {
+		return fmt.Errorf("archive %s has no %s%s.json", req.URL, backup.SecretPrefix, pki.RootCAName)
+	}
+	if err := r.createRestored(ctx, s, pki.RootCAName, rootEntry.Type, rootEntry.Data); err != nil {
+		return err
+	}
+	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
+	ctrl.LoggerFrom(ctx).Info("restored PKI and encryption key", "url", req.URL, "archive", a.Manifest.Cluster, "created", a.Manifest.Created)
+	return nil
+}
+
+// createRestored creates one Secret of the archive in the control-plane
+// namespace, labelled as this cluster's; one left by an interrupted pass
+// must be this cluster's too.
+func (r *Reconciler) createRestored(ctx context.Context, s *scope, name string, typ corev1.SecretType, data map[string][]byte) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name, Labels: s.labels()},
+		Type:       typ,
+		Data:       data,
+	}
+	err := r.Client.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		existing := &corev1.Secret{}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(secret), existing); err != nil {
+			return fmt.Errorf("restore Secret %s/%s: %w", s.ns, name, err)
+		}
+		if err := s.verifyOwner("Secret", name, existing.Labels); err != nil {
+			return err
+		}
+		existing.Data, existing.Type = data, typ
+		err = r.Client.Update(ctx, existing)
+	}
+	if err != nil {
+		return fmt.Errorf("restore Secret %s/%s: %w", s.ns, name, err)
+	}
+	return nil
+}
+
+// pinEndpoint gives the restored control plane the archive's API port when
+// the runtime can pin ports and the port is free; it returns what clients
+// must know when the endpoint changes ("" when it does not).
+func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string) string {
+	if endpoint == "" {
+		return ""
+	}
+	_, portText, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return ""
+	}
+	port, _ := strconv.Atoi(portText)
+	changed := fmt.Sprintf("the API endpoint %s of the archive is not kept (%%s): saved kubeconfigs must take the new server address from Secret %s/%s",
+		endpoint, s.hc.Namespace, AdminKubeconfigSecretName(s.hc))
+	pinner, ok := r.Runtime.(runtime.PortPinner)
+	if !ok {
+		return fmt.Sprintf(changed, "the runtime allocates its own ports")
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("", portText))
+	if err != nil {
+		return fmt.Sprintf(changed, "port "+portText+" is in use")
+	}
+	_ = l.Close()
+	ref := runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}
+	pinned, err := pinner.PinPorts(ref, map[string]int{components.EndpointPort: port})
+	switch {
+	case err != nil:
+		ctrl.LoggerFrom(ctx).Error(err, "pin the archive's API port")
+		return fmt.Sprintf(changed, err.Error())
+	case !pinned:
+		return fmt.Sprintf(changed, "the control plane has ports already")
+	}
+	return ""
+}
+
+// copyRestoreRequest puts the cluster's restore request on its
+// HostedControlPlane, whose controller restores etcd's data from it.
+func copyRestoreRequest(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.HostedControlPlane) error {
+	req, err := RestoreRequestOf(hc.Annotations)
+	if err != nil || req == nil {
+		delete(hcp.Annotations, hypershiftv1alpha1.RestoreFromAnnotation)
+		return nil //nolint:nilerr // the restore phase reports a bad annotation
+	}
+	req.Namespace = hc.Namespace
+	raw, err := json.Marshal(req) //nolint:gosec // names the Secret, holds none of it
+	if err != nil {
+		return err
+	}
+	metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, hypershiftv1alpha1.RestoreFromAnnotation, string(raw))
+	return nil
+}

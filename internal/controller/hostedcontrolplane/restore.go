@@ -1,0 +1,121 @@
+package hostedcontrolplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/runtime"
+)
+
+// restoredMarker, in the control plane's directory, records that its etcd
+// data came from an archive: the restore happens once, before etcd first
+// starts, and never again over data etcd has written since.
+const restoredMarker = "restored-from"
+
+// reconcileRestore fills the etcd members' data dirs from the archive of a
+// HostedControlPlane marked for restore, before the runtime first starts
+// them. Until that is done, nothing runs: an etcd started empty would
+// serve a cluster without its objects.
+func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hcp := s.hcp
+	raw, ok := hcp.Annotations[hypershiftv1alpha1.RestoreFromAnnotation]
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	layout := r.Runtime.Layout(s.ref)
+	if layout.Pods {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RestoreNotSupportedRuntimeReason,
+			"Restoring a cluster needs the process runtime (`hypershift up`): this runtime's etcd data lives in volumes the operator does not write")
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	marker := filepath.Join(layout.Dir, restoredMarker)
+	if _, err := os.Stat(marker); err == nil {
+		return ctrl.Result{}, nil
+	}
+	if err := r.restoreEtcd(ctx, s, raw, marker); err != nil {
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RestoreFailedReason, err.Error())
+		ctrl.LoggerFrom(ctx).Error(err, "restore etcd data")
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker string) error {
+	req := &hypershiftv1alpha1.RestoreRequest{}
+	if err := json.Unmarshal([]byte(raw), req); err != nil {
+		return fmt.Errorf("annotation %s: %w", hypershiftv1alpha1.RestoreFromAnnotation, err)
+	}
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Secret}, secret); err != nil {
+		return fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err)
+	}
+	key, creds, err := backup.FromSecretData(secret.Data)
+	if err != nil {
+		return fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err)
+	}
+	a, err := backup.Fetch(ctx, req.URL, key, creds)
+	if err != nil {
+		return err
+	}
+	snapshot := a.Files[backup.EtcdSnapshotEntry]
+	if len(snapshot) == 0 {
+		return fmt.Errorf("archive %s has no %s", req.URL, backup.EtcdSnapshotEntry)
+	}
+	for _, spec := range s.specs {
+		if spec.Component != components.Etcd {
+			continue
+		}
+		dataDir, member, err := etcdMember(spec)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(dataDir); err == nil {
+			// An interrupted pass restored this member already.
+			continue
+		}
+		if err := backup.RestoreDataDir(snapshot, dataDir, member); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(marker, []byte(req.URL+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record the restore: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("restored etcd data", "url", req.URL, "snapshotBytes", len(snapshot))
+	return nil
+}
+
+// etcdMember reads an etcd spec's data dir and member identity from its
+// arguments, which the restored data dir must agree with.
+func etcdMember(spec runtime.Spec) (string, backup.RestoreMember, error) {
+	flags := map[string]string{}
+	for _, arg := range spec.Args {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "="); ok {
+			flags[k] = v
+		}
+	}
+	m := backup.RestoreMember{
+		Name: flags["name"], PeerURL: flags["initial-advertise-peer-urls"],
+		InitialCluster: flags["initial-cluster"], ClusterToken: flags["initial-cluster-token"],
+	}
+	dataDir := flags["data-dir"]
+	if dataDir == "" || m.Name == "" || m.PeerURL == "" || m.InitialCluster == "" {
+		return "", m, errors.New("etcd instance " + spec.Name + ": its arguments lack --data-dir, --name or the initial cluster")
+	}
+	return dataDir, m, nil
+}

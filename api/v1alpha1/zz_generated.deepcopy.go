@@ -548,6 +548,11 @@ func (in *HostedControlPlaneStatus) DeepCopyInto(out *HostedControlPlaneStatus) 
 		}
 	}
 	out.ControlPlaneEndpoint = in.ControlPlaneEndpoint
+	if in.EtcdClientURLs != nil {
+		in, out := &in.EtcdClientURLs, &out.EtcdClientURLs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Components != nil {
 		in, out := &in.Components, &out.Components
 		*out = make([]ComponentStatus, len(*in))

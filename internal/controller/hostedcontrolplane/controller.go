@@ -111,6 +111,8 @@ type scope struct {
 	ref   runtime.ControlPlaneRef
 	specs []runtime.Spec
 	ports map[string]int
+	// etcdClientURLs are where the operator reaches the etcd members.
+	etcdClientURLs []string
 	// available: the hosted API serves (from the components' states).
 	available bool
 	// dataPlane renders the in-cluster objects; notApplied says which are
@@ -171,6 +173,7 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("published endpoint: %w", err)
 	case ok:
 		s.hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: host, Port: int32(port)} //nolint:gosec // ports fit in int32
+		s.hcp.Status.EtcdClientURLs = s.etcdClientURLs
 	case s.hibernated || s.fenced:
 		// Nothing publishes it while it sleeps or is fenced; it comes back
 		// on the same port.
@@ -251,6 +254,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}
 	s.ports = ports
+	s.etcdClientURLs = components.EtcdClientURLs(replicas, layout, ports)
 	net := hcp.Spec.Networking
 	cfg := components.Config{
 		Name:             hcp.Namespace,

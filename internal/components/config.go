@@ -3,12 +3,11 @@ package components
 import (
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
-
-	"net"
-	"strconv"
 
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"

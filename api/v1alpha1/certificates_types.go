@@ -19,6 +19,19 @@ type CertificatesSpec struct {
 	RotateCA string `json:"rotateCA,omitempty"`
 }
 
+// Annotations a node's agent puts on its Node once it applied a CA bundle
+// (docs/security.md, "CA rotation"); the rotation's DistributeBundle phase
+// waits for them on every Node.
+const (
+	// NodeTrustedRootCAsAnnotation lists, comma-separated, the
+	// "sha256:<hex>" public-key hashes of the root CAs the node verifies the
+	// API server with.
+	NodeTrustedRootCAsAnnotation = "hypershift.dev/trusted-root-cas"
+	// NodeClientCAAnnotation is the public-key hash of the CA that signed
+	// the node's client certificate.
+	NodeClientCAAnnotation = "hypershift.dev/client-certificate-ca"
+)
+
 // CARotationPhase is a step of a root-CA rotation. Each is held until its
 // effect is observed on the running control plane and nodes.
 type CARotationPhase string

@@ -128,9 +128,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	// Each phase needs what the one before made.
 	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 		{Name: "control-plane namespace", Run: r.reconcileNamespace},
+		{Name: "CA rotation", Run: r.applyCARotation},
 		{Name: "PKI", Run: r.reconcilePKI},
 		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
 		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
+		{Name: "CA rotation progress", Run: r.advanceCARotation},
 	})
 	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {
 		s.conflict = refused.Error()

@@ -133,6 +133,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newDestroyCommand(opts),
 		newHibernateCommand(opts, false),
 		newHibernateCommand(opts, true),
+		newRotateCommand(opts),
 		newJoinCommand(),
 		newNodeCommand(),
 		newImageCommand(),

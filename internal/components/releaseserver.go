@@ -4,8 +4,8 @@ import (
 	"net"
 	"strconv"
 
-	"hypershift.dev/internal/releaseserver"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/releaseserver"
 	"hypershift.dev/internal/runtime"
 )
 

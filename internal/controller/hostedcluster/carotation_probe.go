@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/pki"
 )
 
@@ -64,6 +65,9 @@ func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, phase hype
 			return rotationObservation{waiting: fmt.Sprintf("the API server to accept the reissued admin certificate (it answered user %q, %v)", user, err)}, nil
 		}
 	case hypershiftv1alpha1.CARotationDistributeBundle:
+		if err := api.publishCABundles(ctx, cp); err != nil {
+			return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
+		}
 		pending, err := api.nodesWithoutTrust(ctx, cp)
 		if err != nil {
 			return rotationObservation{waiting: "the cluster's Nodes: " + err.Error()}, nil
@@ -135,6 +139,10 @@ func (a hostedAPI) client(cert pki.KeyPair) (*http.Client, error) {
 }
 
 func (a hostedAPI) do(ctx context.Context, cert pki.KeyPair, method, path string, body []byte, into any) error {
+	contentType := "application/json"
+	if method == http.MethodPatch {
+		contentType = "application/merge-patch+json"
+	}
 	c, err := a.client(cert)
 	if err != nil {
 		return err
@@ -143,7 +151,7 @@ func (a hostedAPI) do(ctx context.Context, cert pki.KeyPair, method, path string
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -154,7 +162,7 @@ func (a hostedAPI) do(ctx context.Context, cert pki.KeyPair, method, path string
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
 	}
 	return json.Unmarshal(data, into)
 }
@@ -233,9 +241,45 @@ func (a hostedAPI) nodesWithoutTrust(ctx context.Context, cp *pki.ControlPlane) 
 	return pending, nil
 }
 
+// publishCABundles puts the CA bundles into the cluster's join information
+// (kube-public), where node agents read them over a connection verified
+// with the root CA they trust (docs/security.md, "CA rotation"). The
+// client bundle's first certificate is the CA that signs now. Written from
+// the PKI, not from the API server's published client CA, which may lag.
+func (a hostedAPI) publishCABundles(ctx context.Context, cp *pki.ControlPlane) error {
+	want := map[string]string{
+		bootstrap.JoinInfoCA:       string(cp.Bundle(pki.RootCAName)),
+		bootstrap.JoinInfoClientCA: string(cp.Bundle(pki.ClientCAName)),
+	}
+	var cm corev1.ConfigMap
+	path := "/api/v1/namespaces/" + bootstrap.JoinInfoNamespace + "/configmaps/" + bootstrap.JoinInfoName
+	if err := a.do(ctx, cp.Admin, http.MethodGet, path, nil, &cm); err != nil {
+		if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusNotFound {
+			return nil // no node ever joined: nothing to tell
+		}
+		return err
+	}
+	if cm.Data[bootstrap.JoinInfoCA] == want[bootstrap.JoinInfoCA] && cm.Data[bootstrap.JoinInfoClientCA] == want[bootstrap.JoinInfoClientCA] {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"data": want})
+	if err != nil {
+		return err
+	}
+	return a.do(ctx, cp.Admin, http.MethodPatch, path, patch, &cm)
+}
+
 func firstN(s []string, n int) []string {
 	if len(s) > n {
 		return append(s[:n:n], "…")
 	}
 	return s
 }
+
+// statusError is an API answer other than 2xx.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }

@@ -137,6 +137,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	a.synced.Store(true)
 	a.log.Info("agent started", "server", a.server)
+	go a.followTrust(ctx)
 	var workers sync.WaitGroup
 	for range opts.PodWorkers {
 		workers.Go(func() {

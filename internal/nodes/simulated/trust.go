@@ -47,7 +47,7 @@ func (a *Agent) followTrust(ctx context.Context) {
 }
 
 func (a *Agent) checkTrust(ctx context.Context) error {
-	info, err := a.boot.CoreV1().ConfigMaps(bootstrap.JoinInfoNamespace).Get(ctx, bootstrap.JoinInfoName, metav1.GetOptions{})
+	info, err := a.anon.CoreV1().ConfigMaps(bootstrap.JoinInfoNamespace).Get(ctx, bootstrap.JoinInfoName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("join information: %w", err)
 	}

@@ -172,7 +172,9 @@ const CARotationReason = "CARotation"
 func (r *Reconciler) recordCARotation(ctx context.Context, s *scope, st *hypershiftv1alpha1.CARotationStatus) {
 	ctrl.LoggerFrom(ctx).Info("root-CA rotation", "phase", st.Phase, "token", st.Token)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, CARotationReason, "RotateCA", "Root-CA rotation %s: phase %s", st.Token, st.Phase)
+		// The phase is the action: Events that differ only in their note
+		// would be folded into one series.
+		r.Recorder.Eventf(s.hc, nil, corev1.EventTypeNormal, CARotationReason, string(st.Phase), "Root-CA rotation %s: phase %s", st.Token, st.Phase)
 	}
 }
 

@@ -27,6 +27,9 @@ const (
 	// "sha256:<hex>" public-key hashes of the root CAs the node verifies the
 	// API server with.
 	NodeTrustedRootCAsAnnotation = "hypershift.dev/trusted-root-cas"
+	// NodeTrustedClientCAsAnnotation lists the public-key hashes of the
+	// client CAs the node's kubelet accepts the API server's calls with.
+	NodeTrustedClientCAsAnnotation = "hypershift.dev/trusted-client-cas"
 	// NodeClientCAAnnotation is the public-key hash of the CA that signed
 	// the node's client certificate.
 	NodeClientCAAnnotation = "hypershift.dev/client-certificate-ca"

@@ -50,6 +50,15 @@ func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, phase hype
 		if user, err := api.whoAmI(ctx, probe); err != nil || user != probeCommonName {
 			return rotationObservation{waiting: fmt.Sprintf("the API server to accept a certificate of the new client CA (it answered user %q, %v)", user, err)}, nil
 		}
+		// Nodes trust the new root CA and, for the API server's calls to
+		// kubelets, the new client CA, before anything is signed by them.
+		if err := api.publishCABundles(ctx, cp); err != nil {
+			return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
+		}
+		want := nodeTrust{root: cp.Next[pki.RootCAName], trustedClient: next}
+		if obs, err := api.nodesTrusting(ctx, cp, want); err != nil || !obs.done {
+			return obs, err
+		}
 	case hypershiftv1alpha1.CARotationReissueLeaves:
 		chain, err := api.servingChain(ctx)
 		if err != nil {
@@ -68,12 +77,9 @@ func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, phase hype
 		if err := api.publishCABundles(ctx, cp); err != nil {
 			return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
 		}
-		pending, err := api.nodesWithoutTrust(ctx, cp)
-		if err != nil {
-			return rotationObservation{waiting: "the cluster's Nodes: " + err.Error()}, nil
-		}
-		if len(pending) > 0 {
-			return rotationObservation{waiting: fmt.Sprintf("%d Nodes to take the new CA bundle and client certificate: %s", len(pending), strings.Join(firstN(pending, 5), ", "))}, nil
+		want := nodeTrust{root: cp.RootCA, trustedClient: cp.ClientCA, signer: cp.ClientCA}
+		if obs, err := api.nodesTrusting(ctx, cp, want); err != nil || !obs.done {
+			return obs, err
 		}
 	case hypershiftv1alpha1.CARotationDropOld:
 		chain, err := api.servingChain(ctx)
@@ -215,30 +221,54 @@ func verifiesWith(chain []*x509.Certificate, rootsPEM []byte) bool {
 	return err == nil
 }
 
-// nodesWithoutTrust names the Nodes whose agent has not yet reported the
-// signing root CA trusted and a client certificate of the signing client
-// CA.
-func (a hostedAPI) nodesWithoutTrust(ctx context.Context, cp *pki.ControlPlane) ([]string, error) {
-	root, err := pki.CACertHash(cp.RootCA.CertPEM)
-	if err != nil {
-		return nil, err
+// nodeTrust is what every Node must report (its agent's annotations): a
+// root CA it verifies the API server with, a client CA its kubelet
+// accepts, and the CA that signed its client certificate; an empty key
+// pair is not asked for.
+type nodeTrust struct {
+	root, trustedClient, signer pki.KeyPair
+}
+
+// nodesTrusting waits for every Node to report want.
+func (a hostedAPI) nodesTrusting(ctx context.Context, cp *pki.ControlPlane, want nodeTrust) (rotationObservation, error) {
+	hash := func(kp pki.KeyPair) (string, error) {
+		if len(kp.CertPEM) == 0 {
+			return "", nil
+		}
+		return pki.CACertHash(kp.CertPEM)
 	}
-	clientCA, err := pki.CACertHash(cp.ClientCA.CertPEM)
+	root, err := hash(want.root)
 	if err != nil {
-		return nil, err
+		return rotationObservation{}, err
+	}
+	trustedClient, err := hash(want.trustedClient)
+	if err != nil {
+		return rotationObservation{}, err
+	}
+	signer, err := hash(want.signer)
+	if err != nil {
+		return rotationObservation{}, err
 	}
 	var nodes corev1.NodeList
 	if err := a.do(ctx, cp.Admin, http.MethodGet, "/api/v1/nodes", nil, &nodes); err != nil {
-		return nil, err
+		return rotationObservation{waiting: "the cluster's Nodes: " + err.Error()}, nil
+	}
+	lists := func(n corev1.Node, key, hash string) bool {
+		return hash == "" || slices.Contains(strings.Split(n.Annotations[key], ","), hash)
 	}
 	var pending []string
 	for _, n := range nodes.Items {
-		trusted := strings.Split(n.Annotations[hypershiftv1alpha1.NodeTrustedRootCAsAnnotation], ",")
-		if !slices.Contains(trusted, root) || n.Annotations[hypershiftv1alpha1.NodeClientCAAnnotation] != clientCA {
+		if !lists(n, hypershiftv1alpha1.NodeTrustedRootCAsAnnotation, root) ||
+			!lists(n, hypershiftv1alpha1.NodeTrustedClientCAsAnnotation, trustedClient) ||
+			!lists(n, hypershiftv1alpha1.NodeClientCAAnnotation, signer) {
 			pending = append(pending, n.Name)
 		}
 	}
-	return pending, nil
+	if len(pending) > 0 {
+		return rotationObservation{waiting: fmt.Sprintf("%d Nodes to take the new CA bundles (and, from ReissueLeaves on, a client certificate of the new client CA): %s",
+			len(pending), strings.Join(firstN(pending, 5), ", "))}, nil
+	}
+	return rotationObservation{done: true}, nil
 }
 
 // publishCABundles puts the CA bundles into the cluster's join information

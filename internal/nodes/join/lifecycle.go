@@ -185,7 +185,9 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 	log.Info("node running", "node", n.Name, "cluster", n.Cluster)
 	// Here rather than in join: it also happens when join was interrupted.
 	dropBootstrapKubeconfigWhenCertified(ctx, n, log)
-	n.watchUpgrades(ctx, func(ctx context.Context, specs []runtime.Spec) error { return rt.Apply(ctx, Ref, specs) }, log)
+	applySpecs := func(ctx context.Context, specs []runtime.Spec) error { return rt.Apply(ctx, Ref, specs) }
+	go n.followTrust(ctx, applySpecs, log)
+	n.watchUpgrades(ctx, applySpecs, log)
 	<-ctx.Done()
 	return nil
 }

@@ -83,15 +83,24 @@ func (n *node) followTrust(ctx context.Context, clientCAs []*x509.Certificate, r
 	if err != nil {
 		return err
 	}
-	if signer := signerOf(kp.certPEM, clientCAs); signer != clientCAs[0] {
+	signer := signerOf(kp.certPEM, clientCAs)
+	if signer != clientCAs[0] {
 		if kp, err = n.renewClientCertificate(ctx); err != nil {
 			return err
 		}
-		if signer = signerOf(kp.certPEM, clientCAs); signer != clientCAs[0] {
-			return nil // signed by a controller manager not yet given the new CA: again next time
-		}
+		// Signed by a controller manager not yet given the new CA: it is
+		// renewed again next time.
+		signer = signerOf(kp.certPEM, clientCAs)
 	}
-	noted := roots + "/" + pki.PublicKeyHash(clientCAs[0])
+	signerHash := "none"
+	if signer != nil {
+		signerHash = pki.PublicKeyHash(signer)
+	}
+	trustedClients := make([]string, 0, len(clientCAs))
+	for _, c := range clientCAs {
+		trustedClients = append(trustedClients, pki.PublicKeyHash(c))
+	}
+	noted := roots + "/" + strings.Join(trustedClients, ",") + "/" + signerHash
 	n.mu.Lock()
 	same := n.trustNoted == noted
 	core := n.core
@@ -100,8 +109,9 @@ func (n *node) followTrust(ctx context.Context, clientCAs []*x509.Certificate, r
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		hypershiftv1alpha1.NodeTrustedRootCAsAnnotation: roots,
-		hypershiftv1alpha1.NodeClientCAAnnotation:       pki.PublicKeyHash(clientCAs[0]),
+		hypershiftv1alpha1.NodeTrustedRootCAsAnnotation:   roots,
+		hypershiftv1alpha1.NodeTrustedClientCAsAnnotation: strings.Join(trustedClients, ","),
+		hypershiftv1alpha1.NodeClientCAAnnotation:         signerHash,
 	}}})
 	if err != nil {
 		return err

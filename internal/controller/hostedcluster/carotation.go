@@ -160,7 +160,7 @@ func (r *Reconciler) advanceCARotation(ctx context.Context, s *scope) (ctrl.Resu
 	if next.Phase != st.Phase {
 		r.recordCARotation(ctx, s, next)
 		// The next phase's PKI change is made by the next reconcile.
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	s.requeue = lifecycle.Soonest(s.requeue, ctrl.Result{RequeueAfter: caRotationPoll})
 	return ctrl.Result{}, nil

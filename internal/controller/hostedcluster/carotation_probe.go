@@ -36,68 +36,81 @@ func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, phase hype
 		return rotationObservation{waiting: "the control plane's endpoint"}, nil
 	}
 	api := hostedAPI{addr: net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port)), roots: s.pki.Bundle(pki.RootCAName)}
-	cp := s.pki
 	switch phase {
 	case hypershiftv1alpha1.CARotationTrustBoth:
-		next, ok := cp.Next[pki.ClientCAName]
-		if !ok {
-			return rotationObservation{waiting: "the new client CA"}, nil
-		}
-		probe, err := pki.Issue(next, pki.CertRequest{CommonName: probeCommonName, Client: true, Validity: 10 * time.Minute})
-		if err != nil {
-			return rotationObservation{}, err
-		}
-		if user, err := api.whoAmI(ctx, probe); err != nil || user != probeCommonName {
-			return rotationObservation{waiting: fmt.Sprintf("the API server to accept a certificate of the new client CA (it answered user %q, %v)", user, err)}, nil
-		}
-		// Nodes trust the new root CA and, for the API server's calls to
-		// kubelets, the new client CA, before anything is signed by them.
-		if err := api.publishCABundles(ctx, cp); err != nil {
-			return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
-		}
-		want := nodeTrust{root: cp.Next[pki.RootCAName], trustedClient: next}
-		if obs, err := api.nodesTrusting(ctx, cp, want); err != nil || !obs.done {
-			return obs, err
-		}
+		return observeTrustBoth(ctx, api, s.pki)
 	case hypershiftv1alpha1.CARotationReissueLeaves:
-		chain, err := api.servingChain(ctx)
-		if err != nil {
-			return rotationObservation{waiting: "the API server's serving certificate: " + err.Error()}, nil
-		}
-		if !verifiesWith(chain, cp.RootCA.CertPEM) {
-			return rotationObservation{waiting: "the API server to serve a certificate of the new root CA"}, nil
-		}
-		if prev, ok := cp.Previous[pki.RootCAName]; ok && !verifiesWith(chain, prev.CertPEM) {
-			return rotationObservation{waiting: "the API server's serving chain to reach the old root CA too"}, nil
-		}
-		if user, err := api.whoAmI(ctx, cp.Admin); err != nil || user != "system:admin" {
-			return rotationObservation{waiting: fmt.Sprintf("the API server to accept the reissued admin certificate (it answered user %q, %v)", user, err)}, nil
-		}
+		return observeReissued(ctx, api, s.pki)
 	case hypershiftv1alpha1.CARotationDistributeBundle:
-		if err := api.publishCABundles(ctx, cp); err != nil {
+		if err := api.publishCABundles(ctx, s.pki); err != nil {
 			return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
 		}
-		want := nodeTrust{root: cp.RootCA, trustedClient: cp.ClientCA, signer: cp.ClientCA}
-		if obs, err := api.nodesTrusting(ctx, cp, want); err != nil || !obs.done {
-			return obs, err
-		}
+		return api.nodesTrusting(ctx, s.pki, nodeTrust{root: s.pki.RootCA, trustedClient: s.pki.ClientCA, signer: s.pki.ClientCA})
 	case hypershiftv1alpha1.CARotationDropOld:
-		chain, err := api.servingChain(ctx)
-		if err != nil {
-			return rotationObservation{waiting: "the API server's serving certificate: " + err.Error()}, nil
-		}
-		if len(chain) != 1 || !verifiesWith(chain, cp.RootCA.CertPEM) {
-			return rotationObservation{waiting: "the API server to serve its certificate without the chain to the old root CA"}, nil
-		}
-		store := s.secretStore(ctx, r.Client, true)
-		probe, ok, err := store.Get(refusalProbeName)
+		probe, ok, err := s.secretStore(ctx, r.Client, true).Get(refusalProbeName)
 		if err != nil {
 			return rotationObservation{}, err
 		}
-		if ok {
-			if user, err := api.whoAmI(ctx, probe); err == nil && user == probeCommonName {
-				return rotationObservation{waiting: "the API server to refuse certificates of the old client CA"}, nil
-			}
+		return observeDropped(ctx, api, s.pki, probe, ok)
+	}
+	return rotationObservation{done: true}, nil
+}
+
+// observeTrustBoth: the API server accepts a certificate of the new
+// client CA, and every node trusts the new root CA and, for the API
+// server's calls to kubelets, the new client CA — before either signs.
+func observeTrustBoth(ctx context.Context, api hostedAPI, cp *pki.ControlPlane) (rotationObservation, error) {
+	next, ok := cp.Next[pki.ClientCAName]
+	if !ok {
+		return rotationObservation{waiting: "the new client CA"}, nil
+	}
+	probe, err := pki.Issue(next, pki.CertRequest{CommonName: probeCommonName, Client: true, Validity: 10 * time.Minute})
+	if err != nil {
+		return rotationObservation{}, err
+	}
+	if user, err := api.whoAmI(ctx, probe); err != nil || user != probeCommonName {
+		return rotationObservation{waiting: fmt.Sprintf("the API server to accept a certificate of the new client CA (it answered user %q, %v)", user, err)}, nil
+	}
+	if err := api.publishCABundles(ctx, cp); err != nil {
+		return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
+	}
+	return api.nodesTrusting(ctx, cp, nodeTrust{root: cp.Next[pki.RootCAName], trustedClient: next})
+}
+
+// observeReissued: the endpoint serves a certificate of the new root CA
+// whose chain reaches the old root too, and accepts the new admin
+// certificate.
+func observeReissued(ctx context.Context, api hostedAPI, cp *pki.ControlPlane) (rotationObservation, error) {
+	chain, err := api.servingChain(ctx)
+	if err != nil {
+		return rotationObservation{waiting: "the API server's serving certificate: " + err.Error()}, nil
+	}
+	if !verifiesWith(chain, cp.RootCA.CertPEM) {
+		return rotationObservation{waiting: "the API server to serve a certificate of the new root CA"}, nil
+	}
+	if prev, ok := cp.Previous[pki.RootCAName]; ok && !verifiesWith(chain, prev.CertPEM) {
+		return rotationObservation{waiting: "the API server's serving chain to reach the old root CA too"}, nil
+	}
+	if user, err := api.whoAmI(ctx, cp.Admin); err != nil || user != "system:admin" {
+		return rotationObservation{waiting: fmt.Sprintf("the API server to accept the reissued admin certificate (it answered user %q, %v)", user, err)}, nil
+	}
+	return rotationObservation{done: true}, nil
+}
+
+// observeDropped: the endpoint serves no chain to the old root, and a
+// certificate of the old client CA (probe, when one could be signed) is
+// refused.
+func observeDropped(ctx context.Context, api hostedAPI, cp *pki.ControlPlane, probe pki.KeyPair, haveProbe bool) (rotationObservation, error) {
+	chain, err := api.servingChain(ctx)
+	if err != nil {
+		return rotationObservation{waiting: "the API server's serving certificate: " + err.Error()}, nil
+	}
+	if len(chain) != 1 || !verifiesWith(chain, cp.RootCA.CertPEM) {
+		return rotationObservation{waiting: "the API server to serve its certificate without the chain to the old root CA"}, nil
+	}
+	if haveProbe {
+		if user, err := api.whoAmI(ctx, probe); err == nil && user == probeCommonName {
+			return rotationObservation{waiting: "the API server to refuse certificates of the old client CA"}, nil
 		}
 	}
 	return rotationObservation{done: true}, nil

@@ -88,9 +88,9 @@ type Agent struct {
 	boot    kubernetes.Interface
 	// anon reads the join information, which anonymous users may read
 	// (and the bootstrap token's user may not).
-	anon kubernetes.Interface
-	joins   chan struct{}
-	csrs    *csrWaiter
+	anon  kubernetes.Interface
+	joins chan struct{}
+	csrs  *csrWaiter
 
 	pods      cache.Indexer
 	nodeStore corev1listers.NodeLister

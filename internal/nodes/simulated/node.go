@@ -56,22 +56,22 @@ type node struct {
 	done   chan struct{}
 
 	// Set once the node has its credentials and is registered.
-	mu       sync.Mutex
-	joined   bool
-	core     corev1client.CoreV1Interface
-	leases   coordinationv1client.LeaseInterface
-	csrs     certificatesv1client.CertificateSigningRequestInterface
+	mu     sync.Mutex
+	joined bool
+	core   corev1client.CoreV1Interface
+	leases coordinationv1client.LeaseInterface
+	csrs   certificatesv1client.CertificateSigningRequestInterface
 	// cert is the client certificate new connections present; transport
 	// holds them.
 	cert      atomic.Pointer[tls.Certificate]
 	transport *http.Transport
 	// trustNoted is the trust the Node's annotations report (followTrust).
 	trustNoted string
-	uid      types.UID
-	podCIDR  string
-	ips      *podIPs
-	lease    *coordinationv1.Lease
-	lastSeen time.Time
+	uid        types.UID
+	podCIDR    string
+	ips        *podIPs
+	lease      *coordinationv1.Lease
+	lastSeen   time.Time
 }
 
 func (n *node) isJoined() bool {

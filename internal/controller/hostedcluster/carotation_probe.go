@@ -113,7 +113,11 @@ func observeDropped(ctx context.Context, api hostedAPI, cp *pki.ControlPlane, pr
 			return rotationObservation{waiting: "the API server to refuse certificates of the old client CA"}, nil
 		}
 	}
-	return rotationObservation{done: true}, nil
+	if err := api.publishCABundles(ctx, cp); err != nil {
+		return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
+	}
+	// Nodes dropped the old CAs too (and their kubelets run again).
+	return api.nodesTrusting(ctx, cp, nodeTrust{root: cp.RootCA, trustedClient: cp.ClientCA, signer: cp.ClientCA, only: true})
 }
 
 // ensureRefusalProbe signs the probe with the old client CA while it
@@ -240,6 +244,8 @@ func verifiesWith(chain []*x509.Certificate, rootsPEM []byte) bool {
 // pair is not asked for.
 type nodeTrust struct {
 	root, trustedClient, signer pki.KeyPair
+	// only: root and trustedClient must be the only CAs reported.
+	only bool
 }
 
 // nodesTrusting waits for every Node to report want.
@@ -267,6 +273,9 @@ func (a hostedAPI) nodesTrusting(ctx context.Context, cp *pki.ControlPlane, want
 		return rotationObservation{waiting: "the cluster's Nodes: " + err.Error()}, nil
 	}
 	lists := func(n corev1.Node, key, hash string) bool {
+		if want.only && key != hypershiftv1alpha1.NodeClientCAAnnotation {
+			return hash == "" || n.Annotations[key] == hash
+		}
 		return hash == "" || slices.Contains(strings.Split(n.Annotations[key], ","), hash)
 	}
 	var pending []string

@@ -61,6 +61,27 @@ func (n *Node) followTrust(ctx context.Context, apply func(context.Context, []ru
 	}
 }
 
+// publishedTrust reads the CA bundles of the join information anonymously,
+// verifying the server with the root CAs the node trusts now.
+func (n *Node) publishedTrust(ctx context.Context) (roots, clientCAs []*x509.Certificate, err error) {
+	anon, err := kubernetes.NewForConfig(&rest.Config{Host: n.Server, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(n.CA)}, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := anon.CoreV1().ConfigMaps(bootstrap.JoinInfoNamespace).Get(ctx, bootstrap.JoinInfoName, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("join information: %w", err)
+	}
+	roots = certificatesIn([]byte(info.Data[bootstrap.JoinInfoCA]))
+	clientCAs = certificatesIn([]byte(info.Data[bootstrap.JoinInfoClientCA]))
+	for _, c := range append(append([]*x509.Certificate(nil), roots...), clientCAs...) {
+		if !c.IsCA || c.KeyUsage&x509.KeyUsageCertSign == 0 {
+			return nil, nil, fmt.Errorf("join information holds %q, which is not a CA certificate", c.Subject.CommonName)
+		}
+	}
+	return roots, clientCAs, nil
+}
+
 func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runtime.Spec) error, log logr.Logger) error {
 	kc, err := clientcmd.LoadFromFile(n.KubeletKubeconfig())
 	if errors.Is(err, os.ErrNotExist) {
@@ -69,21 +90,15 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 	if err != nil {
 		return fmt.Errorf("kubelet kubeconfig: %w", err)
 	}
-	anon, err := kubernetes.NewForConfig(&rest.Config{Host: n.Server, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(n.CA)}, Timeout: 10 * time.Second})
-	if err != nil {
+	rootCerts, clientCAs, err := n.publishedTrust(ctx)
+	if err != nil || len(rootCerts) == 0 || len(clientCAs) == 0 {
 		return err
 	}
-	info, err := anon.CoreV1().ConfigMaps(bootstrap.JoinInfoNamespace).Get(ctx, bootstrap.JoinInfoName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("join information: %w", err)
-	}
-	roots, clientBundle := info.Data[bootstrap.JoinInfoCA], info.Data[bootstrap.JoinInfoClientCA]
-	rootCerts, clientCAs := certificatesIn([]byte(roots)), certificatesIn([]byte(clientBundle))
-	if len(rootCerts) == 0 || len(clientCAs) == 0 {
-		return nil
-	}
+	// Compared and stored re-encoded, as join stores them: the same CAs
+	// written differently are no change.
+	roots, clientBundle := encodeCertificates(rootCerts), encodeCertificates(clientCAs)
 	changed := false
-	if roots != n.CA {
+	if roots != encodeCertificates(certificatesIn([]byte(n.CA))) {
 		for _, cluster := range kc.Clusters {
 			cluster.CertificateAuthorityData = []byte(roots)
 			cluster.CertificateAuthority = ""
@@ -98,7 +113,7 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 		n.CA, changed = roots, true
 		log.Info("the cluster's root CA bundle changed: the kubelet's kubeconfig follows", "node", n.Name)
 	}
-	if clientBundle != n.ClientCA {
+	if clientBundle != encodeCertificates(certificatesIn([]byte(n.ClientCA))) {
 		n.ClientCA, changed = clientBundle, true
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.KubeletKubeconfig())
@@ -274,4 +289,12 @@ func certificatesIn(bundle []byte) []*x509.Certificate {
 			out = append(out, c)
 		}
 	}
+}
+
+func encodeCertificates(certs []*x509.Certificate) string {
+	var out []byte
+	for _, c := range certs {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	return string(out)
 }

@@ -47,6 +47,32 @@ func TestCARotation(t *testing.T) {
 	}
 }
 
+// TestCARotationHighlyAvailable rotates the root CAs of a highly available
+// control plane, whose endpoint is the API server proxy in front of two API
+// servers: no request fails, and neither the API servers nor the proxy
+// (which re-reads its backend CA bundle) restart.
+func TestCARotationHighlyAvailable(t *testing.T) {
+	hs := upCLI(t)
+	hs.must("create", "cluster", "simulated", "--name", "c", "--availability-policy", "HighlyAvailable", "--node-pool-replicas", "1", "--wait", "--timeout", "5m")
+	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
+	waitNodesReady(t, hostedClient(t, kc), 1, 3*time.Minute)
+	kept := []string{"kube-apiserver-0", "kube-apiserver-1", "kube-apiserver-proxy"}
+	before := map[string]int{}
+	for _, name := range kept {
+		before[name] = instancePID(t, hs.dataDir, "c", name)
+	}
+	run := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
+		return allNodesReady(ctx, cs, 1)
+	})
+	run.check(t)
+	for _, name := range kept {
+		if got := instancePID(t, hs.dataDir, "c", name); got != before[name] {
+			t.Errorf("%s pid %d, was %d: the rotation restarted it instead of a reload", name, got, before[name])
+		}
+	}
+}
+
 // rotationRun is what rotateWatching saw.
 type rotationRun struct {
 	ok, failed int

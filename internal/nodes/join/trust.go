@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -82,7 +83,13 @@ func (n *Node) publishedTrust(ctx context.Context) (roots, clientCAs []*x509.Cer
 	return roots, clientCAs, nil
 }
 
+// nodeStateMu makes the daemon's writers of node.json and the node's specs
+// (a root-CA rotation here, an upgrade in upgrade.go) take turns.
+var nodeStateMu sync.Mutex
+
 func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runtime.Spec) error, log logr.Logger) error {
+	nodeStateMu.Lock()
+	defer nodeStateMu.Unlock()
 	kc, err := clientcmd.LoadFromFile(n.KubeletKubeconfig())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // the kubelet has no credentials yet

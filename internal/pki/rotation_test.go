@@ -126,3 +126,45 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 		t.Fatal("the etcd serving certificate was reissued although the etcd CA was not rotated")
 	}
 }
+
+// A second rotation starts from what the first left: one generation per
+// CA, nothing left over.
+func TestCARotationRepeats(t *testing.T) {
+	store := FileStore{Dir: t.TempDir()}
+	opts := ControlPlaneOptions{Renew: true}
+	var roots [][]byte
+	for range 3 {
+		cp, err := EnsureControlPlane(store, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, cp.RootCA.CertPEM)
+		for _, step := range []func() error{
+			func() error { return StartCARotation(store, RotatedCANames(), 0, time.Now()) },
+			func() error { return PromoteNextCAs(store, RotatedCANames()) },
+			func() error { return DropPreviousCAs(store, RotatedCANames()) },
+		} {
+			if err := step(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := EnsureControlPlane(store, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cp, err := EnsureControlPlane(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, old := range roots {
+		if bytes.Equal(old, cp.RootCA.CertPEM) {
+			t.Fatalf("rotation %d left the root CA as it was", i+1)
+		}
+	}
+	if len(cp.Next) != 0 || len(cp.Previous) != 0 || certificateCount(cp.Bundle(RootCAName)) != 1 {
+		t.Fatalf("after three rotations: next %d, previous %d, root bundle of %d", len(cp.Next), len(cp.Previous), certificateCount(cp.Bundle(RootCAName)))
+	}
+	if !signedBy(cp.Admin, cp.ClientCA) || certificateCount(cp.KubeAPIServer.CertPEM) != 1 {
+		t.Fatal("the leaves are not those of the last CAs")
+	}
+}

@@ -45,6 +45,30 @@ func TestCARotation(t *testing.T) {
 			t.Errorf("describe cluster does not show %q:\n%s", want, out)
 		}
 	}
+
+	// A second rotation starts from what the first left, as smoothly.
+	second := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
+		return allNodesReady(ctx, cs, 3)
+	})
+	second.check(t)
+	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got != apiPID {
+		t.Errorf("kube-apiserver pid %d, was %d: the second rotation restarted it", got, apiPID)
+	}
+	token := caRotationToken(t, hs)
+	if stderr := hs.fails("rotate", "ca", "--name", "c", "--token", token); !strings.Contains(stderr, "--token "+token+" was rotated for already") {
+		t.Errorf("a repeated token said:\n%s", stderr)
+	}
+}
+
+// caRotationToken is cluster c's last rotation token.
+func caRotationToken(t *testing.T, hs *cli) string {
+	t.Helper()
+	hc, err := dynamicClient(t, filepath.Join(hs.dataDir, "management.kubeconfig")).Resource(hostedClusterGVR).Namespace("clusters").Get(t.Context(), "c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, _ := unstructuredString(hc.Object, "status", "certificates", "caRotation", "token")
+	return token
 }
 
 // TestCARotationHighlyAvailable rotates the root CAs of a highly available

@@ -46,7 +46,9 @@ func TestCARotation(t *testing.T) {
 		}
 	}
 
-	// A second rotation starts from what the first left, as smoothly.
+	// A second rotation starts from what the first left, as smoothly; the
+	// admin kubeconfig of before it is the one issued by the first.
+	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
 	second := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
 		return allNodesReady(ctx, cs, 3)
 	})
@@ -125,7 +127,7 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	admin := &adminFollower{t: t, mgmtKubeconfig: mgmtKubeconfig}
+	admin := &adminFollower{t: t, mgmtKubeconfig: mgmtKubeconfig, prefix: fmt.Sprintf("rot%d-", time.Now().UnixNano())}
 	if err := admin.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}

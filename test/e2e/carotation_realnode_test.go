@@ -65,7 +65,9 @@ spec:
 	hs.must("create", "kubeconfig", "--name", "c", "-o", newKC)
 	got := mustKubectl(t, newKC, "get", "pod", "hello", "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}")
 	if want := containerBefore + " 0 Running"; got != want {
-		t.Errorf("pod hello after the rotation: %q, want %q (the same container, never restarted)", got, want)
+		status, _ := kubectl(t, newKC, "get", "pod", "hello", "-o", "jsonpath={.status}")
+		events, _ := kubectl(t, newKC, "get", "events", "--field-selector", "involvedObject.name=hello")
+		t.Errorf("pod hello after the rotation: %q, want %q (the same container, never restarted)\nstatus: %s\nevents:\n%s", got, want, status, events)
 	}
 	// The API server reaches the kubelet over connections it pools; the
 	// first request on one opened before the kubelet's last restart can

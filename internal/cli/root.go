@@ -135,6 +135,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newDestroyCommand(opts),
 		newHibernateCommand(opts, false),
 		newHibernateCommand(opts, true),
+		newRotateCommand(opts),
 		newJoinCommand(),
 		newNodeCommand(),
 		newImageCommand(),

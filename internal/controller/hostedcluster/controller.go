@@ -141,9 +141,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 		{Name: "control-plane namespace", Run: r.reconcileNamespace},
 		{Name: "restore", Run: r.reconcileRestore},
+		{Name: "CA rotation", Run: r.applyCARotation},
 		{Name: "PKI", Run: r.reconcilePKI},
 		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
 		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
+		{Name: "CA rotation progress", Run: r.advanceCARotation},
 		{Name: "backup", Run: r.reconcileBackup},
 	})
 	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {

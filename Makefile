@@ -83,7 +83,8 @@ deps: ## Install what the tests need from Debian's packages (when root).
 
 .PHONY: test
 test: deps build ## Run every test: unit, controller (real API server), golden, e2e.
-	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout 40m ./... 2>&1 | tee $(BIN)/test.log
+	@mkdir -p $(BIN)/test-artifacts
+	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout 60m -artifacts -outputdir $(BIN)/test-artifacts ./... 2>&1 | tee $(BIN)/test.log
 	@echo "test log: $(BIN)/test.log"
 
 .PHONY: update-golden

@@ -34,3 +34,16 @@ elif [ "$(id -u)" -eq 0 ]; then
 else
   echo "deps: not root, so not installing ${missing[*]}: the real-node test will skip"
 fi
+
+# The dashboard's browser test drives Debian's chromium headless.
+if command -v chromium >/dev/null 2>&1; then
+  echo "deps: chromium present"
+elif [ "$(id -u)" -eq 0 ]; then
+  echo "deps: installing chromium from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends chromium || {
+    apt-get update && apt-get install -y --no-install-recommends chromium
+  }
+else
+  echo "deps: not root, so not installing chromium: the dashboard's browser test will skip"
+fi

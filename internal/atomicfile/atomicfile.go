@@ -11,24 +11,26 @@ import (
 // Write writes data to path through a temporary file in the same directory,
 // fsync and rename.
 func Write(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	tmp, err := WriteTemp(path, data, perm)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	err = writeAndClose(tmp, data, perm)
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-func writeAndClose(f *os.File, data []byte, perm os.FileMode) error {
-	_, err := f.Write(data)
+// WriteTemp writes data, synced, to a new temporary file beside path and
+// returns its name, for a caller that renames several files into place
+// together; on error nothing is left behind.
+func WriteTemp(path string, data []byte, perm os.FileMode) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm)
 	}
@@ -38,5 +40,9 @@ func writeAndClose(f *os.File, data []byte, perm os.FileMode) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Name(), nil
 }

@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"hypershift.dev/internal/golden"
+	"hypershift.dev/internal/release/releasetest"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -84,18 +83,7 @@ func TestVersion(t *testing.T) {
 
 func TestVersionListsReleases(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "v1.36.3", "kubernetes")
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, []byte("a release"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte("a release"))
-	sums := hex.EncodeToString(sum[:]) + "  kubernetes\n"
-	if err := os.WriteFile(filepath.Join(dir, "v1.36.3", "SHA256SUMS"), []byte(sums), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bin := releasetest.Write(t, dir, "v1.36.3", "a release")
 	out, err := run(t, "version", "--releases-dir", dir)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/dump"
 	"hypershift.dev/internal/pki"
 )
 
@@ -122,12 +123,12 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 		}
 	}
 	if section(w, "Events", len(events), "(none)", "AGE\tTYPE\tREASON\tOBJECT\tMESSAGE") {
-		sort.Slice(events, func(i, j int) bool { return eventTime(events[i]).Before(eventTime(events[j])) })
+		sort.Slice(events, func(i, j int) bool { return dump.EventTime(events[i]).Before(dump.EventTime(events[j])) })
 		if len(events) > 15 {
 			events = events[len(events)-15:]
 		}
 		for _, e := range events {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", duration.HumanDuration(time.Since(eventTime(e))), e.Type, e.Reason, e.InvolvedObject.Kind, e.Message)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", duration.HumanDuration(time.Since(dump.EventTime(e))), e.Type, e.Reason, e.InvolvedObject.Kind, e.Message)
 		}
 	}
 	return w.Flush()
@@ -158,17 +159,6 @@ func section(w io.Writer, title string, rows int, none, header string) bool {
 	}
 	fmt.Fprintln(w, "  "+header)
 	return true
-}
-
-func eventTime(e corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	default:
-		return e.CreationTimestamp.Time
-	}
 }
 
 // printCertificates lists the cluster's certificates: when each expires and

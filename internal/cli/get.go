@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -25,34 +26,46 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Short:   "List hosted clusters of every namespace (or of --namespace)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
 			list := &hypershiftv1alpha1.HostedClusterList{}
-			if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
-				return err
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "No hosted clusters. Create one with `hypershift create cluster none --name NAME --wait`.")
-				return nil
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tHIBERNATION\tNODES (READY/ALL)\tENDPOINT\tAGE")
-			for _, hc := range list.Items {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
-					conditionStatus(hc.Status, hypershiftv1alpha1.Available),
-					conditionStatus(hc.Status, hypershiftv1alpha1.Progressing),
-					hibernationState(hc.Status),
-					hc.Status.ReadyNodeCount, hc.Status.NodeCount,
-					orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
-			}
-			return w.Flush()
+			return printList(cmd, g, namespace, list,
+				"No hosted clusters. Create one with `hypershift create cluster none --name NAME --wait`.",
+				"NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tHIBERNATION\tNODES (READY/ALL)\tENDPOINT\tAGE",
+				func(w io.Writer) {
+					for _, hc := range list.Items {
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
+							conditionStatus(hc.Status, hypershiftv1alpha1.Available),
+							conditionStatus(hc.Status, hypershiftv1alpha1.Progressing),
+							hibernationState(hc.Status),
+							hc.Status.ReadyNodeCount, hc.Status.NodeCount,
+							orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
+					}
+				})
 		},
 	}
 	clusters.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
 	cmd.AddCommand(clusters)
 	return cmd
+}
+
+// printList lists into list the objects of namespace (every namespace when
+// it is empty) and prints them as a table of header and the rows print
+// writes, or empty when there are none.
+func printList(cmd *cobra.Command, g *globalOptions, namespace string, list client.ObjectList, empty, header string, print func(w io.Writer)) error {
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	if meta.LenList(list) == 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), empty)
+		return nil
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+	fmt.Fprintln(w, header)
+	print(w)
+	return w.Flush()
 }
 
 func conditionStatus(s hypershiftv1alpha1.HostedClusterStatus, typ hypershiftv1alpha1.ConditionType) string {

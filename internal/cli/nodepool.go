@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -265,45 +265,38 @@ func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
 		Short:   "List NodePools of every namespace (or of --namespace) with their node counts",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
 			list := &hypershiftv1alpha1.NodePoolList{}
-			if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
-				return err
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "No node pools. Create one with `hypershift create nodepool --cluster-name CLUSTER --replicas N`.")
-				return nil
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
-			fmt.Fprintln(w, "NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tVERSION\tAGE\tMESSAGE")
-			for _, np := range list.Items {
-				desired := "-"
-				switch {
-				case np.Spec.Replicas != nil:
-					desired = fmt.Sprint(*np.Spec.Replicas)
-				case np.Spec.AutoScaling != nil:
-					desired = fmt.Sprintf("%d-%d", np.Spec.AutoScaling.Min, np.Spec.AutoScaling.Max)
-				}
-				msg := ""
-				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String()); cond != nil && cond.Status != metav1.ConditionTrue {
-					msg = cond.Message
-				}
-				if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolUpdatingVersion); msg == "" && cond != nil && cond.Status == metav1.ConditionTrue {
-					msg = cond.Message
-				}
-				ver := np.Status.Version
-				if ver == "" {
-					ver = "-"
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
-					np.Status.Replicas, np.Status.ReadyReplicas, ver, duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
-			}
-			return w.Flush()
+			return printList(cmd, g, namespace, list,
+				"No node pools. Create one with `hypershift create nodepool --cluster-name CLUSTER --replicas N`.",
+				"NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tVERSION\tAGE\tMESSAGE",
+				func(w io.Writer) {
+					for i := range list.Items {
+						printNodePool(w, &list.Items[i])
+					}
+				})
 		},
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
 	return cmd
+}
+
+// printNodePool writes the table row of a NodePool: desired replicas (or
+// the autoscaling range), and the message of a pool not Ready or upgrading.
+func printNodePool(w io.Writer, np *hypershiftv1alpha1.NodePool) {
+	desired := "-"
+	switch {
+	case np.Spec.Replicas != nil:
+		desired = fmt.Sprint(*np.Spec.Replicas)
+	case np.Spec.AutoScaling != nil:
+		desired = fmt.Sprintf("%d-%d", np.Spec.AutoScaling.Min, np.Spec.AutoScaling.Max)
+	}
+	msg := ""
+	if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String()); cond != nil && cond.Status != metav1.ConditionTrue {
+		msg = cond.Message
+	}
+	if cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolUpdatingVersion); msg == "" && cond != nil && cond.Status == metav1.ConditionTrue {
+		msg = cond.Message
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", np.Namespace, np.Name, np.Spec.ClusterName, desired,
+		np.Status.Replicas, np.Status.ReadyReplicas, orDash(np.Status.Version), duration.HumanDuration(time.Since(np.CreationTimestamp.Time)), msg)
 }

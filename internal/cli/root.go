@@ -130,6 +130,8 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newCreateCommand(opts),
 		newGetCommand(opts),
 		newDescribeCommand(opts),
+		newDumpCommand(opts),
+		newDashboardCommand(opts),
 		newDestroyCommand(opts),
 		newHibernateCommand(opts, false),
 		newHibernateCommand(opts, true),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/pki"
@@ -95,6 +96,11 @@ type Config struct {
 	ReleaseServer        bool
 	ReleasesDir          string
 	ReleaseServerPublish runtime.Publish
+	// KubeletCertificateValidity is how long the controller manager signs
+	// the certificates kubelets ask for (they renew them themselves at 70–90
+	// % of their life); zero or a year keeps upstream's default, a year, and
+	// renders no flag.
+	KubeletCertificateValidity time.Duration
 }
 
 // version is the Spec.Version of the Kubernetes components: "" for the

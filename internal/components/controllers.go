@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
@@ -15,6 +16,10 @@ import (
 const managementControllers = "garbage-collector-controller,namespace-controller"
 
 // endpointInstance is the instance behind the published API port.
+// defaultSigningDuration is the controller manager's own
+// --cluster-signing-duration default.
+const defaultSigningDuration = 365 * 24 * time.Hour
+
 func endpointInstance(cfg Config) string {
 	if cfg.proxied() {
 		return KubeAPIServerProxy
@@ -85,6 +90,9 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 			"--cluster-cidr="+cfg.ClusterCIDR,
 			fmt.Sprintf("--node-cidr-mask-size=%d", cfg.NodeCIDRMaskSize),
 		)
+		if d := cfg.KubeletCertificateValidity; d != 0 && d != defaultSigningDuration {
+			args = append(args, "--cluster-signing-duration="+d.String())
+		}
 	}
 	files := append(kubeconfigFiles(kc, p.KubeControllerManager),
 		runtime.File{Path: "root-ca.crt", Content: p.RootCA.CertPEM},

@@ -9,27 +9,34 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// TestIdleWakeFrontsASingleAPIServer: with IdleWake the endpoint proxy
-// takes the published port in front of the one API server, holds clients
-// while the control plane sleeps, and the controllers reach the API at its
-// internal port; without it nothing changes.
-func TestIdleWakeFrontsASingleAPIServer(t *testing.T) {
-	cfg := testConfig()
-	cfg.Ports = testPorts(SingleReplica)
-	next := 40000
-	for _, name := range IdleWakePortNames(SingleReplica) {
-		cfg.Ports[name] = next
-		next++
+// renderIdleWake renders the test control plane of replicas, its idle-wake
+// ports from firstPort on, without IdleWake (plain) and with it (specs);
+// cfg is the config with IdleWake.
+func renderIdleWake(t *testing.T, replicas Replicas, firstPort int) (cfg Config, plain, specs []runtime.Spec) {
+	t.Helper()
+	cfg = testConfig()
+	cfg.Replicas = replicas
+	cfg.Ports = testPorts(replicas)
+	for i, name := range IdleWakePortNames(replicas) {
+		cfg.Ports[name] = firstPort + i
 	}
 	plain, err := Render(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.IdleWake = true
-	specs, err := Render(cfg)
-	if err != nil {
+	if specs, err = Render(cfg); err != nil {
 		t.Fatal(err)
 	}
+	return cfg, plain, specs
+}
+
+// TestIdleWakeFrontsASingleAPIServer: with IdleWake the endpoint proxy
+// takes the published port in front of the one API server, holds clients
+// while the control plane sleeps, and the controllers reach the API at its
+// internal port; without it nothing changes.
+func TestIdleWakeFrontsASingleAPIServer(t *testing.T) {
+	cfg, plain, specs := renderIdleWake(t, SingleReplica, 40000)
 	byName := map[string]runtime.Spec{}
 	for _, s := range specs {
 		byName[s.Name] = s
@@ -75,21 +82,7 @@ func TestIdleWakeFrontsASingleAPIServer(t *testing.T) {
 // its controllers wait for an API server, not for the (always healthy)
 // proxy.
 func TestIdleWakeHighlyAvailable(t *testing.T) {
-	cfg := testConfig()
-	cfg.Replicas = HighlyAvailable
-	cfg.Ports = testPorts(HighlyAvailable)
-	for i, name := range IdleWakePortNames(HighlyAvailable) {
-		cfg.Ports[name] = 41000 + i
-	}
-	plain, err := Render(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.IdleWake = true
-	specs, err := Render(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, plain, specs := renderIdleWake(t, HighlyAvailable, 41000)
 	if !slices.Equal(names(plain), names(specs)) {
 		t.Errorf("instances %v with IdleWake, want those without it: %v", names(specs), names(plain))
 	}

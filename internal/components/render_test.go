@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/pki"
@@ -299,6 +300,42 @@ func TestPodsReplicasAreEqual(t *testing.T) {
 		}
 		if got := len(first); got != 5 {
 			t.Errorf("%d components in pods, want etcd, Konnectivity, API server, controller manager, scheduler", got)
+		}
+	}
+}
+
+// The controller manager signs kubelets' certificates for the leaf
+// validity the operator was given, so they renew on the same clock as the
+// control plane's own leaves; at upstream's default it renders no flag
+// (existing control planes keep their hash).
+func TestKubeletCertificateValidity(t *testing.T) {
+	for _, tc := range []struct {
+		validity time.Duration
+		want     string
+	}{
+		{0, ""},
+		{365 * 24 * time.Hour, ""},
+		{3 * time.Minute, "--cluster-signing-duration=3m0s"},
+	} {
+		cfg := testConfig()
+		cfg.KubeletCertificateValidity = tc.validity
+		specs, err := Render(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, s := range specs {
+			if s.Component != KubeControllerManager {
+				continue
+			}
+			for _, a := range s.Args {
+				if strings.HasPrefix(a, "--cluster-signing-duration=") {
+					got = a
+				}
+			}
+		}
+		if got != tc.want {
+			t.Errorf("validity %s: controller manager flag %q, want %q", tc.validity, got, tc.want)
 		}
 	}
 }

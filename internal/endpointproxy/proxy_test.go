@@ -9,13 +9,20 @@ import (
 	"time"
 )
 
-// echoServer answers each line with its name.
-func echoServer(t *testing.T, name string) (addr string, stop func()) {
+// listenLoopback listens on a free port of 127.0.0.1.
+func listenLoopback(t *testing.T) net.Listener {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+// echoServer answers each line with its name.
+func echoServer(t *testing.T, name string) (addr string, stop func()) {
+	t.Helper()
+	l := listenLoopback(t)
 	go serveEcho(l, name)
 	return l.Addr().String(), func() { l.Close() }
 }
@@ -60,10 +67,7 @@ func TestFailsOverAndSpreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Serve(ctx, l) }()
@@ -123,10 +127,7 @@ func TestPrefersHealthyBackends(t *testing.T) {
 	for !p.Ready() {
 		time.Sleep(5 * time.Millisecond)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	go p.Serve(ctx, l)
 	for i := range 6 {
 		if got, err := ask(t, l.Addr().String()); err != nil || got != "b\n" {

@@ -14,10 +14,7 @@ import (
 // sleepingBackend is an address where nothing listens until wake is called.
 func sleepingBackend(t *testing.T) (addr string, wake func(name string) func()) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	addr = l.Addr().String()
 	l.Close()
 	return addr, func(name string) func() {
@@ -47,10 +44,7 @@ func startHolding(t *testing.T, backend string, maxHeld int, timeout time.Durati
 		t.Fatal(err)
 	}
 	p.Hold(maxHeld, timeout)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = p.Serve(ctx, l) }()
@@ -134,10 +128,7 @@ func TestInternalIsNotActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = p.ServeInternal(ctx, l) }()

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"hypershift.dev/internal/release"
+	"hypershift.dev/internal/release/releasetest"
 )
 
 // The saved image holds the binary, the CA roots, the users, /tmp and the
@@ -37,15 +38,9 @@ func TestWriteImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	releaseBinary := filepath.Join(dir, "v1.36.3", "kubernetes")
-	if err := os.MkdirAll(filepath.Dir(releaseBinary), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(releaseBinary, []byte("release binary"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	releaseBinary := releasetest.Write(t, dir, "v1.36.3", "release binary")
+	sums := releasetest.Sums("release binary")
 	sum := sha256.Sum256([]byte("release binary"))
-	sums := hex.EncodeToString(sum[:]) + "  kubernetes\n"
 	releases := release.New(release.Release{Version: "v1.36.3", Binary: releaseBinary, SHA256: hex.EncodeToString(sum[:])})
 	if err := Write(f, Options{Executable: exe, CABundle: ca, Releases: releases}); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func nodeReleasePolicy(runtime string, versions []string) (*admissionregistratio
 		versions = []string{version.KubernetesVersion}
 		why = "on the kube runtime real nodes run the kubelet compiled into hypershift (the release server that hands nodes other releases runs on the process runtime only)"
 	}
-	p, b := policy(NodeReleasePolicyName,
+	return policy(NodeReleasePolicyName, "nodepools",
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		[]admissionregistrationv1.MatchCondition{{
 			Name: "none-pool-version-set-or-changed",
@@ -45,6 +45,4 @@ func nodeReleasePolicy(runtime string, versions []string) (*admissionregistratio
 				"' is not available for real nodes: " + why + "; use " + strings.Join(versions, " or ") + "'",
 			Reason: ptr(metav1.StatusReasonInvalid),
 		})
-	p.Spec.MatchConstraints = matchResource("nodepools", admissionregistrationv1.Create, admissionregistrationv1.Update)
-	return p, b
 }

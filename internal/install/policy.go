@@ -16,7 +16,7 @@ const RuntimePolicyName = "hostedcluster-runtime.hypershift.dev"
 // NAMESPACE-NAME would exceed 63 characters. A CRD's own CEL rules cannot
 // see metadata.namespace; an admission policy can.
 func namespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	return policy("hostedcluster-namespace-length.hypershift.dev",
+	return policy("hostedcluster-namespace-length.hypershift.dev", "hostedclusters",
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create}, nil,
 		admissionregistrationv1.Validation{
 			Expression:        "size(object.metadata.namespace) + 1 + size(object.metadata.name) <= 63",
@@ -72,7 +72,7 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 		})
 	}
 	validations = append(validations, availableVersionValidation(versions))
-	return policy(RuntimePolicyName,
+	return policy(RuntimePolicyName, "hostedclusters",
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		[]admissionregistrationv1.MatchCondition{{
 			Name:       "spec-changed",
@@ -81,29 +81,19 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 		validations...)
 }
 
-// policy is a ValidatingAdmissionPolicy on HostedClusters and its binding,
-// which denies what the validations refuse.
-func policy(name string, ops []admissionregistrationv1.OperationType, match []admissionregistrationv1.MatchCondition,
+// policy is a ValidatingAdmissionPolicy on ops of one resource of
+// hypershift.dev/v1alpha1 and its binding, which denies what the
+// validations refuse.
+func policy(name, resource string, ops []admissionregistrationv1.OperationType, match []admissionregistrationv1.MatchCondition,
 	validations ...admissionregistrationv1.Validation,
 ) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: ops,
-						Rule: admissionregistrationv1.Rule{
-							APIGroups:   []string{"hypershift.dev"},
-							APIVersions: []string{"v1alpha1"},
-							Resources:   []string{"hostedclusters"},
-						},
-					},
-				}},
-			},
-			MatchConditions: match,
-			Validations:     validations,
+			FailurePolicy:    ptr(admissionregistrationv1.Fail),
+			MatchConstraints: matchResource(resource, ops...),
+			MatchConditions:  match,
+			Validations:      validations,
 		},
 	}
 	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

@@ -76,37 +76,28 @@ func allowedRange(lo, hi string) string {
 // admitted (parameterNotFoundAction Allow: the NodePool controller waits
 // for the cluster).
 func nodePoolSkewPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: NodePoolSkewPolicyName},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionregistrationv1.Fail),
-			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "hypershift.dev/v1alpha1", Kind: "HostedCluster"},
-			MatchConstraints: matchResource("nodepools",
-				admissionregistrationv1.Create, admissionregistrationv1.Update),
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "version-set-or-changed",
-				Expression: "has(object.spec.kubernetesVersion) && object.spec.kubernetesVersion.matches('" + versionPattern + "') && " +
-					"(request.operation == 'CREATE' || !has(oldObject.spec.kubernetesVersion) || oldObject.spec.kubernetesVersion != object.spec.kubernetesVersion)",
-			}},
-			Variables: []admissionregistrationv1.Variable{
-				{Name: "mine", Expression: "params.metadata.name == object.spec.clusterName"},
-				{Name: "pool", Expression: minorOf("object.spec.kubernetesVersion")},
-				{Name: "target", Expression: "has(params.spec.kubernetesVersion) ? params.spec.kubernetesVersion : '" + version.KubernetesVersion + "'"},
-				{Name: "running", Expression: "has(params.status) && has(params.status.version) && params.status.version.matches('" + versionPattern + "') ? params.status.version : variables.target"},
-				{Name: "planes", Expression: "[" + minorOf("variables.target") + ", " + minorOf("variables.running") + "]"},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "!variables.mine || variables.planes.all(m, variables.pool <= m && variables.pool >= m - " + strconv.Itoa(MaxNodeSkew) + ")",
-				MessageExpression: "'spec.kubernetesVersion: ' + object.spec.kubernetesVersion + ' of NodePool ' + object.metadata.name + ' is ' + " +
-					"(variables.pool > variables.planes.min() ? 'newer than its control plane' : 'more than " + strconv.Itoa(MaxNodeSkew) + " minor versions older than its control plane') + " +
-					"' (HostedCluster ' + params.metadata.name + ' runs ' + variables.running + " +
-					"(variables.running != variables.target ? ', upgrading to ' + variables.target : '') + '): use ' + " +
-					allowedRange("variables.planes.max() - "+strconv.Itoa(MaxNodeSkew), "variables.planes.min()"),
-				Reason: ptr(metav1.StatusReasonInvalid),
-			}},
+	return paramPolicy(NodePoolSkewPolicyName, "nodepools", "HostedCluster",
+		[]admissionregistrationv1.MatchCondition{{
+			Name: "version-set-or-changed",
+			Expression: "has(object.spec.kubernetesVersion) && object.spec.kubernetesVersion.matches('" + versionPattern + "') && " +
+				"(request.operation == 'CREATE' || !has(oldObject.spec.kubernetesVersion) || oldObject.spec.kubernetesVersion != object.spec.kubernetesVersion)",
+		}},
+		[]admissionregistrationv1.Variable{
+			{Name: "mine", Expression: "params.metadata.name == object.spec.clusterName"},
+			{Name: "pool", Expression: minorOf("object.spec.kubernetesVersion")},
+			{Name: "target", Expression: "has(params.spec.kubernetesVersion) ? params.spec.kubernetesVersion : '" + version.KubernetesVersion + "'"},
+			{Name: "running", Expression: "has(params.status) && has(params.status.version) && params.status.version.matches('" + versionPattern + "') ? params.status.version : variables.target"},
+			{Name: "planes", Expression: "[" + minorOf("variables.target") + ", " + minorOf("variables.running") + "]"},
 		},
-	}
-	return p, paramBinding(NodePoolSkewPolicyName)
+		admissionregistrationv1.Validation{
+			Expression: "!variables.mine || variables.planes.all(m, variables.pool <= m && variables.pool >= m - " + strconv.Itoa(MaxNodeSkew) + ")",
+			MessageExpression: "'spec.kubernetesVersion: ' + object.spec.kubernetesVersion + ' of NodePool ' + object.metadata.name + ' is ' + " +
+				"(variables.pool > variables.planes.min() ? 'newer than its control plane' : 'more than " + strconv.Itoa(MaxNodeSkew) + " minor versions older than its control plane') + " +
+				"' (HostedCluster ' + params.metadata.name + ' runs ' + variables.running + " +
+				"(variables.running != variables.target ? ', upgrading to ' + variables.target : '') + '): use ' + " +
+				allowedRange("variables.planes.max() - "+strconv.Itoa(MaxNodeSkew), "variables.planes.min()"),
+			Reason: ptr(metav1.StatusReasonInvalid),
+		})
 }
 
 // controlPlaneSkewPolicy refuses a HostedCluster whose new
@@ -116,36 +107,47 @@ func nodePoolSkewPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *
 // namespace whose spec.clusterName names it); a pool without a version
 // follows the control plane.
 func controlPlaneSkewPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	return paramPolicy(ControlPlaneSkewPolicyName, "hostedclusters", "NodePool",
+		[]admissionregistrationv1.MatchCondition{{
+			Name: "version-changed",
+			Expression: "request.operation == 'CREATE' || " +
+				"(has(object.spec.kubernetesVersion) ? object.spec.kubernetesVersion : '') != (has(oldObject.spec.kubernetesVersion) ? oldObject.spec.kubernetesVersion : '')",
+		}},
+		[]admissionregistrationv1.Variable{
+			{Name: "target", Expression: "has(object.spec.kubernetesVersion) ? object.spec.kubernetesVersion : '" + version.KubernetesVersion + "'"},
+			{Name: "mine", Expression: "params.spec.clusterName == object.metadata.name && has(params.spec.kubernetesVersion) && " +
+				"params.spec.kubernetesVersion.matches('" + versionPattern + "') && variables.target.matches('" + versionPattern + "')"},
+		},
+		admissionregistrationv1.Validation{
+			Expression: "!variables.mine || (" + minorOf("variables.target") + " >= " + minorOf("params.spec.kubernetesVersion") +
+				" && " + minorOf("variables.target") + " <= " + minorOf("params.spec.kubernetesVersion") + " + " + strconv.Itoa(MaxNodeSkew) + ")",
+			MessageExpression: "'spec.kubernetesVersion: ' + variables.target + ' would make the control plane ' + " +
+				"(" + minorOf("variables.target") + " < " + minorOf("params.spec.kubernetesVersion") + " ? 'older than' : 'more than " + strconv.Itoa(MaxNodeSkew) + " minor versions newer than') + " +
+				"' NodePool ' + params.metadata.name + ' (' + params.spec.kubernetesVersion + '): use ' + " +
+				allowedRange(minorOf("params.spec.kubernetesVersion"), minorOf("params.spec.kubernetesVersion")+" + "+strconv.Itoa(MaxNodeSkew)) +
+				" + ', or change the NodePool first'",
+			Reason: ptr(metav1.StatusReasonInvalid),
+		})
+}
+
+// paramPolicy is a policy on creates and updates of resource, which reads
+// the objects of paramKind (bound by paramBinding) as parameters, and its
+// binding.
+func paramPolicy(name, resource, paramKind string, match []admissionregistrationv1.MatchCondition,
+	variables []admissionregistrationv1.Variable, validation admissionregistrationv1.Validation,
+) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneSkewPolicyName},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionregistrationv1.Fail),
-			ParamKind:     &admissionregistrationv1.ParamKind{APIVersion: "hypershift.dev/v1alpha1", Kind: "NodePool"},
-			MatchConstraints: matchResource("hostedclusters",
-				admissionregistrationv1.Create, admissionregistrationv1.Update),
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "version-changed",
-				Expression: "request.operation == 'CREATE' || " +
-					"(has(object.spec.kubernetesVersion) ? object.spec.kubernetesVersion : '') != (has(oldObject.spec.kubernetesVersion) ? oldObject.spec.kubernetesVersion : '')",
-			}},
-			Variables: []admissionregistrationv1.Variable{
-				{Name: "target", Expression: "has(object.spec.kubernetesVersion) ? object.spec.kubernetesVersion : '" + version.KubernetesVersion + "'"},
-				{Name: "mine", Expression: "params.spec.clusterName == object.metadata.name && has(params.spec.kubernetesVersion) && " +
-					"params.spec.kubernetesVersion.matches('" + versionPattern + "') && variables.target.matches('" + versionPattern + "')"},
-			},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "!variables.mine || (" + minorOf("variables.target") + " >= " + minorOf("params.spec.kubernetesVersion") +
-					" && " + minorOf("variables.target") + " <= " + minorOf("params.spec.kubernetesVersion") + " + " + strconv.Itoa(MaxNodeSkew) + ")",
-				MessageExpression: "'spec.kubernetesVersion: ' + variables.target + ' would make the control plane ' + " +
-					"(" + minorOf("variables.target") + " < " + minorOf("params.spec.kubernetesVersion") + " ? 'older than' : 'more than " + strconv.Itoa(MaxNodeSkew) + " minor versions newer than') + " +
-					"' NodePool ' + params.metadata.name + ' (' + params.spec.kubernetesVersion + '): use ' + " +
-					allowedRange(minorOf("params.spec.kubernetesVersion"), minorOf("params.spec.kubernetesVersion")+" + "+strconv.Itoa(MaxNodeSkew)) +
-					" + ', or change the NodePool first'",
-				Reason: ptr(metav1.StatusReasonInvalid),
-			}},
+			FailurePolicy:    ptr(admissionregistrationv1.Fail),
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "hypershift.dev/v1alpha1", Kind: paramKind},
+			MatchConstraints: matchResource(resource, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConditions:  match,
+			Variables:        variables,
+			Validations:      []admissionregistrationv1.Validation{validation},
 		},
 	}
-	return p, paramBinding(ControlPlaneSkewPolicyName)
+	return p, paramBinding(name)
 }
 
 // matchResource matches ops on one resource of hypershift.dev/v1alpha1.

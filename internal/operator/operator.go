@@ -25,6 +25,7 @@ import (
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/nodepool"
+	"hypershift.dev/internal/fleetmetrics"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/kube"
@@ -181,6 +182,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err := hc.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	fleetmetrics.Register(mgr.GetClient())
 	hcp := &hostedcontrolplane.Reconciler{
 		Client:       mgr.GetClient(),
 		Runtime:      opts.Runtime,
@@ -188,6 +190,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		BindAddress:  bind,
 		Events:       opts.Events,
 		Releases:     opts.Releases,
+		LeafValidity: opts.LeafCertificateValidity,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -1,40 +1,22 @@
-package release
+package release_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"hypershift.dev/internal/release"
+	"hypershift.dev/internal/release/releasetest"
 	"hypershift.dev/internal/version"
 )
 
-// writeRelease lays out dir/v/kubernetes with content and its SHA256SUMS.
-func writeRelease(t *testing.T, dir, v, content string) string {
-	t.Helper()
-	vdir := filepath.Join(dir, v)
-	if err := os.MkdirAll(vdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(vdir, BinaryName)
-	if err := os.WriteFile(bin, []byte(content), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte(content))
-	if err := os.WriteFile(filepath.Join(vdir, SumsName), []byte(hex.EncodeToString(sum[:])+"  kubernetes\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	bin := writeRelease(t, dir, "v1.36.3", "release 1.36")
-	writeRelease(t, dir, "v1.35.9", "release 1.35")
-	c, err := Load(dir)
+	bin := releasetest.Write(t, dir, "v1.36.3", "release 1.36")
+	releasetest.Write(t, dir, "v1.35.9", "release 1.35")
+	c, err := release.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +28,14 @@ func TestLoad(t *testing.T) {
 	if !ok || r.Binary != bin || r.CompiledIn() {
 		t.Fatalf("Lookup(v1.36.3) = %+v, %v", r, ok)
 	}
-	if path, args := Command(r, "kube-apiserver"); path != bin || !reflect.DeepEqual(args, []string{"kube-apiserver"}) {
+	if path, args := release.Command(r, "kube-apiserver"); path != bin || !reflect.DeepEqual(args, []string{"kube-apiserver"}) {
 		t.Errorf("Command = %s %v, want the release binary and its subcommand", path, args)
 	}
 	compiled, ok := c.Lookup("")
 	if !ok || !compiled.CompiledIn() || compiled.Version != version.KubernetesVersion {
 		t.Fatalf(`Lookup("") = %+v, %v, want the compiled-in release`, compiled, ok)
 	}
-	if _, args := Command(compiled, "kube-scheduler"); !reflect.DeepEqual(args, []string{"component", "kube-scheduler"}) {
+	if _, args := release.Command(compiled, "kube-scheduler"); !reflect.DeepEqual(args, []string{"component", "kube-scheduler"}) {
 		t.Errorf("Command(compiled in) args = %v", args)
 	}
 	if _, ok := c.Lookup("v1.34.0"); ok {
@@ -63,9 +45,9 @@ func TestLoad(t *testing.T) {
 
 func TestLoadRelativeDirGivesAbsoluteBinaries(t *testing.T) {
 	dir := t.TempDir()
-	bin := writeRelease(t, dir, "v1.36.3", "release 1.36")
+	bin := releasetest.Write(t, dir, "v1.36.3", "release 1.36")
 	t.Chdir(dir)
-	c, err := Load(".")
+	c, err := release.Load(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +57,14 @@ func TestLoadRelativeDirGivesAbsoluteBinaries(t *testing.T) {
 }
 
 func TestLoadMissingDirHoldsTheCompiledInRelease(t *testing.T) {
-	c, err := Load(filepath.Join(t.TempDir(), "none"))
+	c, err := release.Load(filepath.Join(t.TempDir(), "none"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Versions(); !reflect.DeepEqual(got, []string{version.KubernetesVersion}) {
 		t.Errorf("Versions() = %v", got)
 	}
-	var nilCatalog *Catalog
+	var nilCatalog *release.Catalog
 	if got := nilCatalog.Versions(); !reflect.DeepEqual(got, []string{version.KubernetesVersion}) {
 		t.Errorf("nil catalog Versions() = %v", got)
 	}
@@ -90,11 +72,11 @@ func TestLoadMissingDirHoldsTheCompiledInRelease(t *testing.T) {
 
 func TestLoadRefusesTamperedBinary(t *testing.T) {
 	dir := t.TempDir()
-	bin := writeRelease(t, dir, "v1.36.3", "release 1.36")
+	bin := releasetest.Write(t, dir, "v1.36.3", "release 1.36")
 	if err := os.WriteFile(bin, []byte("something else"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(dir)
+	_, err := release.Load(dir)
 	if err == nil {
 		t.Fatal("Load accepted a binary that does not match its SHA256SUMS")
 	}
@@ -105,17 +87,17 @@ func TestLoadRefusesTamperedBinary(t *testing.T) {
 
 func TestLoadRefusesIncompleteRelease(t *testing.T) {
 	for name, prepare := range map[string]func(dir string){
-		"no sums":   func(dir string) { _ = os.Remove(filepath.Join(dir, "v1.36.3", SumsName)) },
-		"no binary": func(dir string) { _ = os.Remove(filepath.Join(dir, "v1.36.3", BinaryName)) },
+		"no sums":   func(dir string) { _ = os.Remove(filepath.Join(dir, "v1.36.3", release.SumsName)) },
+		"no binary": func(dir string) { _ = os.Remove(filepath.Join(dir, "v1.36.3", release.BinaryName)) },
 		"not a version": func(dir string) {
 			_ = os.Mkdir(filepath.Join(dir, "latest"), 0o755)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeRelease(t, dir, "v1.36.3", "release 1.36")
+			releasetest.Write(t, dir, "v1.36.3", "release 1.36")
 			prepare(dir)
-			if _, err := Load(dir); err == nil {
+			if _, err := release.Load(dir); err == nil {
 				t.Fatal("Load succeeded")
 			}
 		})
@@ -133,7 +115,7 @@ func TestLess(t *testing.T) {
 		{"v1.36.3", "v1.36.10", true},
 		{"junk", "v1.0.0", true},
 	} {
-		if got := Less(tc.a, tc.b); got != tc.want {
+		if got := release.Less(tc.a, tc.b); got != tc.want {
 			t.Errorf("Less(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,17 +47,7 @@ func startServer(t *testing.T, c *jointest.Cluster, apiServer *jointest.Server) 
 		Log:      logr.Discard(),
 	}
 	srv := httptest.NewUnstartedServer(h)
-	leaf, err := pki.Issue(c.Root, pki.CertRequest{CommonName: Name, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	jointest.StartTLS(t, srv, c.Root, Name, tls.RequestClientCert)
 	return srv, binary
 }
 

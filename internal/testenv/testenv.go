@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,20 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	})
 	if err != nil {
 		t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+	}
+}
+
+// ExpectError fails the test unless err is nil where want is empty, or
+// an error containing want where it is not: the check of a table of
+// valid and refused inputs.
+func ExpectError(t testing.TB, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused a valid input: %v", err)
+	case want != "" && err == nil:
+		t.Fatalf("accepted, want error containing %q", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Fatalf("error %q does not contain %q", err, want)
 	}
 }

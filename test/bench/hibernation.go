@@ -185,19 +185,8 @@ func (p *plane) waitHibernated(ctx context.Context, name string, since time.Time
 }
 
 func hibernationRows(h *hibernationResult, row func(name string, s status, value, notes string)) {
-	for _, m := range []struct {
-		name string
-		d    *dist
-	}{
-		{"hibernation: resume → Available", h.ResumeS},
-		{"hibernation: wake on request (GET /version)", h.WakeS},
-	} {
-		if m.d == nil {
-			row(m.name, h.status, "-", "")
-			continue
-		}
-		row(m.name, h.status, fmt.Sprintf("%.2f s p50 (max %.2f)", m.d.P50, m.d.Max), fmt.Sprintf("n=%d", m.d.N))
-	}
+	distRow(row, "hibernation: resume → Available", h.status, h.ResumeS)
+	distRow(row, "hibernation: wake on request (GET /version)", h.status, h.WakeS)
 	row("hibernation: RSS while hibernated", h.status, fmt.Sprintf("%.1f MiB", h.HibernatedRSSMiB),
 		fmt.Sprintf("every process stops; idle-hibernated: %.1f MiB, %.1f MiB anonymous (its endpoint proxy)", h.IdleHibernatedRSSMiB, h.IdleHibernatedAnonMiB))
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"hypershift.dev/internal/runtime/process"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat; it
@@ -121,18 +123,9 @@ func kibField(data []byte, name string) float64 {
 
 // cpuTicks is utime+stime of a process.
 func cpuTicks(pid int) (uint64, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name may hold spaces; fields are counted after its ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(string(data[i+1:]))
+	fields, err := process.StatFields(pid)
 	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
+	if err != nil || len(fields) < 13 {
 		return 0, false
 	}
 	utime, err1 := strconv.ParseUint(fields[11], 10, 64)

@@ -133,21 +133,20 @@ func (r *report) printErrors(w io.Writer) {
 	}
 }
 
-func recoveryRows(rc *recoveryResult, row func(name string, s status, value, notes string)) {
-	for _, m := range []struct {
-		name string
-		d    *dist
-	}{
-		{"recovery: apiserver kill → API back", rc.APIServerKillS},
-		{"recovery: etcd kill → API back", rc.EtcdKillS},
-		{"recovery: management plane restart", rc.ManagementRestartS},
-	} {
-		if m.d == nil {
-			row(m.name, rc.status, "-", "")
-			continue
-		}
-		row(m.name, rc.status, fmt.Sprintf("%.2f s p50 (max %.2f)", m.d.P50, m.d.Max), fmt.Sprintf("n=%d", m.d.N))
+// distRow is the row of a latency measured over rounds: p50 and max, or
+// "-" when no round measured it.
+func distRow(row func(name string, s status, value, notes string), name string, s status, d *dist) {
+	if d == nil {
+		row(name, s, "-", "")
+		return
 	}
+	row(name, s, fmt.Sprintf("%.2f s p50 (max %.2f)", d.P50, d.Max), fmt.Sprintf("n=%d", d.N))
+}
+
+func recoveryRows(rc *recoveryResult, row func(name string, s status, value, notes string)) {
+	distRow(row, "recovery: apiserver kill → API back", rc.status, rc.APIServerKillS)
+	distRow(row, "recovery: etcd kill → API back", rc.status, rc.EtcdKillS)
+	distRow(row, "recovery: management plane restart", rc.status, rc.ManagementRestartS)
 	row("recovery: hosted errors while management down", rc.status,
 		fmt.Sprintf("%d of %d", rc.HostedErrorsDuringManagementLoss, rc.HostedRequestsDuringManagementLoss),
 		"GET /version every 100 ms for 5 s per round")

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/version"
 )
@@ -281,10 +279,7 @@ type kubeconfigData struct {
 
 func loadKubeconfig(t *testing.T, path string) kubeconfigData {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := restConfig(t, path)
 	return kubeconfigData{server: cfg.Host, ca: cfg.CAData, cert: cfg.CertData, key: cfg.KeyData}
 }
 
@@ -351,8 +346,7 @@ func TestEndpointHostAddress(t *testing.T) {
 		}
 		hs.must(args...)
 		waitAllRunning(t, hs, name)
-		kc := filepath.Join(hs.dataDir, name+".kubeconfig")
-		hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+		kc := hs.adminKubeconfig(name)
 		server := loadKubeconfig(t, kc).server
 		if !strings.HasPrefix(server, "https://"+ip.String()+":") {
 			t.Errorf("%s: kubeconfig server %s, want the endpoint host %s", name, server, ip)

@@ -26,8 +26,7 @@ func TestDataPlane(t *testing.T) {
 
 	hs.must("create", "cluster", "simulated", "--name", "d", "--node-pool-replicas", "2", "--wait", "--timeout", "3m")
 	availableAt := time.Now()
-	kc := filepath.Join(hs.dataDir, "d.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "d", "-o", kc)
+	kc := hs.adminKubeconfig("d")
 
 	waitDataPlane(t, mgmt, "d", metav1.ConditionTrue, hypershiftv1alpha1.AsExpectedReason)
 	t.Logf("DataPlaneAvailable=True %.1fs after create --wait returned Available", time.Since(availableAt).Seconds())

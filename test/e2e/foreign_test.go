@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -194,12 +195,8 @@ func (f *foreignState) stop() {
 
 // running reports whether pid is alive and not a zombie.
 func running(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i > 0 && len(stat) > i+2 && stat[i+2] != 'Z' && stat[i+2] != 'X'
+	_, err := process.StartTime(pid)
+	return err == nil
 }
 
 // cgroupHierarchies lists the cgroup hierarchies mounted at mnt: mnt itself

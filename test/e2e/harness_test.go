@@ -260,3 +260,12 @@ func wildcardListeners(t *testing.T, dir string) []string {
 	}
 	return found
 }
+
+// adminKubeconfig writes the admin kubeconfig of hosted cluster name with
+// `create kubeconfig -o`, as a user would, and returns its path.
+func (c *cli) adminKubeconfig(name string) string {
+	c.t.Helper()
+	kc := filepath.Join(c.dataDir, name+".kubeconfig")
+	c.must("create", "kubeconfig", "--name", name, "-o", kc)
+	return kc
+}

@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"hypershift.dev/internal/runtime/process"
 )
 
 // recordedProcess is a process a runtime recorded in a pid.json.
@@ -53,19 +52,7 @@ func recordedProcesses(t *testing.T, dir string) []recordedProcess {
 // running reports whether the recorded process still runs: its pid exists
 // with the recorded start time (not a reused pid).
 func (p recordedProcess) running() bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(string(raw[i+1:]))
-	if len(fields) < 20 || fields[0] == "Z" {
-		return false
-	}
-	st, err := strconv.ParseUint(fields[19], 10, 64)
+	st, err := process.StartTime(p.pid)
 	return err == nil && st == p.startTime
 }
 
@@ -83,22 +70,10 @@ func TestHibernation(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "simulated", "--name", "h", "--node-pool-replicas", "2", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "h.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "h", "-o", kc)
+	kc := hs.adminKubeconfig("h")
 	mustKubectl(t, kc, "create", "namespace", "kept")
 	mustKubectl(t, kc, "-n", "kept", "create", "configmap", "c", "--from-literal=k=v1")
-	eventually(t, 2*time.Minute, "2 Ready nodes", func() error {
-		ready := 0
-		for _, n := range poolNodes(t, kc) {
-			if n.ready {
-				ready++
-			}
-		}
-		if ready != 2 {
-			return errorf("%d Ready nodes, want 2", ready)
-		}
-		return nil
-	})
+	eventually(t, 2*time.Minute, "2 Ready nodes", func() error { return wantReadyNodes(t, kc, 2) })
 
 	cpDir := filepath.Join(hs.dataDir, "clusters", "clusters-h")
 	agentDir := filepath.Join(hs.dataDir, "nodes", "clusters-h")
@@ -176,16 +151,7 @@ func TestHibernation(t *testing.T) {
 			if len(recordedProcesses(t, agentDir)) != 1 {
 				return errorf("agent not running again")
 			}
-			ready := 0
-			for _, n := range poolNodes(t, kc) {
-				if n.ready {
-					ready++
-				}
-			}
-			if ready != 2 {
-				return errorf("%d Ready nodes, want 2", ready)
-			}
-			return nil
+			return wantReadyNodes(t, kc, 2)
 		})
 		mustKubectl(t, kc, "-n", "kept", "create", "configmap", "after", "--from-literal=k=v2")
 	})
@@ -198,8 +164,7 @@ func TestIdleWake(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "15s", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "idle.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "idle", "-o", kc)
+	kc := hs.adminKubeconfig("idle")
 	mustKubectl(t, kc, "create", "namespace", "woken")
 
 	eventually(t, 2*time.Minute, "idle hibernation", func() error {

@@ -46,8 +46,7 @@ func TestKonnectivityOneWayFirewall(t *testing.T) {
 	if server := flagValue(t, joinArgs, "--server"); !strings.HasPrefix(server, "https://"+ns.hostIP.String()+":") {
 		t.Fatalf("the join command's --server is %s, want the endpoint host %s", server, ns.hostIP)
 	}
-	kc := filepath.Join(hs.dataDir, "k.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "k", "-o", kc)
+	kc := hs.adminKubeconfig("k")
 	image := buildHelloImage(t)
 
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")

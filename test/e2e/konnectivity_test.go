@@ -48,8 +48,7 @@ func TestKonnectivityServer(t *testing.T) {
 				t.Errorf("%d Konnectivity servers and %d API servers using one, want 1 and %d", servers, egress, apiServers)
 			}
 
-			kc := filepath.Join(hs.dataDir, name+".kubeconfig")
-			hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+			kc := hs.adminKubeconfig(name)
 			if out := mustKubectl(t, kc, "get", "--raw", "/readyz"); out != "ok" {
 				t.Errorf("/readyz: %q", out)
 			}

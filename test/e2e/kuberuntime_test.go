@@ -32,8 +32,7 @@ func TestKubeRuntime(t *testing.T) {
 	requireRealNode(t)
 	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))
-	mgmt := filepath.Join(hs.dataDir, "mgmt.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "mgmt", "-o", mgmt)
+	mgmt := hs.adminKubeconfig("mgmt")
 
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
 	t.Cleanup(func() {
@@ -85,6 +84,33 @@ func TestKubeRuntime(t *testing.T) {
 			}
 			return nil
 		})
+	})
+	t.Run("dump cluster reads the control plane's pods and their logs", func(t *testing.T) {
+		// After etcd's restart the API server may still turn not ready
+		// for a probe period; the dump reads the hosted API too.
+		eventually(t, 2*time.Minute, "inner's API server pod ready for 10 s", func() error {
+			return readyFor(t, mgmt, ns, "kube-apiserver", 10*time.Second)
+		})
+		dump := filepath.Join(t.TempDir(), "dump")
+		r := hs.run("--kubeconfig", mgmt, "dump", "cluster", "inner", "-o", dump)
+		if r.err != nil {
+			t.Fatalf("dump cluster: %v\n%s", r.err, r.stderr)
+		}
+		if r.stderr != "" {
+			t.Logf("dump cluster: %s", r.stderr)
+		}
+		for _, f := range []string{"summary.txt", "management/pods.yaml", "management/statefulsets.yaml", "management/deployments.yaml", "hosted/nodes.yaml"} {
+			if _, err := os.Stat(filepath.Join(dump, f)); err != nil {
+				t.Errorf("dump lacks %s: %v", f, err)
+			}
+		}
+		logs, _ := filepath.Glob(filepath.Join(dump, "components", "logs", "kube-apiserver-*", "kube-apiserver.log"))
+		if len(logs) == 0 {
+			t.Errorf("dump has no kube-apiserver container log")
+		}
+		if dirContains(t, dump, "PRIVATE KEY") {
+			t.Error("the dump holds a private key")
+		}
 	})
 	t.Run("the operator's pods are deleted and the hosted API never stops", func(t *testing.T) {
 		// After etcd's restart the API server's pod may still turn not

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/version"
 )
@@ -33,8 +32,7 @@ func TestNodePools(t *testing.T) {
 	if !strings.Contains(out, "nodepool s Ready=True: 3 of 3 nodes Ready") {
 		t.Errorf("--wait does not report the pool Ready:\n%s", out)
 	}
-	kc := filepath.Join(hs.dataDir, "s.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "s", "-o", kc)
+	kc := hs.adminKubeconfig("s")
 	probe := startAPIProbe(t, kc)
 
 	t.Run("three simulated nodes join", func(t *testing.T) {
@@ -266,6 +264,21 @@ func poolNodes(t *testing.T, kc string) map[string]poolNode {
 	return nodes
 }
 
+// wantReadyNodes is nil when the cluster of kc has want Ready nodes.
+func wantReadyNodes(t *testing.T, kc string, want int) error {
+	t.Helper()
+	ready := 0
+	for _, n := range poolNodes(t, kc) {
+		if n.ready {
+			ready++
+		}
+	}
+	if ready != want {
+		return errorf("%d Ready nodes, want %d", ready, want)
+	}
+	return nil
+}
+
 type poolPod struct{ name, phase, node, ip string }
 
 func listPods(t *testing.T, kc string) []poolPod {
@@ -310,10 +323,7 @@ func podsRunning(t *testing.T, kc string, total, running int, onNodes ...string)
 // returned function is called; that function reports failures and probes.
 func startAPIProbe(t *testing.T, kc string) func() (failed, total int) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := restConfig(t, kc)
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

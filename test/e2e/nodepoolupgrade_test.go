@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/version"
 )
@@ -36,8 +34,7 @@ func TestNodePoolUpgrade(t *testing.T) {
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "simulated", "--name", "u", "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "u.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "u", "-o", kc)
+	kc := hs.adminKubeconfig("u")
 	target := version.KubernetesVersion
 
 	pools := []struct{ name, upgradeType string }{{"rep", "Replace"}, {"inp", "InPlace"}}
@@ -262,14 +259,7 @@ func poolField(t *testing.T, mgmt, pool, jsonpath string) string {
 // unavailable.
 func watchUnavailable(t *testing.T, kc string) func() (peak, transitions map[string]int) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube := hostedClientWithTimeout(t, kc, 0)
 	var mu sync.Mutex
 	unavailable := map[string]map[string]bool{} // pool → node → unavailable
 	peak, transitions := map[string]int{}, map[string]int{}

@@ -32,8 +32,7 @@ func TestNoneNodes(t *testing.T) {
 
 	out := hs.must("create", "cluster", "none", "--name", "r", "--wait", "--timeout", "3m")
 	joinArgs := joinCommandArgs(t, out)
-	kc := filepath.Join(hs.dataDir, "r.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "r", "-o", kc)
+	kc := hs.adminKubeconfig("r")
 
 	t.Run("bad tokens fail plainly and create nothing", func(t *testing.T) {
 		other := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "o", "--wait", "--timeout", "3m"))

@@ -42,8 +42,7 @@ func TestRealNodeInPlaceUpgrade(t *testing.T) {
 	hs.must("create", "cluster", "none", "--name", "u", "--kubernetes-version", newVersion, "--wait", "--timeout", "3m")
 	hs.must("create", "nodepool", "--platform", "none", "--cluster-name", "u", "--name", "old",
 		"--kubernetes-version", oldVersion, "--upgrade-type", "InPlace", "--max-unavailable", "1")
-	kc := filepath.Join(hs.dataDir, "u.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "u", "-o", kc)
+	kc := hs.adminKubeconfig("u")
 	joinArgs := joinCommandArgs(t, hs.must("create", "join-command", "--name", "u", "--nodepool", "old"))
 	if got := flagValue(t, joinArgs, "--kubernetes-version"); got != oldVersion {
 		t.Fatalf("create join-command printed --kubernetes-version %s, want the pool's %s", got, oldVersion)

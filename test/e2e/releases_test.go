@@ -29,8 +29,7 @@ func TestReleases(t *testing.T) {
 	}
 
 	hs.must("create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion, "--wait", "--timeout", "3m")
-	kc := filepath.Join(hs.dataDir, "old.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "old", "-o", kc)
+	kc := hs.adminKubeconfig("old")
 	if v := mustKubectl(t, kc, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {
 		t.Errorf("/version does not report %s:\n%s", releaseVersion, v)
 	}

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -23,25 +22,14 @@ func upWithCluster(t *testing.T, name string, createFlags ...string) (*cli, stri
 	t.Helper()
 	hs := upCLI(t)
 	hs.must(append([]string{"create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m"}, createFlags...)...)
-	kc := filepath.Join(hs.dataDir, name+".kubeconfig")
-	hs.must("create", "kubeconfig", "--name", name, "-o", kc)
+	kc := hs.adminKubeconfig(name)
 	return hs, kc
 }
 
 // instancePID reads the pid the runtime recorded for an instance.
 func instancePID(t *testing.T, dataDir, cluster, instance string) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dataDir, "clusters", "clusters-"+cluster, instance, "pid.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct {
-		PID int `json:"pid"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
-	return rec.PID
+	return pidIn(t, filepath.Join(dataDir, "clusters", "clusters-"+cluster, instance, "pid.json"))
 }
 
 func hostedClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {
@@ -49,19 +37,41 @@ func hostedClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {
 	return hostedClientWithTimeout(t, kubeconfig, 5*time.Second)
 }
 
-// hostedClientWithTimeout is a client whose requests give up after timeout.
-func hostedClientWithTimeout(t *testing.T, kubeconfig string, timeout time.Duration) *kubernetes.Clientset {
+// restConfig is the client configuration of a kubeconfig file.
+func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// hostedClientWithTimeout is a client whose requests give up after timeout
+// (0: never, for watches).
+func hostedClientWithTimeout(t *testing.T, kubeconfig string, timeout time.Duration) *kubernetes.Clientset {
+	t.Helper()
+	cfg := restConfig(t, kubeconfig)
 	cfg.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// configMapNames are the names of the ConfigMaps in namespace ns.
+func configMapNames(t *testing.T, cs *kubernetes.Clientset, ns string) map[string]bool {
+	t.Helper()
+	list, err := cs.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, cm := range list.Items {
+		names[cm.Name] = true
+	}
+	return names
 }
 
 func createConfigMaps(t *testing.T, cs *kubernetes.Clientset, ns string, n int) {

@@ -33,8 +33,7 @@ func TestSingleProcessControlPlane(t *testing.T) {
 		t.Errorf("describe does not show the single process running:\n%s", out)
 	}
 
-	kc := filepath.Join(hs.dataDir, "one.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "one", "-o", kc)
+	kc := hs.adminKubeconfig("one")
 	mustKubectl(t, kc, "create", "deployment", "web", "--image", "registry.invalid/web:1", "--replicas", "2")
 	eventually(t, 2*time.Minute, "2 pods Running on the simulated node", func() error {
 		out, _ := kubectl(t, kc, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].status.phase}")

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -28,11 +27,7 @@ func managementClient(t *testing.T, hs *cli) client.Client {
 	// controller-runtime's client logs through its own logger; without one
 	// it warns with a stack trace.
 	ctrllog.SetLogger(testenv.Logger())
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(hs.dataDir, "management.kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.New(restConfig(t, filepath.Join(hs.dataDir, "management.kubeconfig")), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +101,7 @@ func TestControlPlaneUpgrade(t *testing.T) {
 	if v := mustKubectl(t, kc, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+version.KubernetesVersion+`"`) {
 		t.Errorf("/version does not report %s:\n%s", version.KubernetesVersion, v)
 	}
-	list, err := cs.CoreV1().ConfigMaps("data").List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, cm := range list.Items {
-		have[cm.Name] = true
-	}
+	have := configMapNames(t, cs, "data")
 	for i := range 20 {
 		if name := fmt.Sprintf("cm-%d", i); !have[name] {
 			t.Errorf("config map data/%s is gone after the upgrade", name)

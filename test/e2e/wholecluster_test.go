@@ -34,8 +34,7 @@ func TestWholeCluster(t *testing.T) {
 	requireRealNode(t)
 	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "w", "--wait", "--timeout", "3m"))
-	kc := filepath.Join(hs.dataDir, "w.kubeconfig")
-	hs.must("create", "kubeconfig", "--name", "w", "-o", kc)
+	kc := hs.adminKubeconfig("w")
 	nets := readClusterNetworks(t, hs, "w")
 	image := buildHelloImage(t)
 

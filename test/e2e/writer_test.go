@@ -108,14 +108,7 @@ func (w *writer) verify(t *testing.T, cs *kubernetes.Clientset, minAcked int) {
 	if longest > 5*time.Second {
 		t.Errorf("requests failed for %.1fs in a row, want at most 5s", longest.Seconds())
 	}
-	list, err := cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	present := map[string]bool{}
-	for _, cm := range list.Items {
-		present[cm.Name] = true
-	}
+	present := configMapNames(t, cs, "default")
 	var lost []string
 	for _, name := range acked {
 		if !present[name] {

@@ -33,12 +33,8 @@ func TestHostedClusterLifecycle(t *testing.T) {
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
+	operatortest.WaitAvailable(t, c, hc)
 	key := client.ObjectKeyFromObject(hc)
-	testenv.Eventually(t, 3*time.Minute, "Available, every component at its version", func() (bool, error) {
-		err := c.Get(ctx, key, hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) &&
-			meta.IsStatusConditionFalse(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()), err
-	})
 
 	// Status tells where and what.
 	if hc.Status.Version != version.KubernetesVersion || hc.Status.ControlPlaneNamespace != "clusters-life" || hc.Status.Endpoint == "" {
@@ -120,12 +116,7 @@ func TestUnsupportedSpecIsReported(t *testing.T) {
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
-		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
-		return cond != nil && cond.Status == metav1.ConditionFalse, err
-	})
-	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
+	cond := waitRefused(t, c, hc, "")
 	if cond.Message != "spec.etcd.managementType Unmanaged is not supported yet: use Managed" {
 		t.Errorf("message %q", cond.Message)
 	}

@@ -36,10 +36,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 3*time.Minute, "a/b-c Available", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(first), first)
-		return meta.IsStatusConditionTrue(first.Status.Conditions, hypershiftv1alpha1.Available.String()), err
-	})
+	operatortest.WaitAvailable(t, c, first)
 	rootCA := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a-b-c", Name: pki.RootCAName}, rootCA); err != nil {
 		t.Fatal(err)
@@ -54,12 +51,7 @@ func TestControlPlaneNamespaceCollision(t *testing.T) {
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	var cond *metav1.Condition
-	testenv.Eventually(t, time.Minute, "a-b/c refused with ControlPlaneNamespaceConflict", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(second), second)
-		cond = meta.FindStatusCondition(second.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String(), err
-	})
+	cond := waitRefused(t, c, second, hypershiftv1alpha1.ControlPlaneNamespaceConflictReason)
 	for _, want := range []string{"a-b-c", "HostedCluster a/b-c", string(first.UID), "a-b/c"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("conflict message %q does not name %q", cond.Message, want)
@@ -187,12 +179,7 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 		}
 	}
 
-	var cond *metav1.Condition
-	testenv.Eventually(t, time.Minute, "clusters/foreign refused", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(foreign), foreign)
-		cond = meta.FindStatusCondition(foreign.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
-		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.ControlPlaneNamespaceConflictReason.String(), err
-	})
+	cond := waitRefused(t, c, foreign, hypershiftv1alpha1.ControlPlaneNamespaceConflictReason)
 	if !strings.Contains(cond.Message, "not created by hypershift") || !strings.Contains(cond.Message, "clusters-foreign") {
 		t.Errorf("conflict message %q", cond.Message)
 	}

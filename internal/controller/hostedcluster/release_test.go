@@ -11,7 +11,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,12 +39,7 @@ func TestHostedClusterRunsItsRelease(t *testing.T) {
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
-	key := client.ObjectKeyFromObject(hc)
-	testenv.Eventually(t, 3*time.Minute, "Available, every component at its version", func() (bool, error) {
-		err := c.Get(ctx, key, hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) &&
-			meta.IsStatusConditionFalse(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()), err
-	})
+	operatortest.WaitAvailable(t, c, hc)
 	if hc.Status.Version != releaseVersion {
 		t.Errorf("status.version %q, want %s", hc.Status.Version, releaseVersion)
 	}
@@ -82,12 +76,7 @@ func TestHostedClusterOfUnavailableRelease(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "created once the policy is unbound", func() (bool, error) {
 		return c.Create(ctx, hc) == nil, nil
 	})
-	testenv.Eventually(t, time.Minute, "ValidConfiguration=False", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
-		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
-		return cond != nil && cond.Status == metav1.ConditionFalse, err
-	})
-	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
+	cond := waitRefused(t, c, hc, "")
 	for _, want := range []string{"spec.kubernetesVersion v1.20.0 is not available", version.KubernetesVersion, releaseVersion} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q lacks %q", cond.Message, want)

@@ -50,6 +50,10 @@ type Reconciler struct {
 	// control plane serves (the runtime's catalog); nil: the compiled-in
 	// one.
 	Releases *release.Catalog
+	// LeafValidity is how long the controller manager signs the kubelets'
+	// certificates for (they renew them themselves); zero: upstream's
+	// default, a year.
+	LeafValidity time.Duration
 	// Recorder reports objects of the hosted cluster that were deleted or
 	// changed and restored; SetupWithManager sets it when nil.
 	Recorder events.EventRecorder
@@ -256,9 +260,10 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
 		IdleWake:          idleWake(hcp),
 		// Published like the Konnectivity agent port: at the endpoint host.
-		ReleaseServer:        servesReleases(hcp, layout),
-		ReleasesDir:          r.Releases.Dir(),
-		ReleaseServerPublish: runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
+		ReleaseServer:              servesReleases(hcp, layout),
+		ReleasesDir:                r.Releases.Dir(),
+		ReleaseServerPublish:       runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
+		KubeletCertificateValidity: r.LeafValidity,
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {

@@ -60,10 +60,7 @@ func TestNodeIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, 3*time.Minute, "HostedCluster Available", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
-		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()), err
-	})
+	operatortest.WaitAvailable(t, c, hc)
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters", Name: hc.Status.KubeConfig.Name}, secret); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/nodes/join/jointest"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/releaseserver"
@@ -31,14 +31,8 @@ import (
 // the same client certificate. A kubelet certificate of another cluster's
 // CA gets nothing installed.
 func TestEnsureReleaseWithTheKubeletsCertificate(t *testing.T) {
-	root, err := pki.NewCA("root-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientCA, err := pki.NewCA("client-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster := jointest.NewCluster(t)
+	root, clientCA := cluster.Root, cluster.ClientCA
 	otherCA, err := pki.NewCA("other-client-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -80,17 +74,7 @@ func TestEnsureReleaseWithTheKubeletsCertificate(t *testing.T) {
 		}
 		releases.ServeHTTP(w, r)
 	}))
-	serving, err := pki.Issue(root, pki.CertRequest{CommonName: "kube-apiserver", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	defer srv.Close()
+	jointest.StartTLS(t, srv, root, "kube-apiserver", tls.RequestClientCert)
 
 	kubeconfig := func(ca pki.KeyPair) string {
 		kp, err := pki.Issue(ca, pki.CertRequest{CommonName: "system:node:vm", Organization: []string{"system:nodes"}, Client: true})

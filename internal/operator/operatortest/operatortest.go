@@ -7,12 +7,15 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/operator"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime/process"
@@ -78,5 +81,17 @@ func Start(t *testing.T, env *testenv.Env, root string, with ...func(*operator.O
 			t.Logf("operator stopped: %v", err)
 		}
 		rt.StopAll(context.Background())
+	})
+}
+
+// WaitAvailable waits until hc is Available with every component at its
+// version (ClusterVersionProgressing=False), and leaves its latest state in hc.
+func WaitAvailable(t *testing.T, c client.Client, hc *hypershiftv1alpha1.HostedCluster) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(hc)
+	testenv.Eventually(t, 3*time.Minute, key.String()+" Available, every component at its version", func() (bool, error) {
+		err := c.Get(t.Context(), key, hc)
+		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()) &&
+			meta.IsStatusConditionFalse(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String()), err
 	})
 }

@@ -197,6 +197,14 @@ func TestObjectsRefusesUnequalReplicas(t *testing.T) {
 	}
 }
 
+// changeSpec is a change of a test case that changes the i-th spec only.
+func changeSpec(i int, change func(*runtime.Spec)) func(*Options, []runtime.Spec) []runtime.Spec {
+	return func(_ *Options, s []runtime.Spec) []runtime.Spec {
+		change(&s[i])
+		return s
+	}
+}
+
 func TestObjectsRefusesBadInput(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -204,47 +212,20 @@ func TestObjectsRefusesBadInput(t *testing.T) {
 		want   string
 	}{
 		{"no image", func(o *Options, s []runtime.Spec) []runtime.Spec { o.Image = ""; return s }, "Options.Image"},
-		{"host port", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[1].Publish[0].Type = runtime.HostPort
-			return s
-		}, "use NodePort or LoadBalancer"},
-		{"probe host", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[0].Readiness.Host = "127.0.0.1"
-			return s
-		}, "Readiness.Host"},
-		{"sidecar of nothing", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[2].Beside = "kube-proxy"
-			return s
-		}, "spec.Beside"},
+		{"host port", changeSpec(1, func(s *runtime.Spec) { s.Publish[0].Type = runtime.HostPort }), "use NodePort or LoadBalancer"},
+		{"probe host", changeSpec(0, func(s *runtime.Spec) { s.Readiness.Host = "127.0.0.1" }), "Readiness.Host"},
+		{"sidecar of nothing", changeSpec(2, func(s *runtime.Spec) { s.Beside = "kube-proxy" }), "spec.Beside"},
 		{"more sidecars than pods", func(_ *Options, s []runtime.Spec) []runtime.Spec {
 			extra := s[2]
 			extra.Name = "konnectivity-server-1"
 			return append(s, extra)
 		}, "one per pod"},
-		{"sidecar with data", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[2].Data = "data"
-			return s
-		}, "spec.Data"},
-		{"volume size", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[0].DataVolume.Size = "lots"
-			return s
-		}, "spec.DataVolume.Size"},
-		{"file outside its directory", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[0].Files[0].Path = "../kube-apiserver/ca.crt"
-			return s
-		}, "file path"},
-		{"env without value", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[0].Env = []string{"GOGC"}
-			return s
-		}, "spec.Env"},
-		{"unpublishable port", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[1].Publish[0].Port = "nope"
-			return s
-		}, "spec.Publish"},
-		{"host executable", func(_ *Options, s []runtime.Spec) []runtime.Spec {
-			s[0].Command = "/usr/bin/containerd"
-			return s
-		}, "spec.Command"},
+		{"sidecar with data", changeSpec(2, func(s *runtime.Spec) { s.Data = "data" }), "spec.Data"},
+		{"volume size", changeSpec(0, func(s *runtime.Spec) { s.DataVolume.Size = "lots" }), "spec.DataVolume.Size"},
+		{"file outside its directory", changeSpec(0, func(s *runtime.Spec) { s.Files[0].Path = "../kube-apiserver/ca.crt" }), "file path"},
+		{"env without value", changeSpec(0, func(s *runtime.Spec) { s.Env = []string{"GOGC"} }), "spec.Env"},
+		{"unpublishable port", changeSpec(1, func(s *runtime.Spec) { s.Publish[0].Port = "nope" }), "spec.Publish"},
+		{"host executable", changeSpec(0, func(s *runtime.Spec) { s.Command = "/usr/bin/containerd" }), "spec.Command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,20 +25,27 @@ import (
 	"hypershift.dev/internal/testenv"
 )
 
-// The tests below run against a real API server. Nothing runs pods there
-// (no scheduler, kubelet or workload controllers): status tests write the
-// pods, and their status, themselves.
-func TestRuntime(t *testing.T) {
+// startAPIServer starts a real API server whose env.Client is as fast as
+// the operator's: the client-go default of 5 requests a second would make
+// each Apply of a control plane take seconds; the operator allows 200.
+func startAPIServer(t *testing.T) *testenv.Env {
+	t.Helper()
 	log.SetLogger(testenv.Logger())
 	env := testenv.Start(t)
-	// The client-go default of 5 requests a second would make each Apply
-	// of a control plane take seconds; the operator allows 200.
 	env.RESTConfig.QPS, env.RESTConfig.Burst = 200, 400
 	fast, err := client.New(env.RESTConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env.Client = fast
+	return env
+}
+
+// The tests below run against a real API server. Nothing runs pods there
+// (no scheduler, kubelet or workload controllers): status tests write the
+// pods, and their status, themselves.
+func TestRuntime(t *testing.T) {
+	env := startAPIServer(t)
 	tests := []struct {
 		name string
 		run  func(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef)

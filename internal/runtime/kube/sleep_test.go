@@ -7,23 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	"hypershift.dev/internal/scheme"
-	"hypershift.dev/internal/testenv"
 )
 
 // TestSleepScalesToZeroAndApplyBack: a hibernating control plane's
 // workloads go to 0 replicas with its Services (and their node ports)
 // kept, and the next Apply brings the replicas back.
 func TestSleepScalesToZeroAndApplyBack(t *testing.T) {
-	log.SetLogger(testenv.Logger())
-	env := testenv.Start(t)
-	env.RESTConfig.QPS, env.RESTConfig.Burst = 200, 400
-	c, err := client.New(env.RESTConfig, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startAPIServer(t).Client
 	ref := testRef
 	ref.Namespace = "clusters-sleep"
 	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ref.Namespace}}); err != nil {

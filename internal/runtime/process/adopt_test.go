@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"hypershift.dev/internal/runtime"
-	"hypershift.dev/internal/testenv"
 )
 
 // TestAdoptionReportsTheTruth: a process an earlier operator left running is
@@ -17,11 +15,8 @@ import (
 // of the runtime that adopts it — before any probe — so a restarted
 // operator never reports its control plane as stopped.
 func TestAdoptionReportsTheTruth(t *testing.T) {
-	root := testenv.ShortTempDir(t)
 	ref := runtime.ControlPlaneRef{Namespace: "ns-a", Name: "a"}
-	ctx := context.Background()
-	rt, spec := startEtcd(t, root, ref)
-	t.Cleanup(func() { rt.Stop(ctx, ref) })
+	root, rt, spec := startEtcd(t, ref)
 	before := status(rt, ref)
 	if before.StartedAt.IsZero() {
 		t.Fatal("a started process has no StartedAt")
@@ -31,7 +26,7 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 	adopt := func(t *testing.T) runtime.InstanceStatus {
 		t.Helper()
 		rt2 := newRuntime(t, root)
-		if err := rt2.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
+		if err := rt2.Apply(t.Context(), ref, []runtime.Spec{spec}); err != nil {
 			t.Fatal(err)
 		}
 		first := status(rt2, ref)

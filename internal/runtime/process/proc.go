@@ -19,17 +19,10 @@ func StartTime(pid int) (uint64, error) { return procStartTime(pid) }
 // (field 22 of /proc/PID/stat), which together with the pid identifies a
 // process: pids are reused, start times are not.
 func procStartTime(pid int) (uint64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := StatFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may hold spaces and parentheses; the fields
-	// after the last ')' are plain.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	fields := strings.Fields(string(data[i+1:]))
 	// fields[0] is field 3 (state); start time is field 22.
 	if len(fields) < 20 {
 		return 0, errors.New("short /proc stat")
@@ -38,6 +31,22 @@ func procStartTime(pid int) (uint64, error) {
 		return 0, errors.New("process exited")
 	}
 	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+// StatFields returns the fields of /proc/PID/stat from field 3 (state) on:
+// fields[n-3] is field n of proc(5).
+func StatFields(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) may hold spaces and parentheses; the fields
+	// after the last ')' are plain.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil, errors.New("malformed /proc stat")
+	}
+	return strings.Fields(string(data[i+1:])), nil
 }
 
 // clockTicks is USER_HZ, the unit of the times in /proc/PID/stat: 100 on

@@ -1,12 +1,10 @@
 package process_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"hypershift.dev/internal/runtime"
-	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
@@ -15,11 +13,8 @@ import (
 // naming the versions it has, and the process of the earlier spec keeps
 // serving; the earlier spec applied again adopts it.
 func TestUnavailableReleaseKeepsTheRunningProcess(t *testing.T) {
-	root := testenv.ShortTempDir(t)
 	ref := runtime.ControlPlaneRef{Namespace: "ns-r", Name: "r"}
-	ctx := context.Background()
-	rt, spec := startEtcd(t, root, ref)
-	t.Cleanup(func() { rt.Stop(ctx, ref) })
+	_, rt, spec := startEtcd(t, ref)
 	before := status(rt, ref)
 	if before.Version != "" {
 		t.Errorf("an instance of the compiled-in release reports version %q, want empty", before.Version)
@@ -27,7 +22,7 @@ func TestUnavailableReleaseKeepsTheRunningProcess(t *testing.T) {
 
 	unavailable := spec
 	unavailable.Version = "v1.20.0"
-	if err := rt.Apply(ctx, ref, []runtime.Spec{unavailable}); err != nil {
+	if err := rt.Apply(t.Context(), ref, []runtime.Spec{unavailable}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the instance to fail", func() bool { return status(rt, ref).Phase == runtime.BackOff })
@@ -41,7 +36,7 @@ func TestUnavailableReleaseKeepsTheRunningProcess(t *testing.T) {
 		t.Fatal("the process of the earlier spec was stopped for a spec that cannot run")
 	}
 
-	if err := rt.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
+	if err := rt.Apply(t.Context(), ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the earlier process adopted", func() bool {
@@ -51,11 +46,11 @@ func TestUnavailableReleaseKeepsTheRunningProcess(t *testing.T) {
 
 	// Stopped while its new spec cannot run, the instance stops the
 	// process it left serving.
-	if err := rt.Apply(ctx, ref, []runtime.Spec{unavailable}); err != nil {
+	if err := rt.Apply(t.Context(), ref, []runtime.Spec{unavailable}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the instance to fail again", func() bool { return status(rt, ref).Phase == runtime.BackOff })
-	rt.Stop(ctx, ref)
+	rt.Stop(t.Context(), ref)
 	if processAlive(before.PID) {
 		t.Error("the process of the earlier spec outlived Stop")
 	}

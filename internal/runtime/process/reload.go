@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -82,23 +83,5 @@ func writeTemp(path string, data []byte, mode os.FileMode) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Name(), nil
+	return atomicfile.WriteTemp(path, data, mode)
 }

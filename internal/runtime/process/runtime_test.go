@@ -87,26 +87,28 @@ func running(rt *process.Runtime, ref runtime.ControlPlaneRef) func() bool {
 	return func() bool { return status(rt, ref).Phase == runtime.Running }
 }
 
-// startEtcd runs a real etcd as ref's one component and waits until it
-// runs.
-func startEtcd(t *testing.T, root string, ref runtime.ControlPlaneRef) (*process.Runtime, runtime.Spec) {
+// startEtcd runs a real etcd as ref's one component, under a runtime of a
+// new root, and waits until it runs; ref's processes are stopped when the
+// test ends, also when it fails before doing so itself.
+func startEtcd(t *testing.T, ref runtime.ControlPlaneRef) (root string, rt *process.Runtime, spec runtime.Spec) {
 	t.Helper()
-	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
-	rt := newRuntime(t, root)
+	root = testenv.ShortTempDir(t)
+	spec = etcdSpec(t, filepath.Join(root, ref.Namespace))
+	rt = newRuntime(t, root)
+	t.Cleanup(func() { rt.Stop(context.Background(), ref) })
 	if err := rt.Apply(context.Background(), ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "etcd running", running(rt, ref))
-	return rt, spec
+	return root, rt, spec
 }
 
 func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestSupervisionRestartAdoptStop(t *testing.T) {
-	root := testenv.ShortTempDir(t)
 	ref := runtime.ControlPlaneRef{Namespace: "ns-a", Name: "a"}
 	ctx := context.Background()
-	rt, spec := startEtcd(t, root, ref)
+	root, rt, spec := startEtcd(t, ref)
 	first := status(rt, ref)
 
 	info, err := os.Stat(filepath.Join(root, ref.Namespace, "etcd-0", "secret.key"))

@@ -109,7 +109,17 @@ func (c *Cluster) Start(t *testing.T, serving pki.KeyPair, change func(*Server))
 		Groups:  []string{bootstrap.BootstrappersGroup, bootstrap.PoolGroup(c.Pool)},
 	}
 	change(s)
-	leaf, err := pki.Issue(serving, pki.CertRequest{CommonName: "kube-apiserver", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	s.Server = httptest.NewUnstartedServer(s.handler(t, c))
+	StartTLS(t, s.Server, serving, "kube-apiserver", tls.NoClientCert)
+	return s
+}
+
+// StartTLS starts srv at 127.0.0.1 with a serving certificate of commonName
+// issued by ca, asking clients for a certificate as clientAuth says, and
+// closes it when the test ends.
+func StartTLS(t *testing.T, srv *httptest.Server, ca pki.KeyPair, commonName string, clientAuth tls.ClientAuthType) {
+	t.Helper()
+	leaf, err := pki.Issue(ca, pki.CertRequest{CommonName: commonName, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +127,9 @@ func (c *Cluster) Start(t *testing.T, serving pki.KeyPair, change func(*Server))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Server = httptest.NewUnstartedServer(s.handler(t, c))
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return s
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: clientAuth, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
 }
 
 func (s *Server) handler(t *testing.T, c *Cluster) http.Handler {

@@ -169,13 +169,5 @@ func (p *Platform) Delete(ctx context.Context, s *platform.Pool) error {
 	if p.Runtime == nil {
 		return nil
 	}
-	err := p.Runtime.Delete(ctx, AgentRef(s.NodePool))
-	switch {
-	case errors.Is(err, runtime.ErrNotOwner):
-		// Another pool's agent: not ours to stop or remove.
-		s.Log.Info("leaving node agent alone", "reason", err.Error())
-	case err != nil:
-		return fmt.Errorf("delete agent: %w", err)
-	}
-	return nil
+	return ownAgentOnly(s, "delete agent", p.Runtime.Delete(ctx, AgentRef(s.NodePool)))
 }

@@ -16,12 +16,19 @@ func (p *Platform) Sleep(ctx context.Context, s *platform.Pool) error {
 	if p.Runtime == nil {
 		return nil
 	}
-	err := p.Runtime.Apply(ctx, AgentRef(s.NodePool), nil)
+	return ownAgentOnly(s, "stop agent while the cluster hibernates", p.Runtime.Apply(ctx, AgentRef(s.NodePool), nil))
+}
+
+// ownAgentOnly wraps err of what was done to the pool's agent, except
+// runtime.ErrNotOwner: another pool's agent is not ours to stop or remove,
+// and is left alone.
+func ownAgentOnly(s *platform.Pool, what string, err error) error {
 	switch {
 	case errors.Is(err, runtime.ErrNotOwner):
 		s.Log.Info("leaving node agent alone", "reason", err.Error())
+		return nil
 	case err != nil:
-		return fmt.Errorf("stop agent while the cluster hibernates: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDashboard drives `hypershift dashboard` in a real headless browser
+// (Debian's chromium): the fleet table lists both clusters; killing one's
+// API server turns its row Degraded within seconds, without a reload, and
+// the other row stays as it was. Screenshots of the fleet and of the
+// cluster's page are kept as test artifacts.
+func TestDashboard(t *testing.T) {
+	browser := chromiumPath(t)
+	hs := upCLI(t)
+	for _, name := range []string{"w1", "w2"} {
+		hs.must("create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m")
+	}
+	url := startDashboard(t, hs)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.NoSandbox, // root in CI; the browser only loads our loopback page
+		chromedp.WindowSize(1400, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancelTimeout()
+
+	row := func(name string) string { return fmt.Sprintf(`tr[data-cluster="clusters/%s"]`, name) }
+	isDegraded := func(name string) bool {
+		t.Helper()
+		degraded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector('%s').classList.contains('degraded')`, row(name))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return degraded
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(row("w1"))),
+		chromedp.WaitVisible(chromedp.CSS(row("w2"))),
+	); err != nil {
+		t.Fatalf("fleet page: %v", err)
+	}
+	// A mark a reload would wipe.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	if cell, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row("w1")+" td.degraded-cell"))); err != nil || cell != "False" {
+		t.Fatalf("w1's Degraded cell %q before the kill (%v), want False", cell, err)
+	}
+
+	if err := syscall.Kill(instancePID(t, hs.dataDir, "w1", "kube-apiserver"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	degraded := false
+	for deadline := killed.Add(30 * time.Second); !degraded && time.Now().Before(deadline); {
+		if degraded = isDegraded("w1"); !degraded {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !degraded {
+		t.Fatal("w1's row did not turn Degraded within 30 s of its API server's kill")
+	}
+	t.Logf("w1's row Degraded %.1fs after its API server was killed", time.Since(killed).Seconds())
+	if notReloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !notReloaded {
+		t.Errorf("the page was reloaded (%v): the row must change live", err)
+	}
+	if isDegraded("w2") {
+		t.Error("w2's row turned Degraded too")
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveArtifact(t, "fleet.png", shot)
+
+	// The cluster's page: its conditions and components.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(row("w1")+" a")),
+		chromedp.WaitVisible(chromedp.CSS(`#components tbody tr`)),
+	); err != nil {
+		t.Fatalf("cluster page: %v", err)
+	}
+	components, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#components tbody`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(components, "kube-apiserver") || !strings.Contains(components, "etcd-0") {
+		t.Errorf("w1's page lists components %q, want kube-apiserver and etcd-0", components)
+	}
+	if shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(90)); err != nil {
+		t.Fatal(err)
+	}
+	saveArtifact(t, "cluster-w1.png", shot)
+}
+
+// chromiumPath is Debian's chromium (make test installs it as root).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("no chromium, and not root to install it (make test installs Debian's chromium when root): the dashboard's browser test cannot run")
+	}
+	t.Fatal("no chromium on PATH: `make deps` installs it")
+	return ""
+}
+
+// startDashboard runs `hypershift dashboard` on a free loopback port until
+// the test ends and returns its URL.
+func startDashboard(t *testing.T, hs *cli) string {
+	t.Helper()
+	cmd := exec.Command(hs.bin, "--data-dir", hs.dataDir, "dashboard", "--address", "127.0.0.1:0", "--sample-interval", "2s")
+	cmd.Env = withoutKubeconfig()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			if url, ok := strings.CutPrefix(s.Text(), "dashboard at "); ok {
+				lines <- url
+			}
+		}
+	}()
+	select {
+	case url := <-lines:
+		return url
+	case <-time.After(30 * time.Second):
+		t.Fatal("hypershift dashboard did not print its address")
+		return ""
+	}
+}
+
+func saveArtifact(t *testing.T, name string, data []byte) {
+	t.Helper()
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("saved %s", path)
+}

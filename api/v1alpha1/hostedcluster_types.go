@@ -436,6 +436,12 @@ type HostedClusterSpec struct {
 	// backup runs backups on a schedule, keeping the newest (docs/backup.md).
 	// +optional
 	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// certificates asks for certificate operations such as a root-CA
+	// rotation (docs/security.md).
+	//
+	// +optional
+	Certificates *CertificatesSpec `json:"certificates,omitempty"`
 }
 
 // APIEndpoint is where a hosted kube-apiserver listens.
@@ -507,6 +513,10 @@ type HostedClusterStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// certificates are the cluster's CAs and its root-CA rotation.
+	// +optional
+	Certificates *CertificatesStatus `json:"certificates,omitempty"`
 }
 
 // HostedCluster is a Kubernetes cluster whose control plane is hosted by the

@@ -109,6 +109,13 @@ type HostedControlPlaneStatus struct {
 	// controlPlaneEndpoint is where the API server is reached.
 	// +optional
 	ControlPlaneEndpoint APIEndpoint `json:"controlPlaneEndpoint,omitzero"`
+	// etcdClientURLs are the client URLs of the etcd members, where the
+	// operator reaches them (backups, metrics), as the runtime allocated
+	// them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	EtcdClientURLs []string `json:"etcdClientURLs,omitempty"`
 	// components lists each component's state.
 	// +optional
 	// +listType=map

@@ -113,6 +113,12 @@ func TestAdmission(t *testing.T) {
 		{name: "cron with four fields", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{Schedules: []hypershiftv1alpha1.HibernationSchedule{{Hibernate: "0 20 * *", Resume: "0 7 * * *"}}}
 		}, wantErr: "spec.hibernation.schedules[].hibernate must be a 5-field cron expression"},
+		{name: "rotateCA token", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Certificates = &hypershiftv1alpha1.CertificatesSpec{RotateCA: "20261124T101315Z"}
+		}},
+		{name: "rotateCA with spaces", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Certificates = &hypershiftv1alpha1.CertificatesSpec{RotateCA: "rotate now"}
+		}, wantErr: "spec.certificates.rotateCA must be a token of letters, digits"},
 		{name: "time zone with spaces", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{TimeZone: "Central European Time"}
 		}, wantErr: "spec.hibernation.timeZone must be an IANA time zone name"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -90,6 +91,7 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	fmt.Fprintf(w, "Version:\t%s\n", orDash(hc.Status.Version))
 	fmt.Fprintf(w, "Endpoint:\t%s\n", orDash(hc.Status.Endpoint))
 	printHibernation(w, hc, hcp)
+	printCARotation(w, hc)
 	if hc.Status.KubeConfig != nil {
 		fmt.Fprintf(w, "Kubeconfig secret:\t%s/%s\n", hc.Namespace, hc.Status.KubeConfig.Name)
 	}
@@ -168,8 +170,13 @@ func printCertificates(out io.Writer, certs []pki.CertificateStatus, now time.Ti
 	if section(w, "Certificates", len(certs), "(none yet)", "NAME\tKIND\tEXPIRES\tRENEWS") {
 		for _, c := range certs {
 			kind, renews := "leaf", when(c.RenewAt, now)
-			if c.CA {
-				kind, renews = "CA", "- (rotation is manual)"
+			switch {
+			case strings.HasSuffix(c.Name, pki.NextName("")):
+				kind, renews = "CA (new)", "- (rotation in progress)"
+			case strings.HasSuffix(c.Name, pki.PreviousName("")):
+				kind, renews = "CA (old)", "- (dropped by the rotation)"
+			case c.CA:
+				kind, renews = "CA", "- (`hypershift rotate ca`)"
 			}
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Name, kind, when(c.NotAfter, now), renews)
 		}
@@ -184,4 +191,24 @@ func when(t, now time.Time) string {
 		return fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), duration.HumanDuration(-d))
 	}
 	return fmt.Sprintf("%s (in %s)", t.UTC().Format(time.RFC3339), duration.HumanDuration(d))
+}
+
+// printCARotation shows the last root-CA rotation: its phase, since when,
+// and what it waits for.
+func printCARotation(w io.Writer, hc *hypershiftv1alpha1.HostedCluster) {
+	st := caRotation(hc)
+	if st == nil {
+		fmt.Fprintf(w, "CA rotation:\t-\n")
+		return
+	}
+	line := fmt.Sprintf("%s (token %s, started %s, phase since %s)", st.Phase, st.Token,
+		st.StartedAt.UTC().Format(time.RFC3339), st.PhaseSince.UTC().Format(time.RFC3339))
+	if st.CompletedAt != nil {
+		line = fmt.Sprintf("%s (token %s, started %s, completed %s)", st.Phase, st.Token,
+			st.StartedAt.UTC().Format(time.RFC3339), st.CompletedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "CA rotation:\t%s\n", line)
+	if st.Message != "" && st.Phase != hypershiftv1alpha1.CARotationDone {
+		fmt.Fprintf(w, "  waiting for:\t%s\n", st.Message)
+	}
 }

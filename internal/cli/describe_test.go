@@ -92,7 +92,7 @@ func TestDescribeCertificates(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Certificates:",
-		"root-ca                CA    2035-12-30T00:00:00Z (in 10y)  - (rotation is manual)",
+		"root-ca                CA    2035-12-30T00:00:00Z (in 10y)  - (`hypershift rotate ca`)",
 		"kube-apiserver-server  leaf  2026-01-01T00:03:00Z (in 3m)   2026-01-01T00:01:00Z (in 60s)",
 	} {
 		if !strings.Contains(out.String(), want) {

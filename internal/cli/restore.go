@@ -166,6 +166,9 @@ func (o *restoreOptions) objects(a *backup.Archive) (*hypershiftv1alpha1.HostedC
 		hc.Namespace = o.namespace
 	}
 	hc.ResourceVersion, hc.UID = "", ""
+	// A fence belongs to the plane it was set on (a migration fences its
+	// source before the final backup); the restored cluster runs.
+	delete(hc.Annotations, hypershiftv1alpha1.FencedAnnotation)
 	for i := range pools {
 		pools[i].Namespace = hc.Namespace
 		pools[i].Spec.ClusterName = hc.Name

@@ -135,6 +135,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newDestroyCommand(opts),
 		newHibernateCommand(opts, false),
 		newHibernateCommand(opts, true),
+		newRotateCommand(opts),
 		newJoinCommand(),
 		newNodeCommand(),
 		newImageCommand(),
@@ -142,6 +143,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newUninstallCommand(opts),
 		newBackupCommand(opts),
 		newRestoreCommand(opts),
+		newMigrateCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
 	return root

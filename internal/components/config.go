@@ -3,7 +3,9 @@ package components
 import (
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -251,6 +253,21 @@ func etcdPort(i int, kind string) string { return fmt.Sprintf("etcd-%d-%s", i, k
 // EtcdClientPort names the client port of etcd member i (backups reach
 // etcd there).
 func EtcdClientPort(i int) string { return etcdPort(i, "client") }
+
+// EtcdClientURLs are the client URLs of the members of r's etcd for one
+// outside the members (the operator): loopback on one host, each member's
+// name in pods, at the ports allocated by PortNames.
+func EtcdClientURLs(r Replicas, layout runtime.Layout, ports map[string]int) []string {
+	urls := make([]string, r.Etcd)
+	for i := range urls {
+		host := loopback
+		if layout.Pods {
+			host = layout.Host(Etcd, fmt.Sprintf("%s-%d", Etcd, i))
+		}
+		urls[i] = "https://" + net.JoinHostPort(host, strconv.Itoa(ports[EtcdClientPort(i)]))
+	}
+	return urls
+}
 
 // instanceName names instance i of n: the component itself when it runs
 // alone, NAME-i otherwise. etcd members are always etcd-i (their member

@@ -95,7 +95,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 		}
 	}
 	files := append(kubeconfigFiles(kc, p.KubeControllerManager),
-		runtime.File{Path: "root-ca.crt", Content: p.RootCA.CertPEM},
+		runtime.File{Path: "root-ca.crt", Content: p.Bundle(pki.RootCAName)},
 		runtime.File{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
 	)
 	if !cfg.Management {
@@ -173,7 +173,7 @@ func localKubeconfig(cfg Config, component, name string) ([]byte, error) {
 	return kubeconfig.Render(kubeconfig.Params{
 		Name:           name,
 		Server:         server,
-		CAPEM:          cfg.PKI.RootCA.CertPEM,
+		CAPEM:          cfg.PKI.Bundle(pki.RootCAName),
 		ClientCertFile: clientCertFile,
 		ClientKeyFile:  clientKeyFile,
 	})

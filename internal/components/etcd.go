@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -64,7 +65,7 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 		// etcd reads its serving and peer certificates on every TLS
 		// handshake: a renewal needs no restart.
 		Files: []runtime.File{
-			{Path: "ca.crt", Content: p.EtcdCA.CertPEM},
+			{Path: "ca.crt", Content: p.Bundle(pki.EtcdCAName)},
 			{Path: "server.crt", Content: p.EtcdServer.CertPEM, Reloadable: true},
 			{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true, Reloadable: true},
 			{Path: "peer.crt", Content: p.EtcdPeer.CertPEM, Reloadable: true},

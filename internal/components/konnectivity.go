@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -109,7 +110,7 @@ func renderKonnectivityServer(cfg Config, name string, servers int) (runtime.Spe
 			"--proxy-strategies=destHost,default",
 		},
 		Files: []runtime.File{
-			{Path: "ca.crt", Content: p.KonnectivityCA.CertPEM},
+			{Path: "ca.crt", Content: p.Bundle(pki.KonnectivityCAName)},
 			{Path: "server.crt", Content: p.KonnectivityServer.CertPEM},
 			{Path: "server.key", Content: p.KonnectivityServer.KeyPEM, Secret: true},
 		},

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -58,24 +59,31 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		// (spec.networking.apiServer, the node-local API proxy): no API
 		// server address is reachable from the hosted cluster's pods.
 		"--endpoint-reconciler-type=none",
+		// A stopping API server otherwise keeps its process until the
+		// runtime's stop grace (10 s) runs out, waiting for clients'
+		// watches to end: the fence of a migration, a hibernation and a
+		// restart all waited for it. Watch clients reconnect anyway.
+		"--shutdown-watch-termination-grace-period=2s",
 	}
 	// The leaves are Reloadable (docs/security.md, "Certificate
 	// renewal"): the serving and front-proxy certificates are watched by
 	// the API server's dynamic certificate controllers, and the etcd and
-	// kubelet client certificates are read per new connection.
+	// kubelet client certificates are read per new connection. The
+	// client and front-proxy CA bundles are watched too, which a root-CA
+	// rotation relies on ("CA rotation").
 	files := []runtime.File{
-		{Path: "etcd-ca.crt", Content: p.EtcdCA.CertPEM},
+		{Path: "etcd-ca.crt", Content: p.Bundle(pki.EtcdCAName)},
 		{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM, Reloadable: true},
 		{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true, Reloadable: true},
 		{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},
 		{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true, Reloadable: true},
-		{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
+		{Path: "client-ca.crt", Content: p.Bundle(pki.ClientCAName), Reloadable: true},
 		{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
 		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
 		{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM, Reloadable: true},
 		{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true, Reloadable: true},
-		{Path: "kubelet-ca.crt", Content: p.KubeletCA.CertPEM},
-		{Path: "front-proxy-ca.crt", Content: p.FrontProxyCA.CertPEM},
+		{Path: "kubelet-ca.crt", Content: p.Bundle(pki.KubeletCAName)},
+		{Path: "front-proxy-ca.crt", Content: p.Bundle(pki.FrontProxyCAName), Reloadable: true},
 		{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM, Reloadable: true},
 		{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true, Reloadable: true},
 		{Path: "encryption-config.yaml", Content: encryption, Secret: true},
@@ -100,7 +108,7 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{PublishedPort: port},
-		Readiness: runtime.Probe{Scheme: "https", Host: cfg.probeHost(cfg.apiServerBindAddress()), Port: port, Path: "/readyz", CAPEM: p.RootCA.CertPEM},
+		Readiness: runtime.Probe{Scheme: "https", Host: cfg.probeHost(cfg.apiServerBindAddress()), Port: port, Path: "/readyz", CAPEM: p.Bundle(pki.RootCAName)},
 		// GOGC=50: ~38 MiB less heap when idle.
 		Env:      cfg.hostedEnv(),
 		Requests: runtime.Resources{MilliCPU: 200, MemoryBytes: 384 << 20},
@@ -142,7 +150,7 @@ func renderKubeAPIServerProxy(cfg Config) runtime.Spec {
 		Name:      KubeAPIServerProxy,
 		Component: KubeAPIServerProxy,
 		Args:      flags.Args(),
-		Files:     []runtime.File{{Path: "ca.crt", Content: cfg.PKI.RootCA.CertPEM}},
+		Files:     []runtime.File{{Path: "ca.crt", Content: cfg.PKI.Bundle(pki.RootCAName), Reloadable: true}},
 		Ports:     ports,
 		Publish:   cfg.publish(cfg.APIServer, EndpointPort, PublishedPort),
 		Requests:  runtime.Resources{MilliCPU: 10, MemoryBytes: 32 << 20},

@@ -4,6 +4,7 @@ import (
 	"net"
 	"strconv"
 
+	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/releaseserver"
 	"hypershift.dev/internal/runtime"
 )
@@ -53,8 +54,8 @@ func renderReleaseServer(cfg Config) runtime.Spec {
 		Files: []runtime.File{
 			{Path: "tls.crt", Content: p.KubeAPIServer.CertPEM},
 			{Path: "tls.key", Content: p.KubeAPIServer.KeyPEM, Secret: true},
-			{Path: "client-ca.crt", Content: p.ClientCA.CertPEM},
-			{Path: "ca.crt", Content: p.RootCA.CertPEM},
+			{Path: "client-ca.crt", Content: p.Bundle(pki.ClientCAName)},
+			{Path: "ca.crt", Content: p.Bundle(pki.RootCAName)},
 		},
 		Ports:   map[string]int{PublishedReleaseServerPort: port},
 		Publish: cfg.publish(cfg.ReleaseServerPublish, ReleaseServerPort, PublishedReleaseServerPort),

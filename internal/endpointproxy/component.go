@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -130,23 +131,26 @@ func Run(ctx context.Context, c Config) error {
 }
 
 // readyzCheck probes an API server's /readyz, verifying it with caFile.
+// The file is read again when it changes (checked on every probe by size
+// and modification time), so a root-CA rotation's new bundle applies
+// without restarting the proxy, which would drop every client connection.
 func readyzCheck(caFile string) (func(context.Context, string) error, error) {
 	if caFile == "" {
 		return nil, nil
 	}
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("read backend CA: %w", err)
+	trust := &reloadingPool{path: caFile}
+	if _, err := trust.get(); err != nil {
+		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.New("backend CA file holds no certificate")
-	}
-	client := &http.Client{Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		DisableKeepAlives: true,
-	}}
 	return func(ctx context.Context, backend string) error {
+		pool, err := trust.get()
+		if err != nil {
+			return err
+		}
+		client := &http.Client{Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			DisableKeepAlives: true,
+		}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+backend+"/readyz", nil)
 		if err != nil {
 			return err
@@ -161,6 +165,49 @@ func readyzCheck(caFile string) (func(context.Context, string) error, error) {
 		}
 		return nil
 	}, nil
+}
+
+// reloadingPool is a CA bundle file's pool, read again when the file's
+// size or modification time changes; a bad new file keeps the last pool.
+type reloadingPool struct {
+	path string
+
+	mu      sync.Mutex
+	size    int64
+	modTime time.Time
+	pool    *x509.CertPool
+}
+
+func (r *reloadingPool) get() (*x509.CertPool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	info, err := os.Stat(r.path)
+	if err != nil {
+		if r.pool != nil {
+			return r.pool, nil
+		}
+		return nil, fmt.Errorf("read backend CA: %w", err)
+	}
+	if r.pool != nil && info.Size() == r.size && info.ModTime().Equal(r.modTime) {
+		return r.pool, nil
+	}
+	ca, err := os.ReadFile(r.path)
+	if err != nil {
+		return r.orErr(fmt.Errorf("read backend CA: %w", err))
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return r.orErr(errors.New("backend CA file holds no certificate"))
+	}
+	r.pool, r.size, r.modTime = pool, info.Size(), info.ModTime()
+	return pool, nil
+}
+
+func (r *reloadingPool) orErr(err error) (*x509.CertPool, error) {
+	if r.pool != nil {
+		return r.pool, nil
+	}
+	return nil, err
 }
 
 func serveHealth(ctx context.Context, addr string, p *Proxy) {

@@ -50,7 +50,8 @@ const (
 // through its admin kubeconfig, keeping one HTTP client (and its
 // connections) per cluster and kubeconfig.
 type HostedScraper struct {
-	reader client.Reader
+	reader client.Client
+	etcd   *etcdScraper
 
 	mu      sync.Mutex
 	clients map[string]hostedClient // by cluster UID
@@ -64,12 +65,12 @@ type hostedClient struct {
 
 // NewHostedScraper returns a scraper that reads admin kubeconfigs with
 // reader.
-func NewHostedScraper(reader client.Reader) *HostedScraper {
-	return &HostedScraper{reader: reader, clients: map[string]hostedClient{}}
+func NewHostedScraper(reader client.Client) *HostedScraper {
+	return &HostedScraper{reader: reader, etcd: newEtcdScraper(), clients: map[string]hostedClient{}}
 }
 
 func (h *HostedScraper) describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{hostedUp, hostedRequests, hostedLatency, hostedStorage, hostedEtcdLatency} {
+	for _, d := range []*prometheus.Desc{hostedUp, hostedRequests, hostedLatency, hostedStorage, hostedEtcdLatency, etcdFsync, etcdMemberSize, etcdQuota} {
 		ch <- d
 	}
 }
@@ -80,6 +81,7 @@ func (h *HostedScraper) collect(ctx context.Context, ch chan<- prometheus.Metric
 	type result struct {
 		hc       *hypershiftv1alpha1.HostedCluster
 		families map[string]*dto.MetricFamily
+		etcd     map[string]map[string]*dto.MetricFamily
 		err      error
 	}
 	results := make([]result, len(clusters))
@@ -99,12 +101,18 @@ func (h *HostedScraper) collect(ctx context.Context, ch chan<- prometheus.Metric
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			results[i].families, results[i].err = h.Scrape(ctx, hc)
+			hcp := &hypershiftv1alpha1.HostedControlPlane{}
+			if hc.Status.ControlPlaneNamespace != "" && h.reader.Get(ctx, client.ObjectKey{Namespace: hc.Status.ControlPlaneNamespace, Name: hc.Name}, hcp) == nil {
+				results[i].etcd = h.etcd.scrape(ctx, h.reader, hc, hcp)
+			}
 		}()
 	}
 	wg.Wait()
 	h.Forget(seen)
+	h.etcd.forget(seen)
 	for _, r := range results {
 		ns, name := r.hc.Namespace, r.hc.Name
+		emitEtcd(ch, r.etcd, ns, name)
 		if r.families == nil {
 			gauge(ch, hostedUp, 0, ns, name)
 			continue
@@ -239,8 +247,9 @@ func emitSums(ch chan<- prometheus.Metric, d *prometheus.Desc, f *dto.MetricFami
 }
 
 // emitHistograms sums a histogram family's buckets over every label but by
-// (the series of one histogram share their bounds).
-func emitHistograms(ch chan<- prometheus.Metric, d *prometheus.Desc, f *dto.MetricFamily, by, ns, name string) {
+// (the series of one histogram share their bounds; an empty by sums them
+// all) and emits them with the labels fixed, then by's value.
+func emitHistograms(ch chan<- prometheus.Metric, d *prometheus.Desc, f *dto.MetricFamily, by string, fixed ...string) {
 	if f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
 		return
 	}
@@ -271,6 +280,10 @@ func emitHistograms(ch chan<- prometheus.Metric, d *prometheus.Desc, f *dto.Metr
 	}
 	for _, k := range slices.Sorted(maps.Keys(byValue)) {
 		a := byValue[k]
-		ch <- prometheus.MustNewConstHistogram(d, a.count, a.sum, a.buckets, ns, name, k)
+		labels := append([]string{}, fixed...)
+		if by != "" {
+			labels = append(labels, k)
+		}
+		ch <- prometheus.MustNewConstHistogram(d, a.count, a.sum, a.buckets, labels...)
 	}
 }

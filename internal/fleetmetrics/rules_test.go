@@ -37,6 +37,7 @@ type ruleFile struct {
 var histograms = []string{
 	"hypershift_hosted_apiserver_request_duration_seconds",
 	"hypershift_hosted_etcd_request_duration_seconds",
+	"hypershift_hosted_etcd_wal_fsync_duration_seconds",
 	"hypershift_hostedcluster_create_to_available_seconds", // internal/controller/hostedcluster
 }
 

@@ -76,6 +76,11 @@ type ControlPlane struct {
 	// certificate (what agents dial), and the agents' client certificate.
 	KonnectivityCA, KonnectivityServer, KonnectivityAgent KeyPair
 
+	// Next and Previous are, by CA name, the CAs of a rotation in
+	// progress: a successor not yet signing and the CA it replaced
+	// (rotation.go). They are in the CA's Bundle.
+	Next, Previous map[string]KeyPair
+
 	// Renewed names the leaves this call reissued (Renew).
 	Renewed []string
 }
@@ -118,6 +123,9 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		}
 		*ca.out = kp
 	}
+	if err := cp.loadGenerations(store); err != nil {
+		return nil, err
+	}
 
 	loopback := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 	leaves := []leaf{
@@ -137,12 +145,12 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 	}
 	for _, l := range leaves {
 		l.req.Validity = opts.LeafValidity
-		issue := func() (KeyPair, error) { return Issue(*l.ca, l.req) }
+		issue := func() (KeyPair, error) { return cp.issueLeaf(l) }
 		kp, err := loadOr(store, l.name, issue)
 		if err != nil {
 			return nil, err
 		}
-		if opts.Renew && due(kp, now) {
+		if opts.Renew && (due(kp, now) || cp.stale(l, kp)) {
 			if kp, err = issue(); err != nil {
 				return nil, fmt.Errorf("renew %s: %w", l.name, err)
 			}
@@ -163,6 +171,47 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 	}
 	cp.ServiceAccountKey = sa
 	return cp, nil
+}
+
+// issueLeaf signs l with its CA. A serving certificate issued while the
+// CA it replaced is still trusted carries the new CA cross-signed by the old
+// one, so clients that trust only the old CA verify it too.
+func (cp *ControlPlane) issueLeaf(l leaf) (KeyPair, error) {
+	kp, err := Issue(*l.ca, l.req)
+	if err != nil || !l.req.Server {
+		return kp, err
+	}
+	prev, ok := cp.Previous[cp.caNameOf(l.ca)]
+	if !ok {
+		return kp, nil
+	}
+	cross, err := crossSign(*l.ca, prev)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	kp.CertPEM = append(kp.CertPEM, cross...)
+	return kp, nil
+}
+
+// stale says whether a stored leaf no longer fits its CA's rotation: not
+// signed by the signing CA, or with a cross-signed chain when there is no
+// replaced CA to chain to any more (or without one while there is).
+func (cp *ControlPlane) stale(l leaf, kp KeyPair) bool {
+	if !signedBy(kp, *l.ca) {
+		return true
+	}
+	_, chained := cp.Previous[cp.caNameOf(l.ca)]
+	chained = chained && l.req.Server
+	return (certificateCount(kp.CertPEM) > 1) != chained
+}
+
+func (cp *ControlPlane) caNameOf(ca *KeyPair) string {
+	for _, name := range CANames() {
+		if cp.caByName(name) == ca {
+			return name
+		}
+	}
+	return ""
 }
 
 func loadOr(store Store, name string, create func() (KeyPair, error)) (KeyPair, error) {

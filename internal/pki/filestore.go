@@ -50,3 +50,14 @@ func (s FileStore) Put(name string, kp KeyPair) error {
 // first, so a reader sees the old pair, the new one, or (between the two
 // renames, briefly) the new key with the old certificate — never a torn file.
 func (s FileStore) Replace(name string, kp KeyPair) error { return s.Put(name, kp) }
+
+// Delete implements Deleter: the key first, so a crash in between leaves
+// a pair that Get reports as absent.
+func (s FileStore) Delete(name string) error {
+	for _, ext := range []string{".key", ".crt"} {
+		if err := os.Remove(filepath.Join(s.Dir, name+ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

@@ -66,8 +66,10 @@ func Inspect(store Store) ([]CertificateStatus, error) {
 		return nil
 	}
 	for _, name := range CANames() {
-		if err := add(name, true); err != nil {
-			return nil, err
+		for _, gen := range []string{name, NextName(name), PreviousName(name)} {
+			if err := add(gen, true); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, name := range LeafNames() {

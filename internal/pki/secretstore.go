@@ -82,3 +82,26 @@ func (s SecretStore) Replace(name string, kp KeyPair) error {
 	secret.Data = map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM}
 	return s.Client.Update(s.Ctx, secret)
 }
+
+// Delete implements Deleter; a key pair already gone is no error. Only a
+// Secret of this owner is deleted.
+func (s SecretStore) Delete(name string) error {
+	if s.ReadOnly {
+		return fmt.Errorf("%s: read-only store cannot delete", name)
+	}
+	secret := &corev1.Secret{}
+	err := s.Client.Get(s.Ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if s.VerifyOwner != nil {
+		if err := s.VerifyOwner(secret); err != nil {
+			return err
+		}
+	}
+	pre := client.Preconditions{UID: &secret.UID, ResourceVersion: &secret.ResourceVersion}
+	return client.IgnoreNotFound(s.Client.Delete(s.Ctx, secret, pre))
+}

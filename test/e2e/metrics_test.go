@@ -32,6 +32,9 @@ var fleetSeries = []string{
 	"hypershift_hosted_apiserver_request_duration_seconds",
 	"hypershift_hosted_etcd_db_size_bytes",
 	"hypershift_hosted_etcd_request_duration_seconds",
+	"hypershift_hosted_etcd_wal_fsync_duration_seconds",
+	"hypershift_hosted_etcd_member_db_size_bytes",
+	"hypershift_hosted_etcd_quota_bytes",
 }
 
 // TestFleetMetrics scrapes the operator's metrics endpoint with

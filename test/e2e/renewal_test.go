@@ -135,6 +135,9 @@ func adminCertOf(t *testing.T, kubeconfig string) []byte {
 type adminFollower struct {
 	t              *testing.T
 	mgmtKubeconfig string
+	// prefix starts the names of the ConfigMaps request creates, so that
+	// two followers of one cluster do not collide.
+	prefix string
 
 	mu          sync.Mutex
 	kubeconfig  []byte
@@ -188,7 +191,7 @@ func (a *adminFollower) request(ctx context.Context) {
 		a.mu.Lock()
 		cs := a.client
 		a.mu.Unlock()
-		name := fmt.Sprintf("r-%d", i)
+		name := fmt.Sprintf("%sr-%d", a.prefix, i)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 		if err == nil {

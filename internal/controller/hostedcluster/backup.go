@@ -339,16 +339,7 @@ func (r *Reconciler) etcdEndpoints(ctx context.Context, s *scope) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	layout := r.Runtime.Layout(ref)
-	var urls []string
-	for i, name := range names {
-		host := "127.0.0.1"
-		if layout.Pods {
-			host = layout.Host(components.Etcd, fmt.Sprintf("%s-%d", components.Etcd, i))
-		}
-		urls = append(urls, "https://"+net.JoinHostPort(host, strconv.Itoa(ports[name])))
-	}
-	return urls, nil
+	return components.EtcdClientURLs(replicas, r.Runtime.Layout(ref), ports), nil
 }
 
 // collectState puts the PKI Secrets, the encryption key, the specs and the

@@ -94,6 +94,8 @@ type scope struct {
 	requeue ctrl.Result
 	// hibernationMessage explains the hibernation decision.
 	hibernationMessage string
+	// fenceRefused says why a requested fence is not applied (fence.go).
+	fenceRefused string
 	// renewed names the certificates this reconcile reissued.
 	renewed []string
 	// pki is the PKI as the PKI phase left it: newer than the cache right
@@ -139,9 +141,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	res, err := lifecycle.RunPhases(ctx, s, []lifecycle.Phase[*scope]{
 		{Name: "control-plane namespace", Run: r.reconcileNamespace},
 		{Name: "restore", Run: r.reconcileRestore},
+		{Name: "CA rotation", Run: r.applyCARotation},
 		{Name: "PKI", Run: r.reconcilePKI},
 		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
 		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
+		{Name: "CA rotation progress", Run: r.advanceCARotation},
 		{Name: "backup", Run: r.reconcileBackup},
 	})
 	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {
@@ -149,6 +153,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		res, err = ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	r.updateStatus(s)
+	reportFenceRefused(s)
 	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
 		err = countErr
 	}

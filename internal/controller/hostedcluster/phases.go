@@ -84,6 +84,7 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, fmt.Errorf("PKI: %w", err)
 	}
 	s.pki = cp
+	reportAuthorities(s)
 	if len(cp.Renewed) > 0 {
 		s.renewed = cp.Renewed
 		r.recordRenewal(ctx, s)
@@ -166,6 +167,8 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		if err != nil {
 			return err
 		}
+		fence, refused := decideFence(s.hc, r.Supports, hcp, hib)
+		s.fenceRefused = refused
 		hcp.Spec = hypershiftv1alpha1.HostedControlPlaneSpec{
 			KubernetesVersion:            v,
 			Networking:                   s.hc.Spec.Networking,
@@ -176,6 +179,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			PausedUntil:                  s.hc.Spec.PausedUntil,
 			Hibernation:                  hib,
 		}
+		applyFence(hcp, fence)
 		return nil
 	})
 	if err != nil {
@@ -195,11 +199,12 @@ func (r *Reconciler) reconcileKubeconfig(ctx context.Context, s *scope) (ctrl.Re
 	if s.pki == nil {
 		return ctrl.Result{}, fmt.Errorf("admin kubeconfig: the PKI phase has not run")
 	}
-	rootCA, admin := s.pki.RootCA, s.pki.Admin
+	// The root CA bundle: during a root-CA rotation the old and the new CA.
+	rootCAs, admin := s.pki.Bundle(pki.RootCAName), s.pki.Admin
 	kc, err := kubeconfig.Render(kubeconfig.Params{
 		Name:      s.hc.Name,
 		Server:    fmt.Sprintf("https://%s", net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))),
-		CAPEM:     rootCA.CertPEM,
+		CAPEM:     rootCAs,
 		ClientPEM: admin.CertPEM,
 		KeyPEM:    admin.KeyPEM,
 	})

@@ -26,6 +26,7 @@ var mirrored = []hypershiftv1alpha1.ConditionType{
 	hypershiftv1alpha1.DataPlaneAvailable,
 	hypershiftv1alpha1.ClusterVersionProgressing,
 	hypershiftv1alpha1.Hibernated,
+	hypershiftv1alpha1.Fenced,
 }
 
 // updateStatus derives the HostedCluster's status from its control plane.

@@ -39,6 +39,14 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: time.Minute}}
 		}, wantErr: "spec.hibernation.idleAfter cannot be combined with annotation"},
 		{name: "no services listed", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Services = nil }},
+		{name: "CA rotation on the process runtime", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Certificates = &hypershiftv1alpha1.CertificatesSpec{RotateCA: "a"}
+		}},
+		{name: "CA rotation on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
+			hc.Spec.Certificates = &hypershiftv1alpha1.CertificatesSpec{RotateCA: "a"}
+		}, wantErr: "spec.certificates.rotateCA is not supported by this operator's runtime yet"},
 		{name: "second cluster network", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Networking.ClusterNetwork = append(hc.Spec.Networking.ClusterNetwork, hypershiftv1alpha1.ClusterNetworkEntry{CIDR: "fd01::/48"})
 		}, wantErr: "spec.networking.clusterNetwork has 2 entries: dual-stack is not supported yet"},

@@ -94,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				{Name: "render components", Run: r.reconcileRender},
 				{Name: "restore", Run: r.reconcileRestore},
 				{Name: "hibernation", Run: r.reconcileHibernation},
+				{Name: "fence", Run: r.reconcileFence},
 				{Name: "run components", Run: r.reconcileRuntime},
 				{Name: "data plane inputs", Run: r.reconcileDataPlaneInputs},
 				{Name: "status", Run: r.reconcileStatus},
@@ -110,6 +111,8 @@ type scope struct {
 	ref   runtime.ControlPlaneRef
 	specs []runtime.Spec
 	ports map[string]int
+	// etcdClientURLs are where the operator reaches the etcd members.
+	etcdClientURLs []string
 	// available: the hosted API serves (from the components' states).
 	available bool
 	// dataPlane renders the in-cluster objects; notApplied says which are
@@ -127,6 +130,8 @@ type scope struct {
 	// hibernated: the control plane sleeps (spec.hibernation); with
 	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
 	hibernated, sleepInPlace bool
+	// fenced: only etcd runs (fence.go).
+	fenced bool
 }
 
 // requeueAfter asks for another pass within d.
@@ -168,8 +173,10 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("published endpoint: %w", err)
 	case ok:
 		s.hcp.Status.ControlPlaneEndpoint = hypershiftv1alpha1.APIEndpoint{Host: host, Port: int32(port)} //nolint:gosec // ports fit in int32
-	case s.hibernated:
-		// Nothing publishes it while it sleeps; it comes back on the same port.
+		s.hcp.Status.EtcdClientURLs = s.etcdClientURLs
+	case s.hibernated || s.fenced:
+		// Nothing publishes it while it sleeps or is fenced; it comes back
+		// on the same port.
 	default:
 		s.requeueAfter(time.Second) // a node port or load balancer on its way
 	}
@@ -182,8 +189,14 @@ func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Resul
 func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, error) {
 	if s.hibernated {
 		r.updateHibernatedStatus(s)
+		setNotFenced(s.hcp)
 		return ctrl.Result{}, nil
 	}
+	if s.fenced {
+		r.updateFencedStatus(s)
+		return ctrl.Result{}, nil
+	}
+	setNotFenced(s.hcp)
 	var waiting []string
 	if s.notAppliedComing {
 		waiting = append(waiting, "Not applied in the hosted cluster yet: "+s.notApplied)
@@ -241,6 +254,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}
 	s.ports = ports
+	s.etcdClientURLs = components.EtcdClientURLs(replicas, layout, ports)
 	net := hcp.Spec.Networking
 	cfg := components.Config{
 		Name:             hcp.Namespace,

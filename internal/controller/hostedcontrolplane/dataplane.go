@@ -136,8 +136,8 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 	setCondition := func(status bool, reason hypershiftv1alpha1.ConditionReason, message string) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.DataPlaneAvailable, status, reason, message)
 	}
-	if s.hibernated {
-		return ctrl.Result{}, nil // reported by updateHibernatedStatus
+	if s.hibernated || s.fenced {
+		return ctrl.Result{}, nil // reported by updateHibernatedStatus, updateFencedStatus
 	}
 	if !s.available {
 		setCondition(false, hypershiftv1alpha1.WaitingForKubeAPIServerReason,

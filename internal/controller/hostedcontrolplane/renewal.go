@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"hypershift.dev/internal/pki"
 )
 
 // clusterNameLabel is the HostedCluster controller's label on the PKI
@@ -28,13 +30,28 @@ func pkiSecretToControlPlane(_ context.Context, obj client.Object) []reconcile.R
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-// pkiSecretChanged: only a key pair's new content matters.
+// pkiSecretChanged: a key pair's new content matters, and the CA
+// generations a root-CA rotation creates and deletes (their trust is in the
+// bundles).
 var pkiSecretChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	CreateFunc:  func(e event.CreateEvent) bool { return isCAGeneration(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isCAGeneration(e.Object) },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		secret, ok := e.ObjectNew.(*corev1.Secret)
 		return ok && secret.Type == corev1.SecretTypeTLS && e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion()
 	},
+}
+
+func isCAGeneration(obj client.Object) bool {
+	secret, ok := obj.(*corev1.Secret)
+	if !ok || secret.Type != corev1.SecretTypeTLS {
+		return false
+	}
+	for _, ca := range pki.CANames() {
+		if secret.Name == pki.NextName(ca) || secret.Name == pki.PreviousName(ca) {
+			return true
+		}
+	}
+	return false
 }

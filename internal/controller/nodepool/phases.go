@@ -82,6 +82,9 @@ func (r *Reconciler) reconcileHostedCluster(ctx context.Context, s *scope) (ctrl
 	if clusterSleeps(hc) {
 		return r.sleep(ctx, s)
 	}
+	if clusterFenced(hc) {
+		return r.fence(ctx, s)
+	}
 	if !conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Available) || hc.Status.KubeConfig == nil {
 		notReady(reasonWaitingForHostedCluster, fmt.Sprintf("Waiting for HostedCluster %s to be Available", key))
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil // its watch brings the change

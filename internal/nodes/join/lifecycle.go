@@ -185,7 +185,17 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 	log.Info("node running", "node", n.Name, "cluster", n.Cluster)
 	// Here rather than in join: it also happens when join was interrupted.
 	dropBootstrapKubeconfigWhenCertified(ctx, n, log)
-	n.watchUpgrades(ctx, func(ctx context.Context, specs []runtime.Spec) error { return rt.Apply(ctx, Ref, specs) }, log)
+	applySpecs := func(ctx context.Context, specs []runtime.Spec) error { return rt.Apply(ctx, Ref, specs) }
+	// A rotation's step is reported on the Node only once the kubelet runs
+	// with it.
+	go n.followTrust(ctx, func(ctx context.Context, specs []runtime.Spec) error {
+		before := pidOf(rt, Kubelet)
+		if err := rt.Apply(ctx, Ref, specs); err != nil {
+			return err
+		}
+		return waitRestarted(ctx, rt, Kubelet, before, 2*time.Minute)
+	}, log)
+	n.watchUpgrades(ctx, applySpecs, log)
 	<-ctx.Done()
 	return nil
 }
@@ -201,6 +211,32 @@ func waitRunning(ctx context.Context, rt *process.Runtime, name string, timeout 
 	})
 	if err != nil {
 		return fmt.Errorf("%s not running after %s", name, timeout)
+	}
+	return nil
+}
+
+func pidOf(rt *process.Runtime, name string) int {
+	for _, s := range rt.Status(Ref) {
+		if s.Name == name {
+			return s.PID
+		}
+	}
+	return 0
+}
+
+// waitRestarted waits until instance name runs (ready) with another pid
+// than before.
+func waitRestarted(ctx context.Context, rt *process.Runtime, name string, before int, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		for _, s := range rt.Status(Ref) {
+			if s.Name == name && s.Phase == runtime.Running && s.PID != before {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not running again after %s", name, timeout)
 	}
 	return nil
 }

@@ -79,7 +79,12 @@ type Node struct {
 	// control plane published for its binary (upgrade.go).
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	ReleaseSHA256     string `json:"releaseSHA256,omitempty"`
-	DataDir           string `json:"-"`
+	// Trust changes when a root-CA rotation changed what the kubelet
+	// trusts or its client certificate (trust.go); the kubelet and
+	// kube-proxy, which read them at start, restart then. Empty until the
+	// first rotation, so that older nodes' specs keep their hash.
+	Trust   string `json:"trust,omitempty"`
+	DataDir string `json:"-"`
 }
 
 func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
@@ -242,6 +247,7 @@ func (n *Node) kubeletSpec() runtime.Spec {
 		{Path: "config.yaml", Content: []byte(n.kubeletConfig(filepath.Join(dir, "client-ca.crt")))},
 		{Path: "client-ca.crt", Content: []byte(n.ClientCA)},
 	}
+	files = append(files, n.trustFiles()...)
 	return runtime.Spec{
 		Name:      Kubelet,
 		Component: Kubelet,
@@ -306,4 +312,13 @@ func (n *Node) kubeletConfig(clientCA string) string {
 func BootstrapKubeconfig(c *Cluster) ([]byte, error) {
 	id, secret, _ := strings.Cut(c.Token, ".")
 	return bootstrap.Kubeconfig(c.Server, c.CAPEM, bootstrap.Token{ID: id, Secret: secret})
+}
+
+// trustFiles restart a component that reads the kubelet's kubeconfig and
+// client certificate only at start when a root-CA rotation changed them.
+func (n *Node) trustFiles() []runtime.File {
+	if n.Trust == "" {
+		return nil
+	}
+	return []runtime.File{{Path: "trust", Content: []byte(n.Trust + "\n")}}
 }

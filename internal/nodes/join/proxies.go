@@ -30,7 +30,7 @@ func (n *Node) kubeProxySpec() runtime.Spec {
 		Name:      KubeProxy,
 		Component: KubeProxy,
 		Args:      []string{"--config=" + filepath.Join(dir, "config.yaml")},
-		Files:     []runtime.File{{Path: "config.yaml", Content: []byte(n.kubeProxyConfig())}},
+		Files:     append([]runtime.File{{Path: "config.yaml", Content: []byte(n.kubeProxyConfig())}}, n.trustFiles()...),
 		Ports:     map[string]int{"kube-proxy-metrics": kubeProxyMetricsPort, "kube-proxy-healthz": kubeProxyHealthzPort},
 		Readiness: runtime.Probe{Scheme: "http", Port: kubeProxyHealthzPort, Path: "/healthz"},
 		After:     []string{Kubelet},
@@ -80,7 +80,9 @@ func (n *Node) apiServerProxySpec() runtime.Spec {
 		Name:      APIServerProxy,
 		Component: endpointproxy.Name,
 		Args:      cfg.Args(),
-		Files:     []runtime.File{{Path: "ca.crt", Content: []byte(n.CA)}},
+		// The proxy re-reads its CA file (endpointproxy.reloadingPool):
+		// a rotated CA bundle applies without dropping pods' connections.
+		Files:     []runtime.File{{Path: "ca.crt", Content: []byte(n.CA), Reloadable: true}},
 		Ports:     map[string]int{portAPIServerProxy: n.Ports[portAPIServerProxy]},
 		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portAPIServerProxy], Path: "/readyz"},
 	}

@@ -205,7 +205,8 @@ func consume(ctx context.Context, w watch.Interface, check func(*corev1.Node) bo
 // in node.json, and apply the node's specs — the process runtime restarts
 // the kubelet and kube-proxy, whose command changed.
 func (n *Node) watchUpgrades(ctx context.Context, apply func(context.Context, []runtime.Spec) error, log logr.Logger) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", n.KubeletKubeconfig())
+	// Its trust follows a root-CA rotation (kubeletclient.go).
+	cfg, err := n.followingRESTConfig()
 	if err != nil {
 		log.Error(err, "watch the node's version: no kubelet credentials", "node", n.Name)
 		return
@@ -216,6 +217,9 @@ func (n *Node) watchUpgrades(ctx context.Context, apply func(context.Context, []
 		return
 	}
 	watchVersion(ctx, kube, n.Name, n.RunningVersion, func(ctx context.Context, v string) error {
+		// node.json and the specs change one writer at a time (trust.go).
+		nodeStateMu.Lock()
+		defer nodeStateMu.Unlock()
 		if err := n.EnsureRelease(ctx, n.KubeletKubeconfig(), v); err != nil {
 			return err
 		}

@@ -86,8 +86,11 @@ type Agent struct {
 	caPEM   []byte
 	limiter flowcontrol.RateLimiter
 	boot    kubernetes.Interface
-	joins   chan struct{}
-	csrs    *csrWaiter
+	// anon reads the join information, which anonymous users may read
+	// (and the bootstrap token's user may not).
+	anon  kubernetes.Interface
+	joins chan struct{}
+	csrs  *csrWaiter
 
 	pods      cache.Indexer
 	nodeStore corev1listers.NodeLister
@@ -137,6 +140,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	a.synced.Store(true)
 	a.log.Info("agent started", "server", a.server)
+	go a.followTrust(ctx)
 	var workers sync.WaitGroup
 	for range opts.PodWorkers {
 		workers.Go(func() {
@@ -174,6 +178,10 @@ func (a *Agent) connect() error {
 	cfg = rest.CopyConfig(cfg)
 	if a.boot, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fmt.Errorf("bootstrap client: %w", err)
+	}
+	anon := &rest.Config{Host: a.server, TLSClientConfig: rest.TLSClientConfig{CAData: a.caPEM}, RateLimiter: a.limiter, UserAgent: cfg.UserAgent}
+	if a.anon, err = kubernetes.NewForConfig(anon); err != nil {
+		return fmt.Errorf("anonymous client: %w", err)
 	}
 	return nil
 }

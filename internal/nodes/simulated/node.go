@@ -3,14 +3,18 @@ package simulated
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -51,16 +56,22 @@ type node struct {
 	done   chan struct{}
 
 	// Set once the node has its credentials and is registered.
-	mu       sync.Mutex
-	joined   bool
-	core     corev1client.CoreV1Interface
-	leases   coordinationv1client.LeaseInterface
-	csrs     certificatesv1client.CertificateSigningRequestInterface
-	uid      types.UID
-	podCIDR  string
-	ips      *podIPs
-	lease    *coordinationv1.Lease
-	lastSeen time.Time
+	mu     sync.Mutex
+	joined bool
+	core   corev1client.CoreV1Interface
+	leases coordinationv1client.LeaseInterface
+	csrs   certificatesv1client.CertificateSigningRequestInterface
+	// cert is the client certificate new connections present; transport
+	// holds them.
+	cert      atomic.Pointer[tls.Certificate]
+	transport *http.Transport
+	// trustNoted is the trust the Node's annotations report (followTrust).
+	trustNoted string
+	uid        types.UID
+	podCIDR    string
+	ips        *podIPs
+	lease      *coordinationv1.Lease
+	lastSeen   time.Time
 }
 
 func (n *node) isJoined() bool {
@@ -177,17 +188,26 @@ func (n *node) credentials(ctx context.Context) (keyPair, error) {
 }
 
 // connect builds the node's clients. Each node has its own TLS identity
-// (and so its own connection); all share the agent's rate limiter.
+// (and so its own connection); all share the agent's rate limiter. The
+// client certificate is taken per handshake from n.cert, so a renewed one
+// (followTrust) applies to the next connection without new clients.
 func (n *node) connect(creds keyPair) error {
+	if err := n.setCertificate(creds); err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(n.a.caPEM) {
+		return fmt.Errorf("client of node %s: no CA certificate to verify the API server with", n.m.Name)
+	}
+	n.transport = utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return n.cert.Load(), nil },
+	}})
 	cfg := &rest.Config{
 		Host:        n.a.server,
 		RateLimiter: n.a.limiter,
 		UserAgent:   "hypershift-simulated-agent/" + n.m.Name,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   n.a.caPEM,
-			CertData: creds.certPEM,
-			KeyData:  creds.keyPEM,
-		},
+		Transport:   n.transport,
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -208,6 +228,15 @@ func (n *node) connect(creds keyPair) error {
 	n.mu.Lock()
 	n.core, n.leases, n.csrs = core, coord.Leases(corev1.NamespaceNodeLease), certs.CertificateSigningRequests()
 	n.mu.Unlock()
+	return nil
+}
+
+func (n *node) setCertificate(creds keyPair) error {
+	pair, err := tls.X509KeyPair(creds.certPEM, creds.keyPEM)
+	if err != nil {
+		return fmt.Errorf("client certificate of node %s: %w", n.m.Name, err)
+	}
+	n.cert.Store(&pair)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -415,7 +416,8 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 // watch probes p until it exits or the instance is stopped, released or
 // given a new spec.
 func (in *instance) watch(p *proc) (action, error) {
-	probe := newProber(in.currentSpec().Readiness)
+	readiness := in.currentSpec().Readiness
+	probe, probeCA := newProber(readiness), readiness.CAPEM
 	var failingSince time.Time
 	failures := 0
 	// An adopted process (no exit channel) already served: it is Running
@@ -441,6 +443,12 @@ func (in *instance) watch(p *proc) (action, error) {
 		}
 		if p.exited == nil && !alive(p.pid, p.startTime) {
 			return actionExited, errors.New("exited while not supervised by this operator")
+		}
+		// The probe's CA is not in the spec hash: a root-CA rotation
+		// changes it without a restart, and the probe must verify with the
+		// bundle of now (the one it started with may be dropped).
+		if cur := in.currentSpec().Readiness; !bytes.Equal(cur.CAPEM, probeCA) {
+			probe, probeCA = newProber(cur), cur.CAPEM
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := probe(ctx)

@@ -1,0 +1,247 @@
+package pki
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"time"
+)
+
+// A root-CA rotation (docs/security.md, "CA rotation") keeps up to three
+// generations of a CA, each a key pair of its own name:
+//
+//	NAME           the CA that signs
+//	NAME-next      a new CA, trusted but not yet signing   (TrustBoth)
+//	NAME-previous  the replaced CA, still trusted          (ReissueLeaves…DropOld)
+//
+// Trust bundles (ControlPlane.Bundle) hold every generation present, so
+// what is trusted follows from the stored key pairs alone: every reader of
+// the PKI renders the same bundles without knowing the rotation's phase.
+const (
+	nextSuffix     = "-next"
+	previousSuffix = "-previous"
+)
+
+// NextName is the key pair of CA ca's successor during a rotation.
+func NextName(ca string) string { return ca + nextSuffix }
+
+// PreviousName is the key pair of the CA ca replaced, until it is dropped.
+func PreviousName(ca string) string { return ca + previousSuffix }
+
+// RotatedCANames are the CAs a root-CA rotation replaces: those whose trust
+// reaches clients and nodes and whose every consumer in the control plane
+// reloads its bundle or is restarted without API downtime. The etcd,
+// kubelet-serving and Konnectivity CAs are not rotated yet
+// (docs/security.md says why); the functions below take any CA names.
+func RotatedCANames() []string {
+	return []string{RootCAName, ClientCAName, FrontProxyCAName}
+}
+
+// Deleter removes a key pair; a store whose CAs are rotated implements it.
+type Deleter interface {
+	Delete(name string) error
+}
+
+// StartCARotation makes a successor (NAME-next) for each CA of cas that has
+// none; an existing one is kept, so a repeated call is harmless. The new
+// CA's name carries its creation time so that old and new differ in subject.
+func StartCARotation(store Store, cas []string, validity time.Duration, now time.Time) error {
+	if validity <= 0 {
+		validity = CAValidity
+	}
+	for _, ca := range cas {
+		_, err := loadOr(store, NextName(ca), func() (KeyPair, error) {
+			return NewCAFor(fmt.Sprintf("%s@%d", ca, now.Unix()), validity)
+		})
+		if err != nil {
+			return fmt.Errorf("start rotation of %s: %w", ca, err)
+		}
+	}
+	return nil
+}
+
+// PromoteNextCAs makes each CA's successor the signing CA and keeps the
+// replaced one as NAME-previous. Every step can be repeated, so a crash
+// between two of them is finished by the next call.
+func PromoteNextCAs(store Store, cas []string) error {
+	del, ok := store.(Deleter)
+	if !ok {
+		return fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	}
+	for _, ca := range cas {
+		next, hasNext, err := store.Get(NextName(ca))
+		if err != nil || !hasNext {
+			if err != nil {
+				return fmt.Errorf("load %s: %w", NextName(ca), err)
+			}
+			continue // promoted already
+		}
+		cur, ok, err := store.Get(ca)
+		if err != nil || !ok {
+			return fmt.Errorf("load %s: %w", ca, orMissing(err))
+		}
+		if !bytes.Equal(cur.CertPEM, next.CertPEM) {
+			if _, hasPrev, err := store.Get(PreviousName(ca)); err != nil {
+				return fmt.Errorf("load %s: %w", PreviousName(ca), err)
+			} else if !hasPrev {
+				if err := store.Put(PreviousName(ca), cur); err != nil {
+					return fmt.Errorf("save %s: %w", PreviousName(ca), err)
+				}
+			}
+			if err := store.Replace(ca, next); err != nil {
+				return fmt.Errorf("promote %s: %w", NextName(ca), err)
+			}
+		}
+		if err := del.Delete(NextName(ca)); err != nil {
+			return fmt.Errorf("delete %s: %w", NextName(ca), err)
+		}
+	}
+	return nil
+}
+
+// DropPreviousCAs deletes the replaced CAs, keys included: from then on
+// nothing they signed is trusted.
+func DropPreviousCAs(store Store, cas []string) error {
+	del, ok := store.(Deleter)
+	if !ok {
+		return fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	}
+	for _, ca := range cas {
+		if err := del.Delete(PreviousName(ca)); err != nil {
+			return fmt.Errorf("delete %s: %w", PreviousName(ca), err)
+		}
+	}
+	return nil
+}
+
+func orMissing(err error) error {
+	if err != nil {
+		return err
+	}
+	return ErrMissing
+}
+
+// Bundle is the trust bundle of CA ca: the signing CA and, during a
+// rotation, its successor or the CA it replaced. Unknown names: nil.
+func (cp *ControlPlane) Bundle(ca string) []byte {
+	kp := cp.caByName(ca)
+	if kp == nil {
+		return nil
+	}
+	out := firstCertificate(kp.CertPEM)
+	for _, other := range []KeyPair{cp.Next[ca], cp.Previous[ca]} {
+		if len(other.CertPEM) > 0 {
+			out = append(out, firstCertificate(other.CertPEM)...)
+		}
+	}
+	return out
+}
+
+func (cp *ControlPlane) caByName(name string) *KeyPair {
+	switch name {
+	case EtcdCAName:
+		return &cp.EtcdCA
+	case RootCAName:
+		return &cp.RootCA
+	case ClientCAName:
+		return &cp.ClientCA
+	case KubeletCAName:
+		return &cp.KubeletCA
+	case FrontProxyCAName:
+		return &cp.FrontProxyCA
+	case KonnectivityCAName:
+		return &cp.KonnectivityCA
+	}
+	return nil
+}
+
+// loadGenerations reads the successor and the predecessor of every CA.
+func (cp *ControlPlane) loadGenerations(store Store) error {
+	cp.Next, cp.Previous = map[string]KeyPair{}, map[string]KeyPair{}
+	for _, ca := range CANames() {
+		for name, into := range map[string]map[string]KeyPair{NextName(ca): cp.Next, PreviousName(ca): cp.Previous} {
+			kp, ok, err := store.Get(name)
+			if err != nil {
+				return fmt.Errorf("load %s: %w", name, err)
+			}
+			if ok {
+				into[ca] = kp
+			}
+		}
+	}
+	return nil
+}
+
+// signedBy says whether the first certificate of leaf was signed by ca.
+func signedBy(leaf, ca KeyPair) bool {
+	cert, err := ParseCertificate(leaf.CertPEM)
+	if err != nil {
+		return false
+	}
+	caCert, err := ParseCertificate(ca.CertPEM)
+	if err != nil {
+		return false
+	}
+	return cert.CheckSignatureFrom(caCert) == nil
+}
+
+// crossSign certifies the key of ca with the key of by: a serving
+// certificate sent with it verifies for clients that trust only by (the CA
+// being replaced), and, through the chain ending at ca itself, for clients
+// that trust ca.
+func crossSign(ca, by KeyPair) ([]byte, error) {
+	caCert, _, err := ca.Parse()
+	if err != nil {
+		return nil, fmt.Errorf("parse CA: %w", err)
+	}
+	byCert, byKey, err := by.Parse()
+	if err != nil {
+		return nil, fmt.Errorf("parse previous CA: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          newSerial(),
+		Subject:               caCert.Subject,
+		SubjectKeyId:          caCert.SubjectKeyId,
+		AuthorityKeyId:        byCert.SubjectKeyId,
+		NotBefore:             caCert.NotBefore,
+		NotAfter:              minTime(caCert.NotAfter, byCert.NotAfter),
+		KeyUsage:              caCert.KeyUsage,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, byCert, caCert.PublicKey, byKey)
+	if err != nil {
+		return nil, fmt.Errorf("cross-sign %s: %w", caCert.Subject.CommonName, err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// firstCertificate is the first PEM certificate of bundle, re-encoded; the
+// input when it has none.
+func firstCertificate(bundle []byte) []byte {
+	block, _ := pem.Decode(bundle)
+	if block == nil {
+		return bundle
+	}
+	return pem.EncodeToMemory(block)
+}
+
+// certificateCount is how many PEM blocks certPEM holds.
+func certificateCount(certPEM []byte) int {
+	n := 0
+	for rest := certPEM; ; n++ {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return n
+		}
+	}
+}

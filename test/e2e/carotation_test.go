@@ -1,0 +1,338 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestCARotation rotates the root CAs of a hosted cluster with simulated
+// nodes while requests run through the admin kubeconfig (followed from its
+// Secret, as a client would): no request fails, every node stays Ready,
+// the admin kubeconfig saved before the rotation works in every phase
+// before DropOld and is refused once the rotation is Done.
+func TestCARotation(t *testing.T) {
+	hs := upCLI(t)
+	hs.must("create", "cluster", "simulated", "--name", "c", "--node-pool-replicas", "3", "--wait", "--timeout", "4m")
+	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
+	waitNodesReady(t, hostedClient(t, kc), 3, 3*time.Minute)
+	apiPID := instancePID(t, hs.dataDir, "c", "kube-apiserver")
+
+	run := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
+		return allNodesReady(ctx, cs, 3)
+	})
+	run.check(t)
+	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got != apiPID {
+		t.Errorf("kube-apiserver pid %d, was %d: the rotation restarted it instead of a reload", got, apiPID)
+	}
+	out := hs.must("describe", "cluster", "c")
+	for _, want := range []string{"CA rotation:", "Done (token", "CARotation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe cluster does not show %q:\n%s", want, out)
+		}
+	}
+
+	// A second rotation starts from what the first left, as smoothly; the
+	// admin kubeconfig of before it is the one issued by the first.
+	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
+	second := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
+		return allNodesReady(ctx, cs, 3)
+	})
+	second.check(t)
+	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got != apiPID {
+		t.Errorf("kube-apiserver pid %d, was %d: the second rotation restarted it", got, apiPID)
+	}
+	token := caRotationToken(t, hs)
+	if stderr := hs.fails("rotate", "ca", "--name", "c", "--token", token); !strings.Contains(stderr, "--token "+token+" was rotated for already") {
+		t.Errorf("a repeated token said:\n%s", stderr)
+	}
+}
+
+// caRotationToken is cluster c's last rotation token.
+func caRotationToken(t *testing.T, hs *cli) string {
+	t.Helper()
+	hc, err := dynamicClient(t, filepath.Join(hs.dataDir, "management.kubeconfig")).Resource(hostedClusterGVR).Namespace("clusters").Get(t.Context(), "c", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, _ := unstructuredString(hc.Object, "status", "certificates", "caRotation", "token")
+	return token
+}
+
+// TestCARotationHighlyAvailable rotates the root CAs of a highly available
+// control plane, whose endpoint is the API server proxy in front of two API
+// servers: no request fails, and neither the API servers nor the proxy
+// (which re-reads its backend CA bundle) restart.
+func TestCARotationHighlyAvailable(t *testing.T) {
+	hs := upCLI(t)
+	hs.must("create", "cluster", "simulated", "--name", "c", "--availability-policy", "HighlyAvailable", "--node-pool-replicas", "1", "--wait", "--timeout", "5m")
+	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
+	waitNodesReady(t, hostedClient(t, kc), 1, 3*time.Minute)
+	kept := []string{"kube-apiserver-0", "kube-apiserver-1", "kube-apiserver-proxy"}
+	before := map[string]int{}
+	for _, name := range kept {
+		before[name] = instancePID(t, hs.dataDir, "c", name)
+	}
+	run := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
+		return allNodesReady(ctx, cs, 1)
+	})
+	run.check(t)
+	for _, name := range kept {
+		if got := instancePID(t, hs.dataDir, "c", name); got != before[name] {
+			t.Errorf("%s pid %d, was %d: the rotation restarted it instead of a reload", name, got, before[name])
+		}
+	}
+}
+
+// rotationRun is what rotateWatching saw.
+type rotationRun struct {
+	ok, failed int
+	errs       []string
+	// oldBefore: outcomes of requests with the kubeconfig saved before the
+	// rotation, by the phase they were made in.
+	oldOK, oldFailed map[string]int
+	oldErrs          []string
+	// nodeProblems: samples (one a second) where the node check failed.
+	nodeProblems []string
+	phases       []string
+	entered      []string
+	took         time.Duration
+}
+
+// rotateWatching runs `rotate ca --wait` on cluster c and, until it is
+// done, makes requests through the followed admin kubeconfig, a request
+// with the kubeconfig file kc saved before (recording the phase), and
+// samples nodeCheck once a second.
+func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Context, *kubernetes.Clientset) error) *rotationRun {
+	t.Helper()
+	mgmtKubeconfig := filepath.Join(hs.dataDir, "management.kubeconfig")
+	oldConfig, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	admin := &adminFollower{t: t, mgmtKubeconfig: mgmtKubeconfig, prefix: fmt.Sprintf("rot%d-", time.Now().UnixNano())}
+	if err := admin.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); admin.follow(ctx) }()
+	go func() { defer wg.Done(); admin.request(ctx) }()
+
+	run := &rotationRun{oldOK: map[string]int{}, oldFailed: map[string]int{}}
+	var mu sync.Mutex
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			admin.mu.Lock()
+			cs := admin.client
+			admin.mu.Unlock()
+			if err := nodeCheck(ctx, cs); err != nil && ctx.Err() == nil {
+				mu.Lock()
+				run.nodeProblems = append(run.nodeProblems, time.Now().Format("15:04:05")+" "+err.Error())
+				mu.Unlock()
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+
+	// Requests run for a while before the rotation starts.
+	time.Sleep(5 * time.Second)
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() { done <- hs.run("rotate", "ca", "--name", "c", "--wait", "--timeout", "8m") }()
+	mgmt := dynamicClient(t, mgmtKubeconfig)
+	var rotateResult result
+	for finished := false; !finished; {
+		select {
+		case rotateResult = <-done:
+			finished = true
+		case <-time.After(500 * time.Millisecond):
+		}
+		phase := rotationPhase(ctx, mgmt)
+		if len(run.phases) == 0 || run.phases[len(run.phases)-1] != phase {
+			run.phases = append(run.phases, phase)
+		}
+		if err := requestWithFreshConnection(ctx, oldConfig); err != nil {
+			run.oldFailed[phase]++
+			if len(run.oldErrs) < 10 {
+				run.oldErrs = append(run.oldErrs, phase+": "+err.Error())
+			}
+		} else {
+			run.oldOK[phase]++
+		}
+	}
+	run.took = time.Since(start)
+	if rotateResult.err != nil {
+		t.Fatalf("hypershift rotate ca: %v\nstdout:\n%s\nstderr:\n%s", rotateResult.err, rotateResult.stdout, rotateResult.stderr)
+	}
+	t.Logf("hypershift rotate ca --wait (%.1fs):\n%s", run.took.Seconds(), rotateResult.stdout)
+	// The old kubeconfig once more, now that the rotation is Done.
+	if err := requestWithFreshConnection(ctx, oldConfig); err != nil {
+		run.oldFailed["after"]++
+	} else {
+		run.oldOK["after"]++
+	}
+	// Requests go on for a while after the end.
+	time.Sleep(15 * time.Second)
+	cancel()
+	wg.Wait()
+	run.ok, run.failed, _, run.errs = admin.result()
+	// Every phase the controller entered, from its Events (a phase can
+	// pass between two samples).
+	events, err := hostedClient(t, mgmtKubeconfig).CoreV1().Events("clusters").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "CARotation" && e.InvolvedObject.Name == "c" {
+			run.entered = append(run.entered, e.Message)
+		}
+	}
+	return run
+}
+
+func (run *rotationRun) check(t *testing.T) {
+	t.Helper()
+	t.Logf("rotation took %s through phases %v; followed admin kubeconfig: %d requests ok, %d failed; old kubeconfig ok by phase %v, refused by phase %v",
+		run.took.Round(time.Second), run.phases, run.ok, run.failed, run.oldOK, run.oldFailed)
+	if run.failed > 0 || run.ok < 50 {
+		t.Errorf("%d requests through the followed admin kubeconfig failed (of %d), want none: %s", run.failed, run.ok+run.failed, strings.Join(run.errs, "; "))
+	}
+	for _, p := range []string{"TrustBoth", "ReissueLeaves", "DistributeBundle", "DropOld", "Done"} {
+		if !strings.Contains(strings.Join(run.entered, "\n"), "phase "+p) {
+			t.Errorf("no event says the rotation entered phase %s: %v", p, run.entered)
+		}
+	}
+	for _, p := range []string{"", "TrustBoth", "ReissueLeaves", "DistributeBundle"} {
+		if run.oldFailed[p] > 0 {
+			t.Errorf("the admin kubeconfig saved before the rotation failed %d times in phase %q, before DropOld: %s", run.oldFailed[p], p, strings.Join(run.oldErrs, "; "))
+		}
+	}
+	if run.oldOK["Done"] > 0 || run.oldOK["after"] > 0 || run.oldFailed["after"] == 0 {
+		t.Errorf("the admin kubeconfig saved before the rotation still works after DropOld (ok by phase %v)", run.oldOK)
+	}
+	if len(run.nodeProblems) > 0 {
+		t.Errorf("nodes were not all Ready in %d samples: %s", len(run.nodeProblems), strings.Join(firstOf(run.nodeProblems, 5), "; "))
+	}
+}
+
+func firstOf(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// requestWithFreshConnection lists ConfigMaps with cfg over a new
+// connection: a kept-alive one was verified when it was opened.
+func requestWithFreshConnection(ctx context.Context, cfg *rest.Config) error {
+	c := *cfg
+	c.Timeout = 5 * time.Second
+	// A Dial of its own keeps client-go from sharing a cached transport.
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	c.Dial = d.DialContext
+	cs, err := kubernetes.NewForConfig(&c)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{Limit: 1})
+	return err
+}
+
+func dynamicClient(t *testing.T, kubeconfig string) dynamic.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+var hostedClusterGVR = schema.GroupVersionResource{Group: "hypershift.dev", Version: "v1alpha1", Resource: "hostedclusters"}
+
+// rotationPhase is cluster c's status.certificates.caRotation.phase; "" before
+// the first.
+func rotationPhase(ctx context.Context, mgmt dynamic.Interface) string {
+	hc, err := mgmt.Resource(hostedClusterGVR).Namespace("clusters").Get(ctx, "c", metav1.GetOptions{})
+	if err != nil {
+		return "?"
+	}
+	phase, _, _ := unstructuredString(hc.Object, "status", "certificates", "caRotation", "phase")
+	return phase
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	cur := any(obj)
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false, nil
+		}
+		cur = m[f]
+	}
+	s, ok := cur.(string)
+	return s, ok, nil
+}
+
+// allNodesReady says whether want nodes exist and all are Ready.
+func allNodesReady(ctx context.Context, cs *kubernetes.Clientset, want int) error {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	var notReady []string
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if !ready {
+			notReady = append(notReady, n.Name)
+		}
+	}
+	if len(nodes.Items) != want || len(notReady) > 0 {
+		return fmt.Errorf("%d nodes, not Ready: %v", len(nodes.Items), notReady)
+	}
+	return nil
+}
+
+// waitNodesReady waits until want nodes are Ready.
+func waitNodesReady(t *testing.T, cs *kubernetes.Clientset, want int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := allNodesReady(t.Context(), cs, want)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nodes not Ready after %s: %v", timeout, err)
+		}
+		time.Sleep(time.Second)
+	}
+}

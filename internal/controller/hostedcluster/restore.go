@@ -24,6 +24,13 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
+// Annotations of the restored root CA Secret: the Restored condition the
+// restore reported (the endpoint kept or not).
+const (
+	restoredReasonAnnotation  = "hypershift.dev/restored-reason"
+	restoredMessageAnnotation = "hypershift.dev/restored-message"
+)
+
 // restoreRetry is how soon a failed restore is tried again (a bucket that
 // was down, a Secret made late).
 const restoreRetry = 10 * time.Second
@@ -82,8 +89,13 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 		if err := s.verifyOwner("Secret", root.Name, root.Labels); err != nil {
 			return err
 		}
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, true,
-			hypershiftv1alpha1.AsExpectedReason, "PKI and encryption key restored from "+req.URL)
+		// What that pass found, from the Secret it made: a status read
+		// from a cache behind that pass's patch must not lose it.
+		reason, msg := hypershiftv1alpha1.ConditionReason(root.Annotations[restoredReasonAnnotation]), root.Annotations[restoredMessageAnnotation]
+		if reason == "" || msg == "" {
+			reason, msg = hypershiftv1alpha1.AsExpectedReason, "PKI and encryption key restored from "+req.URL
+		}
+		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -129,7 +141,8 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	if rootEntry == nil {
 		return fmt.Errorf("archive %s has no %s%s.json", req.URL, backup.SecretPrefix, pki.RootCAName)
 	}
-	if err := r.createRestored(ctx, s, pki.RootCAName, rootEntry.Type, rootEntry.Data); err != nil {
+	if err := r.createRestored(ctx, s, pki.RootCAName, rootEntry.Type, rootEntry.Data,
+		restoredReasonAnnotation, string(reason), restoredMessageAnnotation, msg); err != nil {
 		return err
 	}
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
@@ -140,11 +153,14 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 // createRestored creates one Secret of the archive in the control-plane
 // namespace, labelled as this cluster's; one left by an interrupted pass
 // must be this cluster's too.
-func (r *Reconciler) createRestored(ctx context.Context, s *scope, name string, typ corev1.SecretType, data map[string][]byte) error {
+func (r *Reconciler) createRestored(ctx context.Context, s *scope, name string, typ corev1.SecretType, data map[string][]byte, annotations ...string) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name, Labels: s.labels()},
 		Type:       typ,
 		Data:       data,
+	}
+	for i := 0; i+1 < len(annotations); i += 2 {
+		metav1.SetMetaDataAnnotation(&secret.ObjectMeta, annotations[i], annotations[i+1])
 	}
 	err := r.Client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
@@ -156,6 +172,9 @@ func (r *Reconciler) createRestored(ctx context.Context, s *scope, name string, 
 			return err
 		}
 		existing.Data, existing.Type = data, typ
+		for k, v := range secret.Annotations {
+			metav1.SetMetaDataAnnotation(&existing.ObjectMeta, k, v)
+		}
 		err = r.Client.Update(ctx, existing)
 	}
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -207,25 +206,14 @@ func (s *Server) serveCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	// Events are read when a page asks: the management cluster's events are
 	// many, and a dashboard needs a cluster's only.
-	var events []corev1.Event
 	names := map[string]bool{hc.Name: true}
 	for _, p := range pools.Items {
 		if p.Spec.ClusterName == hc.Name {
 			names[p.Name] = true
 		}
 	}
-	cpNamespace := dump.ControlPlaneNamespace(hc)
-	for _, ns := range []string{hc.Namespace, cpNamespace} {
-		list := &corev1.EventList{}
-		if err := s.client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			continue
-		}
-		for _, e := range list.Items {
-			if ns == cpNamespace || names[e.InvolvedObject.Name] {
-				events = append(events, e)
-			}
-		}
-	}
+	// A namespace whose events cannot be read leaves the page without them.
+	events, _ := dump.ClusterEvents(ctx, s.client, hc, dump.ControlPlaneNamespace(hc), names)
 	writeJSON(w, detailOf(hc, hcp, pools.Items, events, s.history.of(string(hc.UID))))
 }
 

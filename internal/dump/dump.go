@@ -199,19 +199,12 @@ func (c *collector) management(ctx context.Context, hc *hypershiftv1alpha1.Hoste
 	}
 	c.addYAML("management/nodepools.yaml", list("NodePoolList", own))
 
-	var events []corev1.Event
-	for _, ns := range []string{hc.Namespace, cpNamespace} {
-		l := &corev1.EventList{}
-		if err := c.o.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
-			c.problem("events in %s: %v", ns, err)
-			continue
-		}
-		for _, e := range l.Items {
-			if ns == cpNamespace || names[e.InvolvedObject.Name] {
-				clean(&e)
-				events = append(events, e)
-			}
-		}
+	events, errs := ClusterEvents(ctx, c.o.Client, hc, cpNamespace, names)
+	for _, err := range errs {
+		c.problem("%v", err)
+	}
+	for i := range events {
+		clean(&events[i])
 	}
 	sortEvents(events)
 	c.addYAML("management/events.yaml", list("EventList", events))
@@ -246,6 +239,27 @@ var workloadKinds = []schema.GroupVersionKind{
 	{Group: "apps", Version: "v1", Kind: "StatefulSet"},
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"},
 	{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+}
+
+// ClusterEvents are the events about a hosted cluster on the management
+// side: every event of its control-plane namespace, and those of its own
+// namespace about an object named in names (the cluster and its NodePools).
+// A namespace that cannot be listed is an error in errs; the other's
+// events are still returned.
+func ClusterEvents(ctx context.Context, c client.Reader, hc *hypershiftv1alpha1.HostedCluster, cpNamespace string, names map[string]bool) (events []corev1.Event, errs []error) {
+	for _, ns := range []string{hc.Namespace, cpNamespace} {
+		l := &corev1.EventList{}
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			errs = append(errs, fmt.Errorf("events in %s: %w", ns, err))
+			continue
+		}
+		for _, e := range l.Items {
+			if ns == cpNamespace || names[e.InvolvedObject.Name] {
+				events = append(events, e)
+			}
+		}
+	}
+	return events, errs
 }
 
 // clean drops what only makes a dump longer.

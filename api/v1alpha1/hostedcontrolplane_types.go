@@ -116,6 +116,10 @@ type HostedControlPlaneStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=5
 	EtcdClientURLs []string `json:"etcdClientURLs,omitempty"`
+	// startQueue is set while the control plane waits for its turn to
+	// start.
+	// +optional
+	StartQueue *StartQueueStatus `json:"startQueue,omitempty"`
 	// components lists each component's state.
 	// +optional
 	// +listType=map

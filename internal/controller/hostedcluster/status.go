@@ -60,6 +60,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	hc.Status.Version = hcp.Status.Version
 	hc.Status.VersionHistory = hcp.Status.VersionHistory
 	hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint
+	hc.Status.StartQueue = hcp.Status.StartQueue
 	if ep := hcp.Status.ControlPlaneEndpoint; ep.Port != 0 {
 		hc.Status.Endpoint = "https://" + net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))
 	}

@@ -94,6 +94,21 @@ func (r *Reconciler) countNodes(ctx context.Context, hc *hypershiftv1alpha1.Host
 	return nil
 }
 
+// hasNodePools: some NodePool names the cluster (its control plane then
+// runs a scheduler, whether or not a node has registered yet).
+func hasNodePools(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
+	pools := &hypershiftv1alpha1.NodePoolList{}
+	if err := c.List(ctx, pools, client.InNamespace(hc.Namespace)); err != nil {
+		return false, fmt.Errorf("list NodePools: %w", err)
+	}
+	for _, np := range pools.Items {
+		if np.Spec.ClusterName == hc.Name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // nodePoolToHostedCluster maps a NodePool to the HostedCluster it names.
 func nodePoolToHostedCluster(_ context.Context, obj client.Object) []reconcile.Request {
 	np, ok := obj.(*hypershiftv1alpha1.NodePool)

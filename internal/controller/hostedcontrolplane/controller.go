@@ -66,6 +66,10 @@ type Reconciler struct {
 
 	activityOnce  sync.Once
 	activityWatch *activityWatcher
+
+	// nodesSeen holds the control planes whose hosted cluster had a node
+	// (types.NamespacedName → struct{}): they run a scheduler (scheduler.go).
+	nodesSeen sync.Map
 }
 
 // hostedClusters are the connections to the hosted clusters, made on first
@@ -275,6 +279,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
 		NodeCIDRMaskSize: int(net.ClusterNetwork[0].HostPrefix),
 		SingleProcess:    hcp.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true",
+		WithoutScheduler: !r.schedulerWanted(hcp, ref),
 		APIServer:        r.publish(hcp.Spec.Services, hypershiftv1alpha1.APIServer),
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
 		// The runtime runs the release of this version (internal/release).
@@ -319,6 +324,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	// connection to it is closed.
 	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(hcp))
 	r.activity().forget(client.ObjectKeyFromObject(hcp))
+	r.nodesSeen.Delete(client.ObjectKeyFromObject(hcp))
 	if r.StartQueue != nil {
 		r.StartQueue.Forget(ref)
 	}

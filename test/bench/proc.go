@@ -158,6 +158,18 @@ func summedRSSMiB(patterns ...string) float64 {
 	return total / 1024
 }
 
+// summedPSSMiB adds up the proportional set size of every process
+// matching a pattern.
+func summedPSSMiB(patterns ...string) float64 {
+	total := 0.0
+	for _, p := range findProcs(patterns...) {
+		if m, ok := readMemory(p.pid, true); ok {
+			total += m.pss
+		}
+	}
+	return total / 1024
+}
+
 // killUnder SIGKILLs, by pid, the processes that have dir (a data dir of
 // this run) or a path under it on their command line, and returns how many
 // it signalled.

@@ -204,11 +204,7 @@ func TestSingleProcessKeepsEverything(t *testing.T) {
 // or highly available, and the rest of it is rendered unchanged; a
 // single-process control plane keeps its one process.
 func TestWithoutScheduler(t *testing.T) {
-	ha := testConfig()
-	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
-	single := testConfig()
-	single.SingleProcess = true
-	for name, cfg := range map[string]Config{"single": testConfig(), "highly-available": ha, "single-process": single} {
+	for name, cfg := range layouts() {
 		t.Run(name, func(t *testing.T) {
 			with, err := Render(cfg)
 			if err != nil {
@@ -241,6 +237,15 @@ func TestWithoutScheduler(t *testing.T) {
 			}
 		})
 	}
+}
+
+// layouts are the control-plane layouts a hosted cluster can have.
+func layouts() map[string]Config {
+	ha := testConfig()
+	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	single := testConfig()
+	single.SingleProcess = true
+	return map[string]Config{"hosted": testConfig(), "highly-available": ha, "single-process": single}
 }
 
 func names(specs []runtime.Spec) []string {

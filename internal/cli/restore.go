@@ -43,7 +43,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.overwrite, "overwrite", false, "delete an existing HostedCluster of that name first, and wait until it is gone")
 	f.BoolVar(&o.wait, "wait", true, "wait until the restored cluster is Available")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for a deletion (--overwrite) and for Available")
-	cmd.AddCommand(cluster)
+	cmd.AddCommand(cluster, newRestoreEtcdDataCommand())
 	return cmd
 }
 

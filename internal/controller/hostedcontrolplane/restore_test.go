@@ -14,16 +14,16 @@ func TestEtcdMember(t *testing.T) {
 		"--initial-cluster=etcd-0=https://127.0.0.1:1,etcd-1=https://127.0.0.1:2",
 		"--initial-cluster-token=clusters-a", "--logger=zap",
 	}}
-	dir, m, err := etcdMember(spec)
+	dir, m, err := EtcdMember(spec.Args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dir != "/d/etcd-1/data" || m.Name != "etcd-1" || m.PeerURL != "https://127.0.0.1:2" ||
 		m.InitialCluster != "etcd-0=https://127.0.0.1:1,etcd-1=https://127.0.0.1:2" || m.ClusterToken != "clusters-a" {
-		t.Errorf("etcdMember = %q, %+v", dir, m)
+		t.Errorf("EtcdMember = %q, %+v", dir, m)
 	}
 	spec.Args = spec.Args[:1]
-	if _, _, err := etcdMember(spec); err == nil || !strings.Contains(err.Error(), "etcd instance etcd-1") {
-		t.Errorf("arguments without a data dir: %v, want an error naming the instance", err)
+	if _, _, err := EtcdMember(spec.Args); err == nil || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("arguments without a data dir: %v, want an error naming the missing flags", err)
 	}
 }

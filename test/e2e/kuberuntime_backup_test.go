@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
@@ -24,7 +25,6 @@ import (
 // control plane's namespace. It returns the name of the restored cluster's
 // etcd volume.
 func kubeRuntimeBackupRestore(t *testing.T, hs *cli, mgmt, inner, class, volumes string) string {
-	t.Helper()
 	backend := s3mem.New()
 	if err := backend.CreateBucket("backups"); err != nil {
 		t.Fatal(err)
@@ -56,6 +56,11 @@ func kubeRuntimeBackupRestore(t *testing.T, hs *cli, mgmt, inner, class, volumes
 	mustKubectl(t, inner, "apply", "-f", manifestFile)
 	server := strings.TrimSpace(mustKubectl(t, inner, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}"))
 
+	// file:// would be the operator pod's own file system.
+	if stderr := hs.fails("--kubeconfig", mgmt, "backup", "cluster", "--name", "inner", "--to", "file:///var/backups/inner.bak", "--key-file", key); !strings.Contains(stderr, "file:// names a path in the operator's pod") {
+		t.Errorf("backup to file:// on the kube runtime: %s, want the refusal naming the operator's pod", stderr)
+	}
+
 	start := time.Now()
 	out := hs.mustEnv(env, "--kubeconfig", mgmt, "backup", "cluster", "--name", "inner", "--to", archive, "--key-file", key)
 	t.Logf("backup through the operator's pod: %.1fs\n%s", time.Since(start).Seconds(), strings.TrimSpace(out))
@@ -75,6 +80,26 @@ func kubeRuntimeBackupRestore(t *testing.T, hs *cli, mgmt, inner, class, volumes
 	})
 	if _, err := kubectl(t, inner, "get", "configmap", "kept"); err == nil {
 		t.Fatal("the destroyed cluster still answers")
+	}
+
+	// The same archive as a local file: the CLI reads it, admission refuses
+	// the restore before anything is created.
+	sealed, err := backend.GetObject("backups", "clusters/inner.bak", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "inner.bak")
+	data, err := io.ReadAll(sealed.Contents)
+	_ = sealed.Contents.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, local, string(data))
+	if stderr := hs.fails("--kubeconfig", mgmt, "restore", "cluster", "--from", "file://"+local, "--key-file", key); !strings.Contains(stderr, "a file:// archive is not supported on the kube runtime") {
+		t.Errorf("restore from file:// on the kube runtime: %s, want the admission policy's refusal", stderr)
+	}
+	if out, err := kubectl(t, mgmt, "-n", "clusters", "get", "hostedcluster", "inner"); err == nil {
+		t.Fatalf("the refused restore created the cluster:\n%s", out)
 	}
 
 	// An empty volume: what etcd starts from is what the restore wrote.

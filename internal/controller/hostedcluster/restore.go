@@ -226,10 +226,11 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 }
 
 // checkPodsArchiveURL refuses, on a runtime of pods, archive URLs only
-// one host can read: file:// would name a path in the operator's own pod.
+// one host can read: file:// would name a path in the operator's own pod,
+// where an archive is lost with the pod and none is found to restore.
 func checkPodsArchiveURL(raw string) error {
 	if strings.HasPrefix(raw, "file:") {
-		return fmt.Errorf("archive URL %s: file:// names a path in the operator's pod on the kube runtime (hypershift install), where no archive is; restore from a bucket the operator and the control plane's pods reach (s3://BUCKET/KEY?…)", raw)
+		return fmt.Errorf("archive URL %s: file:// names a path in the operator's pod on the kube runtime (hypershift install); use a bucket the operator and the control plane's pods reach (s3://BUCKET/KEY?…)", raw)
 	}
 	return nil
 }

@@ -46,7 +46,8 @@ func TestRestoreInPodsParts(t *testing.T) {
 	}
 
 	specs := []runtime.Spec{
-		{Name: "etcd-0", Component: components.Etcd}, {Name: "etcd-1", Component: components.Etcd},
+		{Name: "etcd-0", Component: components.Etcd},
+		{Name: "etcd-1", Component: components.Etcd},
 		{Name: "kube-apiserver", Component: components.KubeAPIServer},
 	}
 	for _, tt := range []struct {

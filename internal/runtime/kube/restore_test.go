@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -188,5 +189,34 @@ func testPinnedNodePort(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 	_, err = rt.PinPorts(other, map[string]int{components.EndpointPort: pinned})
 	if err == nil || !strings.Contains(err.Error(), ref.Namespace+"/kube-apiserver-https-published") {
 		t.Errorf("PinPorts of a node port in use: %v, want an error naming the Service that holds it", err)
+	}
+}
+
+// TestStatusOfAFailingRestore: an etcd pod whose restore init container
+// keeps failing is BackOff with the container's last words, not Starting
+// forever; once it succeeded, etcd's own container decides.
+func TestStatusOfAFailingRestore(t *testing.T) {
+	pod := &corev1.Pod{}
+	pod.Name = "etcd-0"
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{
+		Name: RestoreContainerName, RestartCount: 2,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Message: "archive s3://backups/a.bak: wrong key or altered archive\n",
+		}},
+	}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: "etcd", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}},
+	}}
+	st := instanceStatus("etcd-0", components.Etcd, pod, nil)
+	if st.Phase != runtime.BackOff || !strings.Contains(st.Message, "init container restore-data failed 3 times") ||
+		!strings.Contains(st.Message, "wrong key or altered archive") {
+		t.Errorf("failing restore: %s %q, want BackOff with the init container's error", st.Phase, st.Message)
+	}
+
+	pod.Status.InitContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	pod.Status.ContainerStatuses[0] = running("etcd", true, time.Now())
+	if st := instanceStatus("etcd-0", components.Etcd, pod, nil); st.Phase != runtime.Running {
+		t.Errorf("after a restore that succeeded in the end: %s %q, want Running", st.Phase, st.Message)
 	}
 }

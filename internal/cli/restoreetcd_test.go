@@ -1,10 +1,23 @@
 package cli
 
 import (
+	"context"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"hypershift.dev/internal/backup"
 )
 
 // TestRestoreEtcdDataLeavesDataAlone: the init container restores nothing
@@ -93,4 +106,120 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRestoreEtcdDataIntoAVolume: a snapshot of a real etcd, archived
+// through file://, is restored into an existing empty data dir (a
+// volume's mount point, which cannot be replaced); etcd started on it
+// serves the key written before the snapshot, and a second run leaves the
+// data alone.
+func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	peer := "http://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t))
+	args := []string{"--name=etcd-0", "--initial-advertise-peer-urls=" + peer, "--initial-cluster=etcd-0=" + peer, "--initial-cluster-token=clusters-a"}
+
+	source, stopSource := startPlainEtcd(t, filepath.Join(t.TempDir(), "source"), peer)
+	cli := plainEtcdClient(t, source)
+	if _, err := cli.Put(ctx, "/registry/configmaps/default/kept", "v"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := cli.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(snap)
+	_ = snap.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Close()
+	stopSource() // the restored member takes its peer address
+
+	key := []byte(strings.Repeat("k", 32))
+	a := &backup.Archive{
+		Manifest: backup.Manifest{Cluster: "clusters/a", Created: time.Now()},
+		Files:    map[string][]byte{backup.EtcdSnapshotEntry: data},
+	}
+	sealed, err := a.Encode(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	archiveURL := "file://" + filepath.Join(dir, "a.bak")
+	if err := backup.Write(ctx, archiveURL, sealed, nil); err != nil {
+		t.Fatal(err)
+	}
+	secretDir := filepath.Join(dir, "restore")
+	writeFile(t, filepath.Join(secretDir, "url"), archiveURL)
+	writeFile(t, filepath.Join(secretDir, "key"), string(key))
+
+	dataDir := filepath.Join(dir, "volume")
+	if err := os.Mkdir(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--data-dir="+dataDir)
+	msg, err := restoreEtcdData(ctx, secretDir, args)
+	if err != nil || !strings.Contains(msg, "restored "+dataDir) {
+		t.Fatalf("restore into an empty volume: %q, %v", msg, err)
+	}
+	if entries, _ := os.ReadDir(dataDir); len(entries) != 1 || entries[0].Name() != "member" {
+		t.Errorf("the data dir holds %v, want only etcd's member directory", entries)
+	}
+	if msg, err := restoreEtcdData(ctx, secretDir, args); err != nil || !strings.Contains(msg, "holds data already") {
+		t.Errorf("a second run: %q, %v; want the data left alone", msg, err)
+	}
+
+	restored, _ := startPlainEtcd(t, dataDir, peer)
+	got, err := plainEtcdClient(t, restored).Get(ctx, "/registry/configmaps/default/kept")
+	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {
+		t.Fatalf("the restored etcd serves %v, %v; want the key written before the snapshot", got, err)
+	}
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startPlainEtcd runs a one-member etcd without TLS on loopback, member
+// etcd-0 at peer, token clusters-a, until stop or the test's end.
+func startPlainEtcd(t *testing.T, dataDir, peer string) (e *embed.Etcd, stop func()) {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = "etcd-0", dataDir
+	cfg.InitialCluster, cfg.InitialClusterToken = "etcd-0="+peer, "clusters-a"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	peerURL, _ := url.Parse(peer)
+	clientURL, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)))
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peerURL}, []url.URL{*peerURL}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*clientURL}, []url.URL{*clientURL}
+	cfg.ListenMetricsUrls = nil
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = sync.OnceFunc(e.Close)
+	t.Cleanup(stop)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(time.Minute):
+		t.Fatal("etcd did not become ready")
+	}
+	return e, stop
+}
+
+func plainEtcdClient(t *testing.T, e *embed.Etcd) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Clients[0].Addr().String()}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

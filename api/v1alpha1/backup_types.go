@@ -53,7 +53,6 @@ const (
 	InvalidBackupScheduleReason      ConditionReason = "InvalidBackupSchedule"
 	RestoreFailedReason              ConditionReason = "RestoreFailed"
 	RestoreEndpointChangedReason     ConditionReason = "RestoreEndpointChanged"
-	RestoreNotSupportedRuntimeReason ConditionReason = "RestoreNotSupportedByRuntime"
 )
 
 // Restored says whether a cluster marked for restore got its state from

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"hypershift.dev/internal/backup"
-	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -48,7 +47,7 @@ func restoreEtcdData(ctx context.Context, fromDir string, etcdArgs []string) (st
 	if fromDir == "" {
 		return "", errors.New("--from-dir is required: the directory of the restore Secret")
 	}
-	dataDir, member, err := hostedcontrolplane.EtcdMember(etcdArgs)
+	dataDir, member, err := backup.MemberFromEtcdArgs(etcdArgs)
 	if err != nil {
 		return "", err
 	}

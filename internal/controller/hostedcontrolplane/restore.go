@@ -3,11 +3,9 @@ package hostedcontrolplane
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,7 +75,7 @@ func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker stri
 		if spec.Component != components.Etcd {
 			continue
 		}
-		dataDir, member, err := EtcdMember(spec.Args)
+		dataDir, member, err := backup.MemberFromEtcdArgs(spec.Args)
 		if err != nil {
 			return fmt.Errorf("etcd instance %s: %w", spec.Name, err)
 		}
@@ -94,24 +92,4 @@ func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker stri
 	}
 	ctrl.LoggerFrom(ctx).Info("restored etcd data", "url", req.URL, "snapshotBytes", len(snapshot))
 	return nil
-}
-
-// EtcdMember reads an etcd instance's data dir and member identity from
-// its arguments, which the restored data dir must agree with.
-func EtcdMember(args []string) (string, backup.RestoreMember, error) {
-	flags := map[string]string{}
-	for _, arg := range args {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "="); ok {
-			flags[k] = v
-		}
-	}
-	m := backup.RestoreMember{
-		Name: flags["name"], PeerURL: flags["initial-advertise-peer-urls"],
-		InitialCluster: flags["initial-cluster"], ClusterToken: flags["initial-cluster-token"],
-	}
-	dataDir := flags["data-dir"]
-	if dataDir == "" || m.Name == "" || m.PeerURL == "" || m.InitialCluster == "" {
-		return "", m, errors.New("the etcd arguments lack --data-dir, --name, --initial-advertise-peer-urls or --initial-cluster")
-	}
-	return dataDir, m, nil
 }

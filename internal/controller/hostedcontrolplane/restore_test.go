@@ -8,27 +8,6 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-func TestEtcdMember(t *testing.T) {
-	spec := runtime.Spec{Name: "etcd-1", Args: []string{
-		"--name=etcd-1", "--data-dir=/d/etcd-1/data",
-		"--initial-advertise-peer-urls=https://127.0.0.1:2",
-		"--initial-cluster=etcd-0=https://127.0.0.1:1,etcd-1=https://127.0.0.1:2",
-		"--initial-cluster-token=clusters-a", "--logger=zap",
-	}}
-	dir, m, err := EtcdMember(spec.Args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dir != "/d/etcd-1/data" || m.Name != "etcd-1" || m.PeerURL != "https://127.0.0.1:2" ||
-		m.InitialCluster != "etcd-0=https://127.0.0.1:1,etcd-1=https://127.0.0.1:2" || m.ClusterToken != "clusters-a" {
-		t.Errorf("EtcdMember = %q, %+v", dir, m)
-	}
-	spec.Args = spec.Args[:1]
-	if _, _, err := EtcdMember(spec.Args); err == nil || !strings.Contains(err.Error(), "--data-dir") {
-		t.Errorf("arguments without a data dir: %v, want an error naming the missing flags", err)
-	}
-}
-
 // TestRestoreInPodsParts: the restore's files carry the URL and the
 // request Secret's keys; etcd counts as restored only once every member
 // runs; file:// archives are refused naming the scheme.

@@ -92,8 +92,9 @@ func StartAzurite(t testing.TB, containers ...string) *Azurite {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 	}
 	// Its own process group: node may start children, and the group is
-	// ours alone to stop.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// ours alone to stop. Pdeathsig: a test binary killed on its timeout
+	// runs no cleanup, and the emulator must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"hypershift.dev/internal/backup/blobtest"
 )
@@ -151,5 +152,56 @@ func TestCredentialsFromEnv(t *testing.T) {
 	c, err := CredentialsFromEnv("gs", func(k string) string { return map[string]string{"GOOGLE_APPLICATION_CREDENTIALS": keyFile}[k] })
 	if err != nil || c == nil || c.GCSServiceAccountJSON != `{"type":"service_account"}` {
 		t.Fatalf("GOOGLE_APPLICATION_CREDENTIALS file: got %+v, %v", c, err)
+	}
+}
+
+// TestAzureSASToken: a SAS token instead of the account key, the account
+// named by AZURE_STORAGE_ACCOUNT or the URL's storage_account option; a
+// read-only token cannot write and the error says the credentials were
+// refused.
+func TestAzureSASToken(t *testing.T) {
+	az := blobtest.StartAzurite(t, "backups")
+	ctx := t.Context()
+	full, err := az.SASToken("rwdlc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOnly, err := az.SASToken("rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		url   string
+		creds *Credentials
+	}{
+		"AZURE_STORAGE_ACCOUNT":  {az.URL("backups", "sas/a.bak"), &Credentials{AzureAccount: blobtest.AzureAccount, AzureSASToken: full}},
+		"storage_account option": {az.URL("backups", "sas/b.bak") + "&storage_account=" + blobtest.AzureAccount, &Credentials{AzureSASToken: full}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := Write(ctx, tc.url, []byte("archive"), tc.creds); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := Read(ctx, tc.url, tc.creds); err != nil || string(got) != "archive" {
+				t.Fatalf("read back %q, %v", got, err)
+			}
+		})
+	}
+	prefix := az.URL("backups", "nightly")
+	creds := &Credentials{AzureAccount: blobtest.AzureAccount, AzureSASToken: full}
+	for i := range 3 {
+		u, err := ScheduledURL(prefix, "uid-a", time.Date(2026, 11, 24, i, 0, 0, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(ctx, u, []byte("archive"), creds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if deleted, err := Prune(ctx, prefix, "uid-a", 1, creds); err != nil || len(deleted) != 2 {
+		t.Fatalf("prune with a SAS token deleted %v (%v), want the 2 oldest", deleted, err)
+	}
+	err = Write(ctx, az.URL("backups", "sas/c.bak"), []byte("archive"), &Credentials{AzureAccount: blobtest.AzureAccount, AzureSASToken: readOnly})
+	if err == nil || !strings.Contains(err.Error(), "the bucket refused the credentials") {
+		t.Fatalf("write with a read-only SAS token: %v, want the credentials refused", err)
 	}
 }

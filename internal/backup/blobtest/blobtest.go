@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 )
 
@@ -165,4 +166,21 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
+}
+
+// SASToken is an account SAS token of Azurite's development account for
+// blobs, valid for an hour, with the permissions perms (e.g. "rwdlc").
+func (a *Azurite) SASToken(perms string) (string, error) {
+	cred, err := azblob.NewSharedKeyCredential(AzureAccount, AzureKey)
+	if err != nil {
+		return "", fmt.Errorf("azurite credential: %w", err)
+	}
+	q, err := sas.AccountSignatureValues{
+		Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour).UTC(),
+		Permissions: perms, ResourceTypes: "sco",
+	}.SignWithSharedKey(cred)
+	if err != nil {
+		return "", fmt.Errorf("sign SAS token: %w", err)
+	}
+	return q.Encode(), nil
 }

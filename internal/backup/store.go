@@ -120,11 +120,11 @@ func bucketError(ctx context.Context, b *blob.Bucket, bucketURL string, err erro
 	if errors.As(err, &azErr) && (azErr.StatusCode == http.StatusForbidden || azErr.StatusCode == http.StatusUnauthorized) {
 		code = gcerrors.PermissionDenied
 	}
-	switch code {
-	case gcerrors.PermissionDenied:
-		scheme, _, _ := strings.Cut(bucketURL, ":")
+	scheme, _, _ := strings.Cut(bucketURL, ":")
+	switch _, takesCredentials := schemeKeys[scheme]; {
+	case code == gcerrors.PermissionDenied && takesCredentials:
 		return fmt.Errorf("the bucket refused the credentials (%s:// takes %s): %w", scheme, expectedKeys[scheme], err)
-	case gcerrors.NotFound, gcerrors.Unknown:
+	case code == gcerrors.NotFound || code == gcerrors.Unknown:
 		if ok, aerr := b.IsAccessible(ctx); aerr == nil && !ok {
 			return fmt.Errorf("the bucket does not exist (create it, or fix the bucket name in the URL): %w", err)
 		}

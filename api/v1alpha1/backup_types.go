@@ -46,15 +46,14 @@ const BackupSucceeded ConditionType = "BackupSucceeded"
 
 // Reasons of BackupSucceeded (and of a failed restore).
 const (
-	BackupCompletedReason            ConditionReason = "BackupCompleted"
-	BucketUnavailableReason          ConditionReason = "BucketUnavailable"
-	EncryptionKeyMissingReason       ConditionReason = "EncryptionKeyMissing"
-	SnapshotFailedReason             ConditionReason = "SnapshotFailed"
-	InvalidBackupRequestReason       ConditionReason = "InvalidBackupRequest"
-	InvalidBackupScheduleReason      ConditionReason = "InvalidBackupSchedule"
-	RestoreFailedReason              ConditionReason = "RestoreFailed"
-	RestoreEndpointChangedReason     ConditionReason = "RestoreEndpointChanged"
-	RestoreNotSupportedRuntimeReason ConditionReason = "RestoreNotSupportedByRuntime"
+	BackupCompletedReason        ConditionReason = "BackupCompleted"
+	BucketUnavailableReason      ConditionReason = "BucketUnavailable"
+	EncryptionKeyMissingReason   ConditionReason = "EncryptionKeyMissing"
+	SnapshotFailedReason         ConditionReason = "SnapshotFailed"
+	InvalidBackupRequestReason   ConditionReason = "InvalidBackupRequest"
+	InvalidBackupScheduleReason  ConditionReason = "InvalidBackupSchedule"
+	RestoreFailedReason          ConditionReason = "RestoreFailed"
+	RestoreEndpointChangedReason ConditionReason = "RestoreEndpointChanged"
 )
 
 // Restored says whether a cluster marked for restore got its state from

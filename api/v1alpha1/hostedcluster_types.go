@@ -483,6 +483,11 @@ type HostedClusterStatus struct {
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
 
+	// startQueue is set while the control plane waits for its turn to
+	// start (the HostedControlPlane's).
+	// +optional
+	StartQueue *StartQueueStatus `json:"startQueue,omitempty"`
+
 	// kubeconfig names the Secret in the HostedCluster's namespace with the
 	// admin kubeconfig.
 	// +optional

@@ -4,6 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// NodePoolsAnnotation on a HostedControlPlane says that its HostedCluster
+// has NodePools ("true"); the HostedCluster controller sets it. A control
+// plane starts its scheduler once its cluster has a NodePool or a node.
+const NodePoolsAnnotation = "hypershift.dev/node-pools"
+
 // HostedControlPlaneSpec is the control plane of one hosted cluster, as the
 // HostedCluster controller asks for it. It lives in the control-plane
 // namespace NAMESPACE-NAME.
@@ -116,6 +121,10 @@ type HostedControlPlaneStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=5
 	EtcdClientURLs []string `json:"etcdClientURLs,omitempty"`
+	// startQueue is set while the control plane waits for its turn to
+	// start.
+	// +optional
+	StartQueue *StartQueueStatus `json:"startQueue,omitempty"`
 	// components lists each component's state.
 	// +optional
 	// +listType=map

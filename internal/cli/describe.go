@@ -90,6 +90,9 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	fmt.Fprintf(w, "Availability policy:\t%s\n", hc.Spec.ControllerAvailabilityPolicy)
 	fmt.Fprintf(w, "Version:\t%s\n", orDash(hc.Status.Version))
 	fmt.Fprintf(w, "Endpoint:\t%s\n", orDash(hc.Status.Endpoint))
+	if q := hc.Status.StartQueue; q != nil {
+		fmt.Fprintf(w, "Start queue:\tposition %d of %d, queued %s ago\n", q.Position, q.Length, duration.HumanDuration(time.Since(q.Since.Time)))
+	}
 	printHibernation(w, hc, hcp)
 	printCARotation(w, hc)
 	if hc.Status.KubeConfig != nil {

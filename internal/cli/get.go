@@ -33,7 +33,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 				func(w io.Writer) {
 					for _, hc := range list.Items {
 						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
-							conditionStatus(hc.Status, hypershiftv1alpha1.Available),
+							availability(hc.Status),
 							conditionStatus(hc.Status, hypershiftv1alpha1.Progressing),
 							hibernationState(hc.Status),
 							hc.Status.ReadyNodeCount, hc.Status.NodeCount,
@@ -73,6 +73,15 @@ func conditionStatus(s hypershiftv1alpha1.HostedClusterStatus, typ hypershiftv1a
 		return string(c.Status)
 	}
 	return "Unknown"
+}
+
+// availability is the AVAILABLE column: the condition's status, or where
+// the cluster waits in the start queue.
+func availability(s hypershiftv1alpha1.HostedClusterStatus) string {
+	if q := s.StartQueue; q != nil {
+		return fmt.Sprintf("Queued (%d of %d)", q.Position, q.Length)
+	}
+	return conditionStatus(s, hypershiftv1alpha1.Available)
 }
 
 func orDash(s string) string {

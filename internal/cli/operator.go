@@ -29,6 +29,7 @@ type operatorFlags struct {
 	etcdStorageClass, etcdStorageSize           string
 	releases                                    releasesFlag
 	validity                                    certValidityFlags
+	maxStarting                                 maxStartingFlag
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
@@ -40,6 +41,9 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 	if err := f.validity.validate(); err != nil {
 		return kube.Options{}, err
 	}
+	if err := f.maxStarting.validate(); err != nil {
+		return kube.Options{}, err
+	}
 	switch f.runtime {
 	case install.RuntimeProcess:
 		for _, name := range kubeOnly {
@@ -49,6 +53,9 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 		}
 		return kube.Options{}, nil
 	case install.RuntimeKube:
+		if cmd.Flags().Changed(maxStartingFlagName) {
+			return kube.Options{}, fmt.Errorf("--%s needs --runtime=process: on the kube runtime the management cluster's scheduler paces starts by the pods' requests", maxStartingFlagName)
+		}
 	default:
 		return kube.Options{}, fmt.Errorf("--runtime %q: use %s (control planes as processes of this host) or %s (as pods of the management cluster)",
 			f.runtime, install.RuntimeProcess, install.RuntimeKube)
@@ -129,6 +136,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				EndpointHost:            o.endpointHost,
 				Releases:                releases,
 				LeafCertificateValidity: o.validity.leaf, CAValidity: o.validity.ca,
+				MaxStartingControlPlanes: int(o.maxStarting),
 			}
 			if o.runtime == install.RuntimeKube {
 				opts.LeaderElection = o.leaderElect
@@ -151,5 +159,6 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
 	o.releases.add(f)
 	o.validity.add(f)
+	o.maxStarting.add(f)
 	return cmd
 }

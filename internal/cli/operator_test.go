@@ -23,6 +23,8 @@ func TestOperatorFlagsValidatedFirst(t *testing.T) {
 		{[]string{"--runtime=kube", "--etcd-storage-size=0"}, `--etcd-storage-size "0" is not a positive quantity`},
 		{[]string{"--runtime=kube", "--image=UPPER::bad"}, `--image "UPPER::bad" is not an image reference`},
 		{[]string{"--runtime=kube", "--etcd-storage-class=a/b"}, `--etcd-storage-class "a/b" is not a valid StorageClass name`},
+		{[]string{"--max-starting-control-planes=-1"}, "--max-starting-control-planes -1: use a number of control planes, or 0 for no limit"},
+		{[]string{"--runtime=kube", "--max-starting-control-planes=4"}, "--max-starting-control-planes needs --runtime=process"},
 		// Valid flags get as far as looking for the cluster.
 		{[]string{"--runtime=kube", "--leader-elect", "--etcd-storage-size=20Gi"}, "no management plane found"},
 	}

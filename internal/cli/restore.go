@@ -42,7 +42,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.overwrite, "overwrite", false, "delete an existing HostedCluster of that name first, and wait until it is gone")
 	f.BoolVar(&o.wait, "wait", true, "wait until the restored cluster is Available")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for a deletion (--overwrite) and for Available")
-	cmd.AddCommand(cluster)
+	cmd.AddCommand(cluster, newRestoreEtcdDataCommand())
 	return cmd
 }
 
@@ -86,6 +86,13 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err := o.clear(ctx, cmd, c, nn); err != nil {
 		return err
 	}
+	// Marked for restore before the dry run: admission judges the mark
+	// too (the kube runtime refuses file:// archives).
+	req, err := json.Marshal(hypershiftv1alpha1.RestoreRequest{URL: o.from, Secret: hc.Name + "-restore"}) //nolint:gosec // names the Secret, holds none of it
+	if err != nil {
+		return err
+	}
+	metav1.SetMetaDataAnnotation(&hc.ObjectMeta, hypershiftv1alpha1.RestoreFromAnnotation, string(req))
 	objs := []client.Object{hc}
 	for i := range pools {
 		objs = append(objs, &pools[i])
@@ -100,11 +107,6 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	// The cluster first, marked for restore: the Secret it names is owned
 	// by it and made right after; the operator waits for it.
-	req, err := json.Marshal(hypershiftv1alpha1.RestoreRequest{URL: o.from, Secret: hc.Name + "-restore"}) //nolint:gosec // names the Secret, holds none of it
-	if err != nil {
-		return err
-	}
-	metav1.SetMetaDataAnnotation(&hc.ObjectMeta, hypershiftv1alpha1.RestoreFromAnnotation, string(req))
 	if err := c.Create(ctx, hc); err != nil {
 		return fmt.Errorf("create hosted cluster %s: %w", nn, err)
 	}

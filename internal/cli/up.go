@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -27,6 +28,7 @@ type upOptions struct {
 	endpointHost   string
 	releases       releasesFlag
 	validity       certValidityFlags
+	maxStarting    maxStartingFlag
 }
 
 func newUpCommand(g *globalOptions) *cobra.Command {
@@ -40,6 +42,9 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validity.validate(); err != nil {
+				return err
+			}
+			if err := o.maxStarting.validate(); err != nil {
 				return err
 			}
 			if err := o.validity.applyClientCertReload(); err != nil {
@@ -59,6 +64,7 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	o.releases.add(f)
 	o.validity.add(f)
+	o.maxStarting.add(f)
 	return cmd
 }
 
@@ -78,12 +84,13 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	defer stop()
 	start := time.Now()
 	return operator.Up(ctx, layout, operator.Options{
-		MetricsBindAddress:      o.metricsAddress,
-		HealthProbeBindAddress:  o.healthAddress,
-		EndpointHost:            o.endpointHost,
-		Releases:                releases,
-		LeafCertificateValidity: o.validity.leaf,
-		CAValidity:              o.validity.ca,
+		MetricsBindAddress:       o.metricsAddress,
+		HealthProbeBindAddress:   o.healthAddress,
+		EndpointHost:             o.endpointHost,
+		Releases:                 releases,
+		LeafCertificateValidity:  o.validity.leaf,
+		CAValidity:               o.validity.ca,
+		MaxStartingControlPlanes: int(o.maxStarting),
 	}, log, operator.UpHooks{
 		Ready: func(kubeconfig string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n", time.Since(start).Seconds(), kubeconfig)
@@ -116,13 +123,16 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 	return nil
 }
 
-// childFlags passes the flags the user set on to the background process.
+// childFlags passes the flags the user set on to the background process:
+// every flag of `up` but those of the detaching itself, so that a new flag
+// cannot be forgotten here.
 func childFlags(cmd *cobra.Command) []string {
 	var out []string
-	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address", "endpoint-host", "releases-dir", "leaf-certificate-validity", "ca-validity"} {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			out = append(out, "--"+name+"="+f.Value.String())
+	inherited := cmd.InheritedFlags() // --data-dir is passed on by the caller
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name != "detach" && f.Name != "timeout" && inherited.Lookup(f.Name) == nil {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
 		}
-	}
+	})
 	return out
 }

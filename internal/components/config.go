@@ -71,6 +71,11 @@ type Config struct {
 	// SingleProcess runs the API server, controller manager and scheduler
 	// of a single-replica control plane as one process (KubeControlPlane).
 	SingleProcess bool
+	// WithoutScheduler leaves the scheduler out: a cluster without nodes has
+	// nothing to schedule (the controller starts it when the first node
+	// registers). Ignored for a single-process control plane, whose one
+	// process runs the scheduler too.
+	WithoutScheduler bool
 	// APIServer and Konnectivity say how the API endpoint and the
 	// Konnectivity server's agent port are published (Type, Address,
 	// NodePort; the renderer fills in Port). A zero Type is HostPort at
@@ -124,6 +129,13 @@ func (cfg Config) proxied() bool {
 
 // pods: each instance runs in a network namespace and filesystem of its
 // own (Layout.Pods).
+// singleProcess: the API server, controller manager and scheduler run as
+// one process (a command of the hypershift binary only: another release
+// runs its components as separate processes).
+func (cfg Config) singleProcess() bool {
+	return cfg.SingleProcess && cfg.replicas() == SingleReplica && !cfg.Management && cfg.version() == ""
+}
+
 func (cfg Config) pods() bool { return cfg.Layout.Pods && !cfg.Management }
 
 // dir returns a function giving the path of a file of an instance: under
@@ -350,7 +362,7 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 			return nil, err
 		}
 		specs = append(specs, kcm)
-		if cfg.Management {
+		if cfg.Management || (cfg.WithoutScheduler && !cfg.singleProcess()) {
 			continue
 		}
 		scheduler, err := renderKubeScheduler(cfg, i)
@@ -361,7 +373,7 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 	}
 	// The combined process is a command of the hypershift binary only:
 	// another release runs its components as separate processes.
-	if cfg.SingleProcess && r == SingleReplica && !cfg.Management && cfg.version() == "" {
+	if cfg.singleProcess() {
 		if cfg.pods() {
 			return nil, errors.New("a single-process control plane runs on one host only, not in pods")
 		}

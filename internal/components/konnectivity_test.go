@@ -81,11 +81,7 @@ func serverSocket(t *testing.T, specs []runtime.Spec) string {
 // a replicated or single-process one; every API server starts after it and
 // sends its cluster traffic to its socket.
 func TestKonnectivityServesEveryAPIServer(t *testing.T) {
-	ha := testConfig()
-	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
-	single := testConfig()
-	single.SingleProcess = true
-	for name, cfg := range map[string]Config{"hosted": testConfig(), "highly-available": ha, "single-process": single} {
+	for name, cfg := range layouts() {
 		t.Run(name, func(t *testing.T) {
 			specs, err := Render(cfg)
 			if err != nil {

@@ -200,6 +200,54 @@ func TestSingleProcessKeepsEverything(t *testing.T) {
 	}
 }
 
+// TestWithoutScheduler: a cluster without nodes runs no scheduler, single
+// or highly available, and the rest of it is rendered unchanged; a
+// single-process control plane keeps its one process.
+func TestWithoutScheduler(t *testing.T) {
+	for name, cfg := range layouts() {
+		t.Run(name, func(t *testing.T) {
+			with, err := Render(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.WithoutScheduler = true
+			without, err := Render(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []runtime.Spec
+			for _, s := range with {
+				if s.Component != KubeScheduler {
+					want = append(want, s)
+				}
+			}
+			if name == "single-process" && len(want) != len(with) {
+				t.Fatalf("a single-process control plane has a separate scheduler: %v", names(with))
+			}
+			if len(want) == len(with) && name != "single-process" {
+				t.Fatalf("no scheduler rendered at all: %v", names(with))
+			}
+			if !slices.Equal(names(without), names(want)) {
+				t.Fatalf("without scheduler: %v, want %v", names(without), names(want))
+			}
+			for i := range want {
+				if without[i].Hash() != want[i].Hash() {
+					t.Errorf("%s changed when the scheduler was left out", want[i].Name)
+				}
+			}
+		})
+	}
+}
+
+// layouts are the control-plane layouts a hosted cluster can have.
+func layouts() map[string]Config {
+	ha := testConfig()
+	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	single := testConfig()
+	single.SingleProcess = true
+	return map[string]Config{"hosted": testConfig(), "highly-available": ha, "single-process": single}
+}
+
 func names(specs []runtime.Spec) []string {
 	var out []string
 	for _, s := range specs {

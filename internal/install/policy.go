@@ -55,7 +55,7 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 			Message: "spec.services needs an APIServer entry of type NodePort or LoadBalancer: the kube runtime cannot publish on a host port" +
 				" (hypershift create cluster --api-server-publishing NodePort --api-server-address ADDRESS)",
 			Reason: ptr(metav1.StatusReasonInvalid),
-		}, idleWakeRefused())
+		}, idleWakeRefused(), fileRestoreRefused())
 	default:
 		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type == 'HostPort'`)
 		validations = append(validations, admissionregistrationv1.Validation{
@@ -79,6 +79,20 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 			Expression: "request.operation == 'CREATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec",
 		}},
 		validations...)
+}
+
+// fileRestoreRefused is the kube runtime's refusal of a restore from a
+// file:// archive: the operator and the restoring etcd pods would look for
+// it in their own pods' file systems. Refused here, `restore cluster`'s
+// dry run stops before anything is created.
+func fileRestoreRefused() admissionregistrationv1.Validation {
+	const a = "object.metadata.annotations['hypershift.dev/restore-from']"
+	return admissionregistrationv1.Validation{
+		Expression: "!has(object.metadata.annotations) || !('hypershift.dev/restore-from' in object.metadata.annotations) || !" + a + `.matches('"url"\\s*:\\s*"file:')`,
+		Message: "metadata.annotations[hypershift.dev/restore-from]: a file:// archive is not supported on the kube runtime: the operator and etcd's pods would read it from their own file systems;" +
+			" restore from a bucket they reach (s3://BUCKET/KEY?…)",
+		Reason: ptr(metav1.StatusReasonInvalid),
+	}
 }
 
 // policy is a ValidatingAdmissionPolicy on ops of one resource of

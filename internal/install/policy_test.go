@@ -177,6 +177,12 @@ func TestRuntimePolicies(t *testing.T) {
 	refusedWith(t, c, nonePool("real-kube", "v1.36.3"),
 		"spec.kubernetesVersion: v1.36.3 of platform None NodePool real-kube is not available for real nodes: on the kube runtime real nodes run the kubelet compiled into hypershift")
 	admitted(t, c, nonePool("real-kube", version.KubernetesVersion))
+	fileRestore := hostedCluster(t, "file-restore", "NodePort")
+	fileRestore.SetAnnotations(map[string]string{"hypershift.dev/restore-from": `{"url":"file:///var/backups/a.bak","secret":"a-restore"}`})
+	refusedWith(t, c, fileRestore, "metadata.annotations[hypershift.dev/restore-from]: a file:// archive is not supported on the kube runtime")
+	s3Restore := hostedCluster(t, "s3-restore", "NodePort")
+	s3Restore.SetAnnotations(map[string]string{"hypershift.dev/restore-from": `{"url":"s3://backups/a.bak?region=x","secret":"a-restore"}`})
+	admitted(t, c, s3Restore)
 	noServices := hostedCluster(t, "no-services", "NodePort")
 	unstructured.RemoveNestedField(noServices.Object, "spec", "services")
 	refusedWith(t, c, noServices, "spec.services needs an APIServer entry of type NodePort or LoadBalancer")

@@ -11,6 +11,7 @@ import (
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/process"
 )
 
@@ -41,6 +42,9 @@ func NewLocal(layout datadir.Layout, log logr.Logger, opts Options) (*Local, err
 		return nil, err
 	}
 	opts.Runtime, opts.Events = hosted, events
+	if opts.MaxStartingControlPlanes > 0 {
+		opts.StartQueue = &runtime.StartQueue{Slots: opts.MaxStartingControlPlanes, Admitted: notify}
+	}
 	opts.NodeRuntime, opts.NodeEvents = nodes, nodeEvents
 	if ip := hostnet.HostIPv4(); ip != nil {
 		opts.AdvertiseAddress = ip.String()

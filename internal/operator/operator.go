@@ -76,6 +76,13 @@ type Options struct {
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
 	LeafCertificateValidity, CAValidity time.Duration
+	// MaxStartingControlPlanes is how many hosted control planes the
+	// process runtime starts at once, the others queued in order of
+	// creation (runtime.StartQueue); zero: no limit. NewLocal makes
+	// StartQueue from it; the kube runtime leaves starts to the scheduler.
+	MaxStartingControlPlanes int
+	// StartQueue admits cold starts of hosted control planes; nil: none.
+	StartQueue *runtime.StartQueue
 	// Clock is the time backup schedules are judged at; nil: time.Now
 	// (tests move it).
 	Clock func() time.Time
@@ -191,6 +198,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Events:       opts.Events,
 		Releases:     opts.Releases,
 		LeafValidity: opts.LeafCertificateValidity,
+		StartQueue:   opts.StartQueue,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -91,7 +91,24 @@ type Spec struct {
 	// Publish lists the ports clients outside the control plane reach, and
 	// how (Runtime.Published says where).
 	Publish []Publish `json:"-"`
+	// Restore fills Data from a backup archive before the instance first
+	// starts, on a runtime whose data the operator does not write itself
+	// (the kube runtime: an init container of the instance's pods).
+	Restore *Restore `json:"-"`
 }
+
+// Restore is how an instance's Data is filled from a backup archive.
+type Restore struct {
+	// Files are what the restore reads: the archive's URL, its key and the
+	// bucket's credentials (RestoreURLFile and the keys of a backup
+	// request's Secret). They are put where only the restore sees them.
+	// Empty once the restore is done: the step then leaves Data alone,
+	// and the instance's workload stays as it was.
+	Files []File
+}
+
+// RestoreURLFile is the file of Restore.Files holding the archive's URL.
+const RestoreURLFile = "url"
 
 // Volume is a kind and size of volume.
 type Volume struct {

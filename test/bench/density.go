@@ -35,6 +35,16 @@ type densityResult struct {
 	TotalRSSMiB        float64 `json:"total_rss_mib"`
 	HostedRSSMiB       float64 `json:"hosted_rss_mib"`
 	MemAvailableEndMiB float64 `json:"mem_available_end_mib"`
+	// MarginalMiB is what one more idle control plane really costs: the
+	// drop of MemAvailable from before the first create to the last step,
+	// per control plane (page cache the kernel can drop does not count;
+	// the binary's shared pages count once). HostedPSSMiB is the summed
+	// proportional set size of the hosted processes at the end, per control
+	// plane; HostedRSSPerMiB the summed RSS per control plane beside it.
+	MemAvailableStartMiB float64 `json:"mem_available_start_mib"`
+	MarginalMiB          float64 `json:"marginal_mib_per_control_plane"`
+	HostedPSSMiB         float64 `json:"hosted_pss_mib_per_control_plane"`
+	HostedRSSPerMiB      float64 `json:"hosted_rss_mib_per_control_plane"`
 	// GetP50Ms is the last step's p50 of GET /version on the newest cluster.
 	GetP50Ms float64 `json:"get_version_p50_ms"`
 	// CPU at the end, over a 10 s window, in millicores: all hosted
@@ -63,6 +73,7 @@ func runDensity(ctx context.Context, opts *options) *densityResult {
 	}
 	defer p.stop()
 	var creates []float64
+	res.MemAvailableStartMiB = round1(memAvailableMiB())
 	deadline := time.Now().Add(densityBudget(opts))
 	for i := 1; i <= res.Target; i++ {
 		if ctx.Err() != nil {
@@ -127,7 +138,13 @@ func runDensity(ctx context.Context, opts *options) *densityResult {
 	res.HostedRSSMiB = round1(summedRSSMiB(p.dataDir + "/clusters/"))
 	res.MemAvailableEndMiB = round1(memAvailableMiB())
 	if n := len(res.Steps); n > 0 {
-		res.GetP50Ms = res.Steps[n-1].GetP50Ms
+		last := res.Steps[n-1]
+		res.GetP50Ms = last.GetP50Ms
+		res.MarginalMiB = round1((res.MemAvailableStartMiB - last.MemAvailableMiB) / float64(last.N))
+		res.HostedPSSMiB = round1(summedPSSMiB(p.dataDir+"/clusters/") / float64(last.N))
+		res.HostedRSSPerMiB = round1(res.HostedRSSMiB / float64(last.N))
+		fmt.Printf("   per control plane: MemAvailable drop %.0f MiB, PSS %.0f MiB, summed RSS %.0f MiB\n",
+			res.MarginalMiB, res.HostedPSSMiB, res.HostedRSSPerMiB)
 	}
 	fmt.Printf("   stopped: %s\n", res.StopReason)
 	return res

@@ -149,10 +149,20 @@ func memAvailableMiB() float64 { return meminfo("MemAvailable") }
 
 // summedRSSMiB adds up the RSS of every process matching a pattern.
 func summedRSSMiB(patterns ...string) float64 {
+	return summedMiB(false, func(m memory) float64 { return m.rss }, patterns)
+}
+
+// summedPSSMiB adds up the proportional set size of every process
+// matching a pattern.
+func summedPSSMiB(patterns ...string) float64 {
+	return summedMiB(true, func(m memory) float64 { return m.pss }, patterns)
+}
+
+func summedMiB(pss bool, field func(memory) float64, patterns []string) float64 {
 	total := 0.0
 	for _, p := range findProcs(patterns...) {
-		if m, ok := readMemory(p.pid, false); ok {
-			total += m.rss
+		if m, ok := readMemory(p.pid, pss); ok {
+			total += field(m)
 		}
 	}
 	return total / 1024

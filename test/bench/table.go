@@ -41,8 +41,8 @@ func (r *report) printTable(w io.Writer) {
 	r.footprintRows(row)
 	if d := r.Density; d != nil {
 		row("density: control planes Available", d.status, fmt.Sprintf("%d of %d", d.Reached, d.Target),
-			fmt.Sprintf("stop: %s; hosted RSS %.1f GiB, total %.1f GiB; GET /version p50 %.1f ms; create p50 %.2f s, max %.2f s; CPU hosted %.0f m, management %.0f m, operator %.0f m",
-				d.StopReason, d.HostedRSSMiB/1024, d.TotalRSSMiB/1024, d.GetP50Ms, d.CreateS.P50, d.CreateS.Max, d.HostedCPU, d.ManagementCPU, d.OperatorCPU))
+			fmt.Sprintf("stop: %s; per control plane: MemAvailable drop %.0f MiB, PSS %.0f MiB, summed RSS %.0f MiB; hosted RSS %.1f GiB, total %.1f GiB; GET /version p50 %.1f ms; create p50 %.2f s, max %.2f s; CPU hosted %.0f m, management %.0f m, operator %.0f m",
+				d.StopReason, d.MarginalMiB, d.HostedPSSMiB, d.HostedRSSPerMiB, d.HostedRSSMiB/1024, d.TotalRSSMiB/1024, d.GetP50Ms, d.CreateS.P50, d.CreateS.Max, d.HostedCPU, d.ManagementCPU, d.OperatorCPU))
 	}
 	if b := r.Burst; b != nil {
 		v := fmt.Sprintf("%d/%d Available", b.Available, b.Clusters)

@@ -26,7 +26,8 @@ const kubeRuntimeUID = 65532
 // created in it is published on a node port and used with stock kubectl
 // through the node's address; its API server's and etcd's pods are
 // deleted (the API comes back, the data is kept), the operator's pods are
-// deleted while the hosted API is polled (it never stops), and destroying
+// deleted while the hosted API is polled (it never stops), it is backed
+// up, destroyed and restored (kubeRuntimeBackupRestore), and destroying
 // it leaves nothing of it in the management cluster.
 func TestKubeRuntime(t *testing.T) {
 	requireRealNode(t)
@@ -152,6 +153,10 @@ func TestKubeRuntime(t *testing.T) {
 		}
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
 	})
+	etcdVolume := "inner-etcd-0"
+	t.Run("a backup restored in etcd's pod after destroy keeps the objects and the saved kubeconfig", func(t *testing.T) {
+		etcdVolume = kubeRuntimeBackupRestore(t, hs, mgmt, inner, class, volumes)
+	})
 	t.Run("destroy leaves nothing of the cluster behind", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "inner", "--wait", "--timeout", "3m")
 		eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func() error {
@@ -161,7 +166,7 @@ func TestKubeRuntime(t *testing.T) {
 			return nil
 		})
 		eventually(t, time.Minute, "etcd's volume to be released", func() error {
-			phase := strings.TrimSpace(mustKubectl(t, mgmt, "get", "pv", "inner-etcd-0", "-o", "jsonpath={.status.phase}"))
+			phase := strings.TrimSpace(mustKubectl(t, mgmt, "get", "pv", etcdVolume, "-o", "jsonpath={.status.phase}"))
 			if phase != "Released" {
 				return fmt.Errorf("phase %s", phase)
 			}
@@ -170,7 +175,7 @@ func TestKubeRuntime(t *testing.T) {
 		if out := mustKubectl(t, mgmt, "get", "pvc", "-A", "-o", "name"); strings.TrimSpace(out) != "" {
 			t.Errorf("claims are left:\n%s", out)
 		}
-		if claim := mustKubectl(t, mgmt, "get", "pv", "inner-etcd-0", "-o", "jsonpath={.spec.claimRef.name}"); claim != "data-etcd-0" {
+		if claim := mustKubectl(t, mgmt, "get", "pv", etcdVolume, "-o", "jsonpath={.spec.claimRef.name}"); claim != "data-etcd-0" {
 			t.Errorf("the volume was bound by %q, want etcd's claim data-etcd-0", claim)
 		}
 	})

@@ -46,6 +46,7 @@ func TestFleetMetrics(t *testing.T) {
 	for _, name := range []string{"m1", "m2"} {
 		hs.must("create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m")
 	}
+	instancePID(t, hs.dataDir, "m1", "kube-scheduler") // started, maybe a pass after Available
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	var families map[string]*dto.MetricFamily
 	eventually(t, time.Minute, "every fleet series for both clusters", func() error {

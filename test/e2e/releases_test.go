@@ -36,6 +36,7 @@ func TestReleases(t *testing.T) {
 	mustKubectl(t, kc, "create", "namespace", "works")
 	// The API server, controller manager and scheduler are processes of the
 	// release's binary; etcd is hypershift's.
+	instancePID(t, hs.dataDir, "old", "kube-scheduler") // started, maybe a pass after Available
 	names := keys(pidsUnder(t, filepath.Join(hs.dataDir, "clusters", "clusters-old")))
 	for _, want := range []string{
 		releaseBinary + " kube-apiserver ", releaseBinary + " kube-controller-manager ", releaseBinary + " kube-scheduler ", "etcd#",

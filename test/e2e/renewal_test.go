@@ -107,10 +107,14 @@ func TestCertificateRenewal(t *testing.T) {
 
 func pidIn(t *testing.T, path string) int {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// An instance may start a pass after its cluster is Available (the
+	// scheduler follows the first NodePool).
+	var raw []byte
+	eventually(t, time.Minute, path, func() error {
+		var err error
+		raw, err = os.ReadFile(path)
+		return err
+	})
 	var rec struct {
 		PID int `json:"pid"`
 	}

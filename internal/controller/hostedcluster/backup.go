@@ -177,6 +177,9 @@ func (r *Reconciler) wantedBackup(_ context.Context, s *scope) (*backupWanted, e
 		st = &hypershiftv1alpha1.BackupStatus{}
 	}
 	req, err := parseBackupRequest(hc)
+	if err == nil && req != nil && r.Supports.Pods {
+		err = checkPodsArchiveURL(req.URL)
+	}
 	answered := req != nil && (st.FailedRequestID == req.ID || (st.LastBackup != nil && st.LastBackup.RequestID == req.ID))
 	switch {
 	case answered:

@@ -90,6 +90,9 @@ func (r *Reconciler) scheduledBackup(s *scope) (*backupWanted, error) {
 		if sample, err = backup.ScheduledURL(spec.URL, string(hc.UID), time.Time{}); err == nil {
 			err = backup.CheckScheme(sample)
 		}
+		if err == nil && r.Supports.Pods {
+			err = checkPodsArchiveURL(sample)
+		}
 		if err != nil {
 			err = fmt.Errorf("spec.backup.url: %w", err)
 		}

@@ -149,8 +149,17 @@ func (r *Reconciler) ensureEncryptionKey(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.hc.Name}}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, hcp, func() error {
+	pools, err := hasNodePools(ctx, r.Client, s.hc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	_, err = controllerutil.CreateOrPatch(ctx, r.Client, hcp, func() error {
 		hcp.Labels = s.labels()
+		if pools {
+			metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, hypershiftv1alpha1.NodePoolsAnnotation, "true")
+		} else {
+			delete(hcp.Annotations, hypershiftv1alpha1.NodePoolsAnnotation)
+		}
 		if v, ok := s.hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation]; ok {
 			metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, hypershiftv1alpha1.SingleProcessControlPlaneAnnotation, v)
 		} else {

@@ -39,6 +39,17 @@ func TestHostedClusterRunsItsRelease(t *testing.T) {
 	if err := c.Create(ctx, hc); err != nil {
 		t.Fatal(err)
 	}
+	// A NodePool, so that the control plane runs its scheduler too.
+	pool := &hypershiftv1alpha1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "old"},
+		Spec: hypershiftv1alpha1.NodePoolSpec{
+			ClusterName: "old",
+			Platform:    hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
+		},
+	}
+	if err := c.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
 	operatortest.WaitAvailable(t, c, hc)
 	if hc.Status.Version != releaseVersion {
 		t.Errorf("status.version %q, want %s", hc.Status.Version, releaseVersion)
@@ -47,6 +58,12 @@ func TestHostedClusterRunsItsRelease(t *testing.T) {
 		t.Errorf("hosted API server reports %s, want %s", got, releaseVersion)
 	}
 	cpDir := filepath.Join(root, "clusters-old")
+	// The scheduler may follow the pool a pass after Available.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(cpDir, "kube-scheduler", "pid.json")); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	for instance, want := range map[string]string{
 		"kube-apiserver": rel.Binary, "kube-controller-manager": rel.Binary, "kube-scheduler": rel.Binary,
 		"etcd-0": testenv.Binary(t),

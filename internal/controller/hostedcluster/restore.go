@@ -64,6 +64,9 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	if conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Restored) {
 		return ctrl.Result{}, nil
 	}
+	if err == nil && r.Supports.Pods {
+		err = checkPodsArchiveURL(req.URL)
+	}
 	if err == nil {
 		err = r.restoreState(ctx, s, req)
 	}
@@ -201,11 +204,15 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 	if !ok {
 		return fmt.Sprintf(changed, "the runtime allocates its own ports")
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort("", portText))
-	if err != nil {
-		return fmt.Sprintf(changed, "port "+portText+" is in use")
+	// On one host the port must be free here; a runtime of pods checks
+	// its management cluster's node ports itself.
+	if !r.Supports.Pods {
+		l, err := net.Listen("tcp", net.JoinHostPort("", portText))
+		if err != nil {
+			return fmt.Sprintf(changed, "port "+portText+" is in use")
+		}
+		_ = l.Close()
 	}
-	_ = l.Close()
 	ref := runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}
 	pinned, err := pinner.PinPorts(ref, map[string]int{components.EndpointPort: port})
 	switch {
@@ -216,6 +223,16 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 		return fmt.Sprintf(changed, "the control plane has ports already")
 	}
 	return ""
+}
+
+// checkPodsArchiveURL refuses, on a runtime of pods, archive URLs only
+// one host can read: file:// would name a path in the operator's own pod,
+// where an archive is lost with the pod and none is found to restore.
+func checkPodsArchiveURL(raw string) error {
+	if strings.HasPrefix(raw, "file:") {
+		return fmt.Errorf("archive URL %s: file:// names a path in the operator's pod on the kube runtime (hypershift install); use a bucket the operator and the control plane's pods reach (s3://BUCKET/KEY?…)", raw)
+	}
+	return nil
 }
 
 // copyRestoreRequest puts the cluster's restore request on its

@@ -60,6 +60,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 	hc.Status.Version = hcp.Status.Version
 	hc.Status.VersionHistory = hcp.Status.VersionHistory
 	hc.Status.ControlPlaneEndpoint = hcp.Status.ControlPlaneEndpoint
+	hc.Status.StartQueue = hcp.Status.StartQueue
 	if ep := hcp.Status.ControlPlaneEndpoint; ep.Port != 0 {
 		hc.Status.Endpoint = "https://" + net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port))
 	}
@@ -91,6 +92,21 @@ func (r *Reconciler) countNodes(ctx context.Context, hc *hypershiftv1alpha1.Host
 	}
 	hc.Status.NodeCount, hc.Status.ReadyNodeCount = nodes, ready
 	return nil
+}
+
+// hasNodePools: some NodePool names the cluster (its control plane then
+// runs a scheduler, whether or not a node has registered yet).
+func hasNodePools(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
+	pools := &hypershiftv1alpha1.NodePoolList{}
+	if err := c.List(ctx, pools, client.InNamespace(hc.Namespace)); err != nil {
+		return false, fmt.Errorf("list NodePools: %w", err)
+	}
+	for _, np := range pools.Items {
+		if np.Spec.ClusterName == hc.Name {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // nodePoolToHostedCluster maps a NodePool to the HostedCluster it names.

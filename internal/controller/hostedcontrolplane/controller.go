@@ -54,6 +54,9 @@ type Reconciler struct {
 	// certificates for (they renew them themselves); zero: upstream's
 	// default, a year.
 	LeafValidity time.Duration
+	// StartQueue, when set, admits the cold starts of control planes: the
+	// others wait their turn (startqueue.go).
+	StartQueue *runtime.StartQueue
 	// Recorder reports objects of the hosted cluster that were deleted or
 	// changed and restored; SetupWithManager sets it when nil.
 	Recorder events.EventRecorder
@@ -63,6 +66,10 @@ type Reconciler struct {
 
 	activityOnce  sync.Once
 	activityWatch *activityWatcher
+
+	// nodesSeen holds the control planes whose hosted cluster had a node
+	// (types.NamespacedName → struct{}): they run a scheduler (scheduler.go).
+	nodesSeen sync.Map
 }
 
 // hostedClusters are the connections to the hosted clusters, made on first
@@ -95,6 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				{Name: "restore", Run: r.reconcileRestore},
 				{Name: "hibernation", Run: r.reconcileHibernation},
 				{Name: "fence", Run: r.reconcileFence},
+				{Name: "start queue", Run: r.reconcileStartQueue},
 				{Name: "run components", Run: r.reconcileRuntime},
 				{Name: "data plane inputs", Run: r.reconcileDataPlaneInputs},
 				{Name: "status", Run: r.reconcileStatus},
@@ -204,6 +212,9 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 	d := r.updateStatus(s.hcp, s.ref, waiting)
 	r.updateVersionStatus(s, time.Now())
 	s.available = d.available
+	if d.available && r.StartQueue != nil {
+		r.StartQueue.Started(s.ref)
+	}
 	setAwakeCondition(s.hcp, d.available)
 	s.hcp.Status.ObservedGeneration = s.hcp.Generation
 	if !d.allRunning {
@@ -268,6 +279,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		ClusterCIDR:      net.ClusterNetwork[0].CIDR,
 		NodeCIDRMaskSize: int(net.ClusterNetwork[0].HostPrefix),
 		SingleProcess:    hcp.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true",
+		WithoutScheduler: !r.schedulerWanted(hcp, ref),
 		APIServer:        r.publish(hcp.Spec.Services, hypershiftv1alpha1.APIServer),
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
 		// The runtime runs the release of this version (internal/release).
@@ -312,6 +324,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	// connection to it is closed.
 	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(hcp))
 	r.activity().forget(client.ObjectKeyFromObject(hcp))
+	r.nodesSeen.Delete(client.ObjectKeyFromObject(hcp))
+	if r.StartQueue != nil {
+		r.StartQueue.Forget(ref)
+	}
 	err := r.Runtime.Delete(ctx, ref)
 	switch {
 	case errors.Is(err, runtime.ErrNotOwner):

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,6 +184,9 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 	readyNodes, err := hosted.readyNodes()
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if nodes, err := hosted.nodes.List(labels.Everything()); err == nil && len(nodes) > 0 && r.sawNodes(client.ObjectKeyFromObject(hcp)) {
+		s.requeueAfter(100 * time.Millisecond) // render again, with the scheduler
 	}
 	statuses, cond := dataplane.Health(dataplane.Observed{Objects: applied, ReadyNodes: readyNodes, NotApplied: s.notApplied})
 	hcp.Status.DataPlane = statuses

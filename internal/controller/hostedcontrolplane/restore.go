@@ -18,7 +18,6 @@ import (
 	"hypershift.dev/internal/backup"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
-	"hypershift.dev/internal/runtime"
 )
 
 // restoredMarker, in the control plane's directory, records that its etcd
@@ -38,10 +37,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	}
 	layout := r.Runtime.Layout(s.ref)
 	if layout.Pods {
-		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
-			hypershiftv1alpha1.RestoreNotSupportedRuntimeReason,
-			"Restoring a cluster needs the process runtime (`hypershift up`): this runtime's etcd data lives in volumes the operator does not write")
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+		return r.restoreInPods(ctx, s, raw)
 	}
 	marker := filepath.Join(layout.Dir, restoredMarker)
 	if _, err := os.Stat(marker); err == nil {
@@ -81,9 +77,9 @@ func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker stri
 		if spec.Component != components.Etcd {
 			continue
 		}
-		dataDir, member, err := etcdMember(spec)
+		dataDir, member, err := EtcdMember(spec.Args)
 		if err != nil {
-			return err
+			return fmt.Errorf("etcd instance %s: %w", spec.Name, err)
 		}
 		if _, err := os.Stat(dataDir); err == nil {
 			// An interrupted pass restored this member already.
@@ -100,11 +96,11 @@ func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker stri
 	return nil
 }
 
-// etcdMember reads an etcd spec's data dir and member identity from its
-// arguments, which the restored data dir must agree with.
-func etcdMember(spec runtime.Spec) (string, backup.RestoreMember, error) {
+// EtcdMember reads an etcd instance's data dir and member identity from
+// its arguments, which the restored data dir must agree with.
+func EtcdMember(args []string) (string, backup.RestoreMember, error) {
 	flags := map[string]string{}
-	for _, arg := range spec.Args {
+	for _, arg := range args {
 		if k, v, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "="); ok {
 			flags[k] = v
 		}
@@ -115,7 +111,7 @@ func etcdMember(spec runtime.Spec) (string, backup.RestoreMember, error) {
 	}
 	dataDir := flags["data-dir"]
 	if dataDir == "" || m.Name == "" || m.PeerURL == "" || m.InitialCluster == "" {
-		return "", m, errors.New("etcd instance " + spec.Name + ": its arguments lack --data-dir, --name or the initial cluster")
+		return "", m, errors.New("the etcd arguments lack --data-dir, --name, --initial-advertise-peer-urls or --initial-cluster")
 	}
 	return dataDir, m, nil
 }

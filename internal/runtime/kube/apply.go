@@ -40,6 +40,10 @@ var claimKind = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeCl
 // belongs to another owner, then deletes the objects of the control plane
 // that are no longer rendered.
 func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec) error {
+	specs, err := r.withPinnedNodePorts(ctx, ref, specs)
+	if err != nil {
+		return err
+	}
 	objs, err := Objects(ref, specs, r.opts)
 	if err != nil {
 		return fmt.Errorf("render control plane %s: %w", ref.Namespace, err)

@@ -144,12 +144,24 @@ func (r renderer) networkPolicy() *networkingv1.NetworkPolicy {
 			Ports: apiPorts,
 		})
 	}
+	if r.w.component == components.Etcd {
+		// The operator's backups take snapshots at the members' client port.
+		if p, ok := r.w.spec.Ports["client"]; ok {
+			ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
+				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: r.opts.Namespace}}}},
+				Ports: []networkingv1.NetworkPolicyPort{policyPort(corev1.ProtocolTCP, p)},
+			})
+		}
+	}
 	egress := []networkingv1.NetworkPolicyEgressRule{
 		{To: sameNamespace},
 		{Ports: []networkingv1.NetworkPolicyPort{policyPort(corev1.ProtocolUDP, dnsPort), policyPort(corev1.ProtocolTCP, dnsPort)}},
 		{Ports: []networkingv1.NetworkPolicyPort{
 			policyPort(corev1.ProtocolTCP, kubernetesServicePort), policyPort(corev1.ProtocolTCP, kubernetesAPIPort),
 		}},
+	}
+	if rule := r.restoreEgress(); rule != nil {
+		egress = append(egress, *rule)
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},

@@ -171,6 +171,9 @@ func validateSpec(s runtime.Spec) error {
 			return fmt.Errorf("instance %s: spec.Ports[%s] is %d; the kube runtime needs fixed ports (Runtime.Ports)", s.Name, name, port)
 		}
 	}
+	if err := validateRestore(s); err != nil {
+		return err
+	}
 	return validatePublish(s)
 }
 
@@ -239,6 +242,10 @@ func Objects(ref runtime.ControlPlaneRef, specs []runtime.Spec, opts Options) ([
 		}
 		if secret != nil {
 			objs = append(objs, secret)
+		}
+		// Before the workload: its first pods must find it.
+		if restore := r.restoreSecret(); restore != nil {
+			objs = append(objs, restore)
 		}
 		objs = append(objs, r.services()...)
 		pod := r.podTemplate(secret)

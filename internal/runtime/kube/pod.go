@@ -73,9 +73,15 @@ func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
 	for _, s := range r.w.containers() {
 		containers = append(containers, r.container(s))
 	}
+	var initContainers []corev1.Container
+	if r.w.spec.Restore != nil {
+		volumes = append(volumes, r.restoreVolumeSource())
+		initContainers = append(initContainers, r.restoreContainer())
+	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
+			InitContainers:               initContainers,
 			Containers:                   containers,
 			Volumes:                      volumes,
 			PriorityClassName:            r.opts.PriorityClassName,

@@ -61,6 +61,7 @@ func TestRuntime(t *testing.T) {
 		{"PodsPassRestrictedPodSecurity", testRestrictedPods},
 		{"RenderedControlPlaneApplies", testRenderedApplies},
 		{"ClaimTemplatesOutliveNewDefaults", testClaimTemplatesKept},
+		{"PinnedNodePort", testPinnedNodePort},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

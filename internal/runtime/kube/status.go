@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -111,6 +112,10 @@ func instanceStatus(name, component string, pod *corev1.Pod, listErr error) runt
 		st.Phase, st.Message = runtime.Stopped, fmt.Sprintf("pod %s is %s", pod.Name, podState(pod))
 		return st
 	}
+	if msg := initFailure(pod); msg != "" {
+		st.Phase, st.Message = runtime.BackOff, fmt.Sprintf("pod %s: %s", pod.Name, msg)
+		return st
+	}
 	cs := containerStatus(pod, component)
 	if cs == nil {
 		st.Phase, st.Message = runtime.Starting, fmt.Sprintf("pod %s: %s", pod.Name, pendingReason(pod))
@@ -137,6 +142,26 @@ func instanceStatus(name, component string, pod *corev1.Pod, listErr error) runt
 		st.Phase, st.Message = runtime.Starting, "pod "+pod.Name
 	}
 	return st
+}
+
+// initFailure says why an init container of pod (the restore) keeps
+// failing, with its last words; "" when none has failed or it has since
+// succeeded.
+func initFailure(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
+			continue
+		}
+		t := cs.State.Terminated
+		if t == nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t == nil || t.ExitCode == 0 {
+			continue
+		}
+		return fmt.Sprintf("init container %s failed %d times, last (exit code %d): %s", cs.Name, cs.RestartCount+1, t.ExitCode, strings.TrimSpace(t.Message))
+	}
+	return ""
 }
 
 func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {

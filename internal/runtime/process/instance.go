@@ -418,6 +418,7 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 func (in *instance) watch(p *proc) (action, error) {
 	readiness := in.currentSpec().Readiness
 	probe, probeCA := newProber(readiness), readiness.CAPEM
+	defer func() { probe.close() }()
 	var failingSince time.Time
 	failures := 0
 	// An adopted process (no exit channel) already served: it is Running
@@ -448,10 +449,11 @@ func (in *instance) watch(p *proc) (action, error) {
 		// changes it without a restart, and the probe must verify with the
 		// bundle of now (the one it started with may be dropped).
 		if cur := in.currentSpec().Readiness; !bytes.Equal(cur.CAPEM, probeCA) {
+			probe.close()
 			probe, probeCA = newProber(cur), cur.CAPEM
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := probe(ctx)
+		err := probe.probe(ctx)
 		cancel()
 		switch {
 		case err == nil:

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"hypershift.dev/internal/backup"
+)
+
+// TestRestoreEtcdDataLeavesDataAlone: the init container restores nothing
+// when its Secret is gone (the restore is done) or the member has data
+// already (it never reads the archive then), and refuses arguments that
+// do not name the member. The restore itself is exercised end to end by
+// TestKubeRuntime.
+func TestRestoreEtcdDataLeavesDataAlone(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	args := []string{
+		"--name=etcd-0", "--data-dir=" + dataDir,
+		"--initial-advertise-peer-urls=https://etcd-0.etcd-discovery.ns.svc:2380",
+		"--initial-cluster=etcd-0=https://etcd-0.etcd-discovery.ns.svc:2380", "--initial-cluster-token=ns",
+	}
+	secretDir := filepath.Join(dir, "restore")
+	if err := os.MkdirAll(secretDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	msg, err := restoreEtcdData(t.Context(), secretDir, args)
+	if err != nil || !strings.Contains(msg, "nothing to restore") {
+		t.Errorf("without a restore Secret: %q, %v; want nothing to restore", msg, err)
+	}
+
+	// The archive does not exist: reading it would fail.
+	writeFile(t, filepath.Join(secretDir, "url"), "file://"+filepath.Join(dir, "missing.bak"))
+	writeFile(t, filepath.Join(secretDir, "key"), strings.Repeat("k", 32))
+	if err := os.MkdirAll(filepath.Join(dataDir, "member", "snap"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dataDir, "member", "snap", "db"), "etcd's own data")
+	msg, err = restoreEtcdData(t.Context(), secretDir, args)
+	if err != nil || !strings.Contains(msg, "holds data already") {
+		t.Errorf("over a member's data: %q, %v; want it left alone", msg, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dataDir, "member", "snap", "db")); string(data) != "etcd's own data" {
+		t.Errorf("the member's data changed: %q", data)
+	}
+
+	// An empty data dir (a new volume): the archive is read, and its
+	// absence is the error.
+	if err := os.RemoveAll(filepath.Join(dataDir, "member")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restoreEtcdData(t.Context(), secretDir, args); err == nil || !strings.Contains(err.Error(), "missing.bak") {
+		t.Errorf("an empty data dir and a missing archive: %v, want an error naming the archive", err)
+	}
+	if entries, _ := os.ReadDir(dataDir); len(entries) != 0 {
+		t.Errorf("a failed restore left %v in the data dir", entries)
+	}
+
+	if _, err := restoreEtcdData(t.Context(), secretDir, args[:1]); err == nil || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("arguments without a data dir: %v, want an error naming the flags", err)
+	}
+	if _, err := restoreEtcdData(t.Context(), "", args); err == nil || !strings.Contains(err.Error(), "--from-dir") {
+		t.Errorf("no --from-dir: %v", err)
+	}
+}
+
+// TestReadSecretDir: a mounted Secret's keys, without the kubelet's own
+// entries.
+func TestReadSecretDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "..2026_11_24", "key"), "k")
+	if err := os.Symlink("..2026_11_24", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("..data", "key"), filepath.Join(dir, "key")); err != nil {
+		t.Fatal(err)
+	}
+	data, err := readSecretDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != 1 || string(data["key"]) != "k" {
+		t.Errorf("readSecretDir = %v, want only key=k", data)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoreEtcdDataIntoAVolume: a snapshot of a real etcd, archived
+// through file://, is restored into an existing empty data dir (a
+// volume's mount point, which cannot be replaced); etcd started on it
+// serves the key written before the snapshot, and a second run leaves the
+// data alone.
+func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	peer := "http://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t))
+	args := []string{"--name=etcd-0", "--initial-advertise-peer-urls=" + peer, "--initial-cluster=etcd-0=" + peer, "--initial-cluster-token=clusters-a"}
+
+	source, stopSource := startPlainEtcd(t, filepath.Join(t.TempDir(), "source"), peer)
+	cli := plainEtcdClient(t, source)
+	if _, err := cli.Put(ctx, "/registry/configmaps/default/kept", "v"); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := cli.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(snap)
+	_ = snap.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Close()
+	stopSource() // the restored member takes its peer address
+
+	key := []byte(strings.Repeat("k", 32))
+	a := &backup.Archive{
+		Manifest: backup.Manifest{Cluster: "clusters/a", Created: time.Now()},
+		Files:    map[string][]byte{backup.EtcdSnapshotEntry: data},
+	}
+	sealed, err := a.Encode(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	archiveURL := "file://" + filepath.Join(dir, "a.bak")
+	if err := backup.Write(ctx, archiveURL, sealed, nil); err != nil {
+		t.Fatal(err)
+	}
+	secretDir := filepath.Join(dir, "restore")
+	writeFile(t, filepath.Join(secretDir, "url"), archiveURL)
+	writeFile(t, filepath.Join(secretDir, "key"), string(key))
+
+	dataDir := filepath.Join(dir, "volume")
+	if err := os.Mkdir(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--data-dir="+dataDir)
+	msg, err := restoreEtcdData(ctx, secretDir, args)
+	if err != nil || !strings.Contains(msg, "restored "+dataDir) {
+		t.Fatalf("restore into an empty volume: %q, %v", msg, err)
+	}
+	if entries, _ := os.ReadDir(dataDir); len(entries) != 1 || entries[0].Name() != "member" {
+		t.Errorf("the data dir holds %v, want only etcd's member directory", entries)
+	}
+	if msg, err := restoreEtcdData(ctx, secretDir, args); err != nil || !strings.Contains(msg, "holds data already") {
+		t.Errorf("a second run: %q, %v; want the data left alone", msg, err)
+	}
+
+	restored, _ := startPlainEtcd(t, dataDir, peer)
+	got, err := plainEtcdClient(t, restored).Get(ctx, "/registry/configmaps/default/kept")
+	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {
+		t.Fatalf("the restored etcd serves %v, %v; want the key written before the snapshot", got, err)
+	}
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startPlainEtcd runs a one-member etcd without TLS on loopback, member
+// etcd-0 at peer, token clusters-a, until stop or the test's end.
+func startPlainEtcd(t *testing.T, dataDir, peer string) (e *embed.Etcd, stop func()) {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name, cfg.Dir = "etcd-0", dataDir
+	cfg.InitialCluster, cfg.InitialClusterToken = "etcd-0="+peer, "clusters-a"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	peerURL, _ := url.Parse(peer)
+	clientURL, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)))
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peerURL}, []url.URL{*peerURL}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*clientURL}, []url.URL{*clientURL}
+	cfg.ListenMetricsUrls = nil
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = sync.OnceFunc(e.Close)
+	t.Cleanup(stop)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(time.Minute):
+		t.Fatal("etcd did not become ready")
+	}
+	return e, stop
+}
+
+func plainEtcdClient(t *testing.T, e *embed.Etcd) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Clients[0].Addr().String()}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}

@@ -4,7 +4,8 @@
 #   module as our components (nothing is downloaded);
 # - for real nodes (`hypershift join`, platform None): Debian's containerd,
 #   runc, containernetworking-plugins and iptables, installed when running as
-#   root. Without root the real-node test skips and says so.
+#   root. Without root the real-node test skips and says so;
+# - Azurite (npm) for the Azure Blob backup tests, into bin/tools/azurite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,4 +47,18 @@ elif [ "$(id -u)" -eq 0 ]; then
   }
 else
   echo "deps: not root, so not installing chromium: the dashboard's browser test will skip"
+fi
+
+# The Azure Blob backup tests run Azurite, Microsoft's storage emulator, from
+# npm (pinned; 3.35 is the last release that runs on Node 20).
+azurite_version=3.35.0
+azurite_dir=bin/tools/azurite
+if [ -x "$azurite_dir/node_modules/.bin/azurite-blob" ] &&
+  grep -q "\"version\": \"$azurite_version\"" "$azurite_dir/node_modules/azurite/package.json" 2>/dev/null; then
+  echo "deps: azurite $azurite_version present"
+elif command -v npm >/dev/null 2>&1; then
+  echo "deps: installing azurite $azurite_version into $azurite_dir"
+  npm install --no-audit --no-fund --silent --prefix "$azurite_dir" "azurite@$azurite_version"
+else
+  echo "deps: no npm, so not installing azurite: the Azure Blob backup tests will skip (and fail with CI=true)"
 fi

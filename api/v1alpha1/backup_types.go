@@ -23,8 +23,9 @@ type BackupRequest struct {
 	// object's key as its path).
 	URL string `json:"url"`
 	// Secret, in the HostedCluster's namespace, holds the archive key under
-	// `key` and, for s3:// URLs, optional credentials (AWS_ACCESS_KEY_ID,
-	// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) used for this bucket only.
+	// `key` and optional credentials of the URL's scheme (AWS_* for s3://,
+	// GOOGLE_APPLICATION_CREDENTIALS_JSON for gs://, AZURE_STORAGE_* for
+	// azblob://) used for this bucket only.
 	Secret string `json:"secret"`
 }
 
@@ -77,11 +78,12 @@ type BackupSpec struct {
 	TimeZone string `json:"timeZone,omitempty"`
 
 	// url is where scheduled archives go: a directory (file:///var/backups)
-	// or a bucket with an optional key prefix (s3://bucket/prefix?region=…).
+	// or a bucket with an optional key prefix (s3://bucket/prefix?region=…,
+	// gs://bucket/prefix, azblob://container/prefix).
 	// Each archive is named UID-TIME.bak, UID being the cluster's.
 	//
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(file:///|s3://[^/?]+)')",message="spec.backup.url must be file:///directory or s3://bucket[/prefix][?options]: the schemes compiled into hypershift"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(file:///|(s3|gs|azblob)://[^/?]+)')",message="spec.backup.url must be file:///directory or s3://, gs:// or azblob://bucket[/prefix][?options]: the schemes compiled into hypershift"
 	URL string `json:"url"`
 
 	// keep is how many of this cluster's scheduled archives are kept under
@@ -98,8 +100,11 @@ type BackupSpec struct {
 	EncryptionKeySecret SecretReference `json:"encryptionKeySecret"`
 
 	// credentialsSecret names a Secret, in the HostedCluster's namespace,
-	// with S3 credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-	// optional AWS_SESSION_TOKEN), used for this bucket only.
+	// with the bucket's credentials, used for this bucket only: for s3://
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (optional
+	// AWS_SESSION_TOKEN); for gs:// GOOGLE_APPLICATION_CREDENTIALS_JSON (a
+	// service-account key; without it, anonymous); for azblob://
+	// AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN.
 	// +optional
 	CredentialsSecret *SecretReference `json:"credentialsSecret,omitempty"`
 }

@@ -31,7 +31,11 @@ func TestBackupAdmission(t *testing.T) {
 		}, ""},
 		{"four cron fields", func(b *hypershiftv1alpha1.BackupSpec) { b.Schedule = "0 3 * *" }, "spec.backup.schedule must be a 5-field cron expression"},
 		{"bad zone", func(b *hypershiftv1alpha1.BackupSpec) { b.TimeZone = "Europe Berlin" }, "spec.backup.timeZone"},
-		{"gs not compiled in", func(b *hypershiftv1alpha1.BackupSpec) { b.URL = "gs://bucket/x" }, "spec.backup.url must be file:///directory or s3://"},
+		{"gs bucket", func(b *hypershiftv1alpha1.BackupSpec) { b.URL = "gs://bucket/x?endpoint=http://127.0.0.1:4443" }, ""},
+		{"azblob container", func(b *hypershiftv1alpha1.BackupSpec) {
+			b.URL = "azblob://backups?protocol=http&domain=127.0.0.1:10000"
+		}, ""},
+		{"ftp not compiled in", func(b *hypershiftv1alpha1.BackupSpec) { b.URL = "ftp://bucket/x" }, "spec.backup.url must be file:///directory or s3://, gs:// or azblob://"},
 		{"relative file", func(b *hypershiftv1alpha1.BackupSpec) { b.URL = "file://backups" }, "spec.backup.url"},
 		{"keep below 1", func(b *hypershiftv1alpha1.BackupSpec) { b.Keep = -1 }, "spec.backup.keep"},
 		{"no key Secret", func(b *hypershiftv1alpha1.BackupSpec) { b.EncryptionKeySecret.Name = "" }, "spec.backup.encryptionKeySecret.name"},

@@ -9,7 +9,7 @@ import (
 const KeySecretKey = "key"
 
 // FromSecretData reads a request Secret's data: the archive key under
-// KeySecretKey and optional S3 credentials.
+// KeySecretKey and optional bucket credentials (see Credentials).
 func FromSecretData(data map[string][]byte) ([]byte, *Credentials, error) {
 	key := data[KeySecretKey]
 	if len(key) != KeySize {

@@ -45,11 +45,7 @@ func Prune(ctx context.Context, prefix, uid string, keep int, creds *Credentials
 	if err != nil {
 		return nil, err
 	}
-	loc, err := ParseURL(sample)
-	if err != nil {
-		return nil, err
-	}
-	b, err := openBucket(ctx, loc.Bucket, creds)
+	b, loc, err := openLocation(ctx, sample, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +63,7 @@ func Prune(ctx context.Context, prefix, uid string, keep int, creds *Credentials
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", prefix, err)
+			return nil, fmt.Errorf("list %s: %w", prefix, bucketError(ctx, b, loc.Bucket, err))
 		}
 		if obj.IsDir {
 			continue
@@ -87,7 +83,7 @@ func Prune(ctx context.Context, prefix, uid string, keep int, creds *Credentials
 		key := ours[0]
 		ours = ours[1:]
 		if err := b.Delete(ctx, key); err != nil {
-			return deleted, fmt.Errorf("delete %s from %s: %w", key, loc.Bucket, err)
+			return deleted, fmt.Errorf("delete %s from %s: %w", key, loc.Bucket, bucketError(ctx, b, loc.Bucket, err))
 		}
 		deleted = append(deleted, key)
 	}

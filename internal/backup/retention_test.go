@@ -20,11 +20,21 @@ func TestPrune(t *testing.T) {
 	}
 	srv := httptest.NewServer(gofakes3.New(backend).Server())
 	t.Cleanup(srv.Close)
-	creds := &Credentials{AccessKeyID: "test", SecretAccessKey: "test"}
-	for scheme, prefix := range map[string]string{
-		"file": "file://" + t.TempDir(),
-		"s3":   "s3://backups/nightly?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + url.QueryEscape(srv.URL),
+	stores := blobStores(t)
+	type store struct {
+		prefix string
+		creds  *Credentials
+	}
+	for scheme, st := range map[string]store{
+		"file": {prefix: "file://" + t.TempDir()},
+		"s3": {
+			prefix: "s3://backups/nightly?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + url.QueryEscape(srv.URL),
+			creds:  &Credentials{AccessKeyID: "test", SecretAccessKey: "test"},
+		},
+		"gs":     {prefix: stores["gs"].url("backups", "nightly"), creds: stores["gs"].creds},
+		"azblob": {prefix: stores["azblob"].url("backups", "nightly"), creds: stores["azblob"].creds},
 	} {
+		prefix, creds := st.prefix, st.creds
 		t.Run(scheme, func(t *testing.T) {
 			ctx := t.Context()
 			base := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)

@@ -51,7 +51,7 @@ func newBackupCommand(g *globalOptions) *cobra.Command {
 	f := cluster.Flags()
 	f.StringVar(&o.name, "name", "", "name of the HostedCluster (required)")
 	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
-	f.StringVar(&o.to, "to", "", "archive URL: file:///dir/name.bak or s3://bucket/key?region=… (required; the operator writes it)")
+	f.StringVar(&o.to, "to", "", "archive URL: file:///dir/name.bak, s3://bucket/key?region=…, gs://bucket/key or azblob://container/key?… (required; the operator writes it)")
 	f.StringVar(&o.keyFile, "key-file", "", "archive key: 32 raw bytes or 64 hex digits (`openssl rand -hex 32 > key`)")
 	f.BoolVar(&o.wait, "wait", true, "wait for the backup and print its URL, size and duration")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "with --wait: how long to wait")
@@ -79,27 +79,31 @@ func (o *backupOptions) validate() ([]byte, error) {
 	return backup.LoadKey(o.keyFile)
 }
 
-// requestSecretData is the request Secret's data: the key and, for s3, the
-// credentials of this command's environment (the operator uses them for
-// this bucket only).
+// requestSecretData is the request Secret's data: the key and the
+// credentials of the URL's scheme from this command's environment (the
+// operator uses them for this bucket only).
 func requestSecretData(rawURL string, key []byte) (map[string][]byte, error) {
-	data := map[string][]byte{hostedcluster.BackupKeyKey: key}
-	u, _ := url.Parse(rawURL)
-	if u == nil || u.Scheme != "s3" {
-		return data, nil
+	creds, err := credentialsFromEnv(rawURL)
+	if err != nil {
+		return nil, err
 	}
-	creds, err := backup.CredentialsFrom(os.Getenv)
+	data := creds.Data()
+	data[hostedcluster.BackupKeyKey] = key
+	return data, nil
+}
+
+// credentialsFromEnv reads the credentials of rawURL's scheme from this
+// command's environment.
+func credentialsFromEnv(rawURL string) (*backup.Credentials, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("archive URL %q: %w", rawURL, err)
+	}
+	creds, err := backup.CredentialsFromEnv(u.Scheme, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
-	if creds != nil {
-		data[backup.AccessKeyIDKey] = []byte(creds.AccessKeyID)
-		data[backup.SecretAccessKeyKey] = []byte(creds.SecretAccessKey)
-		if creds.SessionToken != "" {
-			data[backup.SessionTokenKey] = []byte(creds.SessionToken)
-		}
-	}
-	return data, nil
+	return creds, nil
 }
 
 // writeRequestSecret creates or updates the Secret NAME-SUFFIX beside the

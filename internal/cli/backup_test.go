@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,9 @@ func TestBackupOptionsValidate(t *testing.T) {
 	}{
 		{backupOptions{to: "file:///b/a.bak", keyFile: key}, "--name is required"},
 		{backupOptions{name: "a", keyFile: key}, "--to is required"},
-		{backupOptions{name: "a", to: "gs://bucket/a.bak", keyFile: key}, "scheme gs is not compiled into this hypershift"},
+		{backupOptions{name: "a", to: "ftp://bucket/a.bak", keyFile: key}, "scheme ftp is not compiled into this hypershift; use file://, s3://, gs:// or azblob://"},
+		{backupOptions{name: "a", to: "gs://bucket/a.bak", keyFile: key}, ""},
+		{backupOptions{name: "a", to: "azblob://container/a.bak?protocol=http&domain=127.0.0.1:10000", keyFile: key}, ""},
 		{backupOptions{name: "a", to: "file:///b/", keyFile: key}, "a file name, not a directory"},
 		{backupOptions{name: "a", to: "file:///b/a.bak"}, "--key-file is required"},
 		{backupOptions{name: "a", to: "file:///b/a.bak", keyFile: short}, "want 32 raw bytes or 64 hex digits"},
@@ -76,5 +79,40 @@ func TestRestoredPoolName(t *testing.T) {
 		if got := restoredPoolName(tc.pool, tc.old, tc.new); got != tc.want {
 			t.Errorf("restoredPoolName(%q, %q, %q) = %q, want %q", tc.pool, tc.old, tc.new, got, tc.want)
 		}
+	}
+}
+
+// TestRequestSecretData puts only the URL scheme's credentials from the
+// environment into the request Secret.
+func TestRequestSecretData(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "id")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AZURE_STORAGE_ACCOUNT", "acct")
+	t.Setenv("AZURE_STORAGE_KEY", "a2V5")
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS_JSON", `{"type":"service_account"}`)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	for rawURL, want := range map[string]string{
+		"file:///b/a.bak":                "key",
+		"s3://b/a.bak?region=us-east-1":  "AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY,key",
+		"gs://b/a.bak":                   "GOOGLE_APPLICATION_CREDENTIALS_JSON,key",
+		"azblob://c/a.bak?protocol=http": "AZURE_STORAGE_ACCOUNT,AZURE_STORAGE_KEY,key",
+	} {
+		data, err := requestSecretData(rawURL, key)
+		if err != nil {
+			t.Fatalf("%s: %v", rawURL, err)
+		}
+		var got []string
+		for k := range data {
+			got = append(got, k)
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: Secret keys %v, want %s", rawURL, got, want)
+		}
+	}
+	t.Setenv("AZURE_STORAGE_KEY", "")
+	t.Setenv("AZURE_STORAGE_SAS_TOKEN", "")
+	if _, err := requestSecretData("azblob://c/a.bak", key); err == nil || !strings.Contains(err.Error(), "AZURE_STORAGE_ACCOUNT needs AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN") {
+		t.Errorf("an account without key: %v", err)
 	}
 }

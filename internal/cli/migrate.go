@@ -51,7 +51,7 @@ serves, the restored copy (if any) is deleted and the fence lifted.`,
 	f.StringVar(&o.name, "name", "", "name of the HostedCluster (required)")
 	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster (the same on the target)")
 	f.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "kubeconfig of the target management plane (required; e.g. its DATA_DIR/management.kubeconfig)")
-	f.StringVar(&o.via, "via", "", "archive URL both operators reach: file:///dir/name.bak or s3://bucket/key?… (required)")
+	f.StringVar(&o.via, "via", "", "archive URL both operators reach: file:///dir/name.bak, s3://, gs:// or azblob://bucket/key?… (required)")
 	f.StringVar(&o.keyFile, "key-file", "", "archive key: 32 raw bytes or 64 hex digits (`openssl rand -hex 32 > key`)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long each step (fence, backup, restore, removal) may take")
 	cmd.AddCommand(cluster)

@@ -31,7 +31,8 @@ func TestMigrateRefusesBadInput(t *testing.T) {
 		{[]string{"--to-kubeconfig", "k", "--via", via, "--key-file", key}, "--name is required"},
 		{[]string{"--name", "a", "--via", via, "--key-file", key}, "--to-kubeconfig is required"},
 		{[]string{"--name", "a", "--to-kubeconfig", "k", "--key-file", key}, "--via is required"},
-		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", "gs://bucket/a.bak", "--key-file", key}, "--via: "},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", "ftp://bucket/a.bak", "--key-file", key}, "--via: "},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", "gs://bucket/a.bak", "--key-file", key}, "no management plane found"},
 		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", short}, short},
 		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key}, "no management plane found"},
 	} {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +35,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cluster.Flags()
-	f.StringVar(&o.from, "from", "", "archive URL: file:///dir/name.bak or s3://bucket/key?… (required; this command and the operator read it)")
+	f.StringVar(&o.from, "from", "", "archive URL: file:///dir/name.bak, s3://, gs:// or azblob://bucket/key?… (required; this command and the operator read it)")
 	f.StringVar(&o.keyFile, "key-file", "", "archive key the backup was made with")
 	f.StringVar(&o.name, "name", "", "name of the restored HostedCluster (default: the archived one's)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the restored HostedCluster (default: the archived one's)")
@@ -67,9 +66,9 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 		return err
 	}
 	// The archive is read, decrypted and checked before anything is made.
-	creds, err := backup.CredentialsFrom(os.Getenv)
+	creds, err := credentialsFromEnv(o.from)
 	if err != nil {
-		return fmt.Errorf("environment: %w", err)
+		return err
 	}
 	a, err := backup.Fetch(ctx, o.from, key, creds)
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/backup/blobtest"
 )
 
 // backupObjects is how many ConfigMaps TestBackupRestore writes.
@@ -31,7 +33,9 @@ const backupObjects = 300
 // kubeconfig and the service-account token saved before the backup work
 // unchanged (same CAs, client certificate, service-account key, endpoint).
 // Once through file://, once through an in-process S3 server the operator
-// reaches on loopback, with credentials given to that bucket only.
+// reaches on loopback, with credentials given to that bucket only, once
+// through an in-process GCS server (fake-gcs-server) and once through
+// Azurite.
 func TestBackupRestore(t *testing.T) {
 	hs := newCLI(t)
 	up := func() { hs.must("up", "--detach", "--metrics-bind-address", "0") }
@@ -96,6 +100,31 @@ func TestBackupRestore(t *testing.T) {
 		cycle(t, s3URL(srv.URL, "clusters/a.bak"), env)
 		if _, err := backend.HeadObject("backups", "clusters/a.bak"); err != nil {
 			t.Errorf("archive not in the S3 bucket: %v", err)
+		}
+	})
+
+	t.Run("gs", func(t *testing.T) {
+		// fake-gcs-server in this process on loopback; the operator, another
+		// process, reaches it through the URL's endpoint option, anonymously.
+		gcs := blobtest.StartGCS(t, "backups")
+		cycle(t, gcs.URL("backups", "clusters/a.bak"), nil)
+		if _, err := gcs.Server.GetObject("backups", "clusters/a.bak"); err != nil {
+			t.Errorf("archive not in the GCS bucket: %v", err)
+		}
+	})
+
+	t.Run("azblob", func(t *testing.T) {
+		// Azurite on loopback; only the CLI has the account key, the
+		// operator gets it in the request's Secret.
+		az := blobtest.StartAzurite(t, "backups")
+		env := []string{"AZURE_STORAGE_ACCOUNT=" + blobtest.AzureAccount, "AZURE_STORAGE_KEY=" + blobtest.AzureKey}
+		cycle(t, az.URL("backups", "clusters/a.bak"), env)
+		azc, err := az.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := azc.ServiceClient().NewContainerClient("backups").NewBlobClient("clusters/a.bak").GetProperties(t.Context(), nil); err != nil {
+			t.Errorf("archive not in the Azure container: %v", err)
 		}
 	})
 

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/backup/blobtest"
 )
 
 // TestMigrateCluster moves a hosted cluster with simulated nodes between
@@ -103,7 +105,7 @@ func TestMigrateCluster(t *testing.T) {
 
 	// There and back: through file://, then through an in-process S3
 	// server (only the CLI has the credentials; each operator gets them in
-	// its request's Secret).
+	// its request's Secret), and there again through gs://.
 	migrateUnderWrites(t, src, dst, "file://"+filepath.Join(saved, "m.bak"), nil, kc, keyFile, tr.Status.Token)
 	backend := s3mem.New()
 	if err := backend.CreateBucket("backups"); err != nil {
@@ -114,6 +116,13 @@ func TestMigrateCluster(t *testing.T) {
 	migrateUnderWrites(t, dst, src, s3URL(srv.URL, "m.bak"), []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}, kc, keyFile, tr.Status.Token)
 	if _, err := backend.HeadObject("backups", "m.bak"); err != nil {
 		t.Errorf("the archive is not in the S3 bucket: %v", err)
+	}
+	// And there again through an in-process GCS server (fake-gcs-server),
+	// which both operators reach on loopback.
+	gcs := blobtest.StartGCS(t, "backups")
+	migrateUnderWrites(t, src, dst, gcs.URL("backups", "m.bak"), nil, kc, keyFile, tr.Status.Token)
+	if _, err := gcs.Server.GetObject("backups", "m.bak"); err != nil {
+		t.Errorf("the archive is not in the GCS bucket: %v", err)
 	}
 }
 

@@ -49,6 +49,15 @@ else
   echo "deps: not root, so not installing chromium: the dashboard's browser test will skip"
 fi
 
+# Azurite runs on Node.js: Debian's nodejs and npm when missing (as root).
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  echo "deps: installing nodejs and npm from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends nodejs npm || {
+    apt-get update && apt-get install -y --no-install-recommends nodejs npm
+  }
+fi
+
 # The Azure Blob backup tests run Azurite, Microsoft's storage emulator, from
 # npm (pinned; 3.35 is the last release that runs on Node 20).
 azurite_version=3.35.0

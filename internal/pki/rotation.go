@@ -30,13 +30,80 @@ func NextName(ca string) string { return ca + nextSuffix }
 // PreviousName is the key pair of the CA ca replaced, until it is dropped.
 func PreviousName(ca string) string { return ca + previousSuffix }
 
-// RotatedCANames are the CAs a root-CA rotation replaces: those whose trust
-// reaches clients and nodes and whose every consumer in the control plane
-// reloads its bundle or is restarted without API downtime. The etcd,
-// kubelet-serving and Konnectivity CAs are not rotated yet
-// (docs/security.md says why); the functions below take any CA names.
+// RotatedCANames are the CAs a root-CA rotation replaces: every CA of a
+// control plane but the kubelet (serving) CA, whose leaves the nodes hold
+// (docs/security.md, "Which CAs").
 func RotatedCANames() []string {
-	return []string{RootCAName, ClientCAName, FrontProxyCAName}
+	return []string{RootCAName, ClientCAName, FrontProxyCAName, EtcdCAName, KonnectivityCAName}
+}
+
+// ReadOnceCANames are the rotated CAs some consumer reads only at start:
+// etcd's --trusted-ca-file and the API server's --etcd-cafile. Their leaves,
+// client ones too, carry the new CA cross-signed by the old one from
+// ReissueLeaves on, so a consumer still holding the old CA alone verifies
+// them; and they keep that chain after DropOld, while the consumers restart
+// one by one with the new bundle (a member restarted first must still be
+// verified by those that were not), until StripCrossSignedChains.
+func ReadOnceCANames() []string {
+	return []string{EtcdCAName}
+}
+
+func readOnce(ca string) bool {
+	for _, name := range ReadOnceCANames() {
+		if name == ca {
+			return true
+		}
+	}
+	return false
+}
+
+// OldestTrusted is the oldest generation of CA ca still trusted: the CA it
+// replaced during a rotation, else the CA itself. A consumer that reads ca's
+// bundle only at start must restart when it changes (at DropOld), and only
+// then: until DropOld the CA it holds verifies every leaf through the
+// cross-signed chain.
+func (cp *ControlPlane) OldestTrusted(ca string) []byte {
+	if prev, ok := cp.Previous[ca]; ok {
+		return firstCertificate(prev.CertPEM)
+	}
+	if kp := cp.caByName(ca); kp != nil {
+		return firstCertificate(kp.CertPEM)
+	}
+	return nil
+}
+
+// StripCrossSignedChains removes the cross-signed chain from every stored
+// leaf of cas whose replaced CA was dropped: the leaf itself is kept, so a
+// consumer that re-reads it sees the same key and certificate.
+func StripCrossSignedChains(store Store, cas []string) ([]string, error) {
+	var stripped []string
+	for _, ca := range cas {
+		if _, ok, err := store.Get(PreviousName(ca)); err != nil || ok {
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", PreviousName(ca), err)
+			}
+			continue // still trusted: the chain is still needed
+		}
+		caKP, ok, err := store.Get(ca)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("load %s: %w", ca, orMissing(err))
+		}
+		for _, name := range LeafNames() {
+			kp, ok, err := store.Get(name)
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", name, err)
+			}
+			if !ok || certificateCount(kp.CertPEM) < 2 || !signedBy(kp, caKP) {
+				continue
+			}
+			kp.CertPEM = firstCertificate(kp.CertPEM)
+			if err := store.Replace(name, kp); err != nil {
+				return nil, fmt.Errorf("save %s without its chain: %w", name, err)
+			}
+			stripped = append(stripped, name)
+		}
+	}
+	return stripped, nil
 }
 
 // Deleter removes a key pair; a store whose CAs are rotated implements it.

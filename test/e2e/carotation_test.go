@@ -121,9 +121,12 @@ type rotationRun struct {
 	// unreachable: samples where the API server did not answer it.
 	nodeProblems []string
 	unreachable  int
-	phases       []string
-	entered      []string
-	took         time.Duration
+	// outage is the longest time /readyz of the endpoint, asked every
+	// 100 ms with a 1 s timeout, did not answer.
+	outage  time.Duration
+	phases  []string
+	entered []string
+	took    time.Duration
 }
 
 // rotateWatching runs `rotate ca --wait` on cluster c and, until it is
@@ -167,6 +170,32 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 				mu.Unlock()
 			}
 			time.Sleep(time.Second)
+		}
+	}()
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var down time.Time
+		for ctx.Err() == nil {
+			admin.mu.Lock()
+			cs := admin.client
+			admin.mu.Unlock()
+			rctx, rcancel := context.WithTimeout(ctx, time.Second)
+			err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(rctx).Error()
+			rcancel()
+			now := time.Now()
+			mu.Lock()
+			switch {
+			case ctx.Err() != nil:
+			case err != nil && down.IsZero():
+				down = now
+			case err == nil && !down.IsZero():
+				run.outage = max(run.outage, now.Sub(down))
+				down = time.Time{}
+			}
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
 		}
 	}()
 
@@ -236,10 +265,13 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 // may fail while the API servers restart in DropOld.
 func (run *rotationRun) check(t *testing.T, budget restartBudget) {
 	t.Helper()
-	t.Logf("rotation took %s through phases %v; followed admin kubeconfig: %d requests ok, %d failed (%s); old kubeconfig ok by phase %v, refused by phase %v",
-		run.took.Round(time.Second), run.phases, run.ok, run.failed, strings.Join(run.errs, "; "), run.oldOK, run.oldFailed)
+	t.Logf("rotation took %s through phases %v; longest outage %s; followed admin kubeconfig: %d requests ok, %d failed (%s); old kubeconfig ok by phase %v, refused by phase %v",
+		run.took.Round(time.Second), run.phases, run.outage.Round(100*time.Millisecond), run.ok, run.failed, strings.Join(run.errs, "; "), run.oldOK, run.oldFailed)
 	if run.unreachable > 0 {
 		t.Logf("the node check found the API server unreachable in %d samples (one a second)", run.unreachable)
+	}
+	if run.outage > budget.outage {
+		t.Errorf("the endpoint did not answer /readyz for %s, want at most %s", run.outage.Round(100*time.Millisecond), budget.outage)
 	}
 	if run.failed > budget.failed || run.ok < 50 {
 		t.Errorf("%d requests through the followed admin kubeconfig failed (of %d), want at most %d: %s", run.failed, run.ok+run.failed, budget.failed, strings.Join(run.errs, "; "))

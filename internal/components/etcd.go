@@ -64,7 +64,7 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 		},
 		// etcd reads its serving and peer certificates on every TLS
 		// handshake: a renewal needs no restart.
-		Files: append(readOnceTrust("ca.crt", p, pki.EtcdCAName),
+		Files: append(cfg.readOnceTrust("ca.crt", name, pki.EtcdCAName),
 			runtime.File{Path: "server.crt", Content: p.EtcdServer.CertPEM, Reloadable: true},
 			runtime.File{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true, Reloadable: true},
 			runtime.File{Path: "peer.crt", Content: p.EtcdPeer.CertPEM, Reloadable: true},
@@ -98,11 +98,18 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 // CA alone through its cross-signed chain (pki.ReadOnceCANames). The
 // oldest CA trusted is hashed instead (path + ".oldest", read by nobody):
 // it changes when a rotation drops the old CA, and the component restarts
-// with the new bundle alone (docs/security.md, "CA rotation").
-func readOnceTrust(path string, p *pki.ControlPlane, ca string) []runtime.File {
+// with the new bundle alone (docs/security.md, "CA rotation"). A held
+// instance (cfg.HeldTrust) keeps the dropped CA there, so it is not
+// restarted yet.
+func (cfg Config) readOnceTrust(path, instance, ca string) []runtime.File {
+	p := cfg.PKI
+	oldest := p.OldestTrusted(ca)
+	if dropped, ok := p.Dropped[ca]; ok && cfg.HeldTrust[instance] {
+		oldest = dropped.CertPEM
+	}
 	return []runtime.File{
 		{Path: path, Content: p.Bundle(ca), Reloadable: true},
-		{Path: path + ".oldest", Content: p.OldestTrusted(ca)},
+		{Path: path + ".oldest", Content: oldest},
 	}
 }
 

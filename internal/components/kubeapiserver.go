@@ -72,7 +72,7 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 	// client and front-proxy CA bundles are watched too, which a root-CA
 	// rotation relies on ("CA rotation"); the etcd CA is read once
 	// (readOnceTrust).
-	files := append(readOnceTrust("etcd-ca.crt", p, pki.EtcdCAName),
+	files := append(cfg.readOnceTrust("etcd-ca.crt", name, pki.EtcdCAName),
 		runtime.File{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM, Reloadable: true},
 		runtime.File{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true, Reloadable: true},
 		runtime.File{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},

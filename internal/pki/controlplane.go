@@ -80,6 +80,9 @@ type ControlPlane struct {
 	// progress: a successor not yet signing and the CA it replaced
 	// (rotation.go). They are in the CA's Bundle.
 	Next, Previous map[string]KeyPair
+	// Dropped is, by CA name, the certificate of a ReadOnceCANames CA
+	// dropped by a rotation not Done yet (DroppedName); in no bundle.
+	Dropped map[string]KeyPair
 
 	// Renewed names the leaves this call reissued (Renew).
 	Renewed []string

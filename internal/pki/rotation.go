@@ -24,6 +24,13 @@ const (
 	previousSuffix = "-previous"
 )
 
+// DroppedName holds, from DropOld until the rotation is Done, the
+// certificate (no key) of a ReadOnceCANames CA that was dropped: the CA
+// that instances not yet restarted with the new bundle still hold, so that
+// a highly available control plane restarts them one at a time
+// (components.readOnceTrust). It is in no bundle.
+func DroppedName(ca string) string { return ca + "-dropped" }
+
 // NextName is the key pair of CA ca's successor during a rotation.
 func NextName(ca string) string { return ca + nextSuffix }
 
@@ -77,6 +84,10 @@ func (cp *ControlPlane) OldestTrusted(ca string) []byte {
 // consumer that re-reads it sees the same key and certificate.
 func StripCrossSignedChains(store Store, cas []string) ([]string, error) {
 	var stripped []string
+	del, ok := store.(Deleter)
+	if !ok {
+		return nil, fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	}
 	for _, ca := range cas {
 		if _, ok, err := store.Get(PreviousName(ca)); err != nil || ok {
 			if err != nil {
@@ -101,6 +112,9 @@ func StripCrossSignedChains(store Store, cas []string) ([]string, error) {
 				return nil, fmt.Errorf("save %s without its chain: %w", name, err)
 			}
 			stripped = append(stripped, name)
+		}
+		if err := del.Delete(DroppedName(ca)); err != nil {
+			return nil, fmt.Errorf("delete %s: %w", DroppedName(ca), err)
 		}
 	}
 	return stripped, nil
@@ -176,9 +190,36 @@ func DropPreviousCAs(store Store, cas []string) error {
 		return fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
 	}
 	for _, ca := range cas {
+		if readOnce(ca) {
+			if err := keepDropped(store, ca); err != nil {
+				return err
+			}
+		}
 		if err := del.Delete(PreviousName(ca)); err != nil {
 			return fmt.Errorf("delete %s: %w", PreviousName(ca), err)
 		}
+	}
+	return nil
+}
+
+// keepDropped stores the certificate of ca's replaced CA as DroppedName,
+// once.
+func keepDropped(store Store, ca string) error {
+	prev, ok, err := store.Get(PreviousName(ca))
+	if err != nil || !ok {
+		if err != nil {
+			return fmt.Errorf("load %s: %w", PreviousName(ca), err)
+		}
+		return nil // dropped already
+	}
+	if _, ok, err := store.Get(DroppedName(ca)); err != nil || ok {
+		if err != nil {
+			return fmt.Errorf("load %s: %w", DroppedName(ca), err)
+		}
+		return nil
+	}
+	if err := store.Put(DroppedName(ca), KeyPair{CertPEM: firstCertificate(prev.CertPEM), KeyPEM: []byte{}}); err != nil {
+		return fmt.Errorf("save %s: %w", DroppedName(ca), err)
 	}
 	return nil
 }
@@ -224,11 +265,12 @@ func (cp *ControlPlane) caByName(name string) *KeyPair {
 	return nil
 }
 
-// loadGenerations reads the successor and the predecessor of every CA.
+// loadGenerations reads the successor, the predecessor and the dropped CA
+// of every CA.
 func (cp *ControlPlane) loadGenerations(store Store) error {
-	cp.Next, cp.Previous = map[string]KeyPair{}, map[string]KeyPair{}
+	cp.Next, cp.Previous, cp.Dropped = map[string]KeyPair{}, map[string]KeyPair{}, map[string]KeyPair{}
 	for _, ca := range CANames() {
-		for name, into := range map[string]map[string]KeyPair{NextName(ca): cp.Next, PreviousName(ca): cp.Previous} {
+		for name, into := range map[string]map[string]KeyPair{NextName(ca): cp.Next, PreviousName(ca): cp.Previous, DroppedName(ca): cp.Dropped} {
 			kp, ok, err := store.Get(name)
 			if err != nil {
 				return fmt.Errorf("load %s: %w", name, err)

@@ -153,6 +153,9 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	if verifies(t, oldEtcdClient, dropped.Bundle(EtcdCAName), x509.ExtKeyUsageClientAuth) || certificateCount(dropped.Bundle(EtcdCAName)) != 1 {
 		t.Fatal("after DropOld the etcd bundle still accepts a certificate of the old etcd CA")
 	}
+	if !bytes.Equal(dropped.Dropped[EtcdCAName].CertPEM, oldEtcdCA) || len(dropped.Dropped) != 1 {
+		t.Fatal("DropOld did not keep the dropped etcd CA's certificate (alone) for the instances not yet restarted")
+	}
 	if !bytes.Equal(dropped.EtcdClient.CertPEM, reissued.EtcdClient.CertPEM) {
 		t.Fatal("DropOld took the etcd leaves' chain while etcd members and API servers may still hold the old CA alone")
 	}
@@ -172,6 +175,9 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	done, err := EnsureControlPlane(store, opts)
 	if err != nil || len(done.Renewed) != 0 {
 		t.Fatalf("after the chains were stripped EnsureControlPlane reissued %v (%v)", done.Renewed, err)
+	}
+	if len(done.Dropped) != 0 {
+		t.Fatal("the dropped etcd CA's certificate is still stored once the chains are stripped")
 	}
 	if !bytes.Equal(done.EtcdClient.KeyPEM, reissued.EtcdClient.KeyPEM) || !bytes.Equal(done.EtcdClient.CertPEM, firstCertificate(reissued.EtcdClient.CertPEM)) {
 		t.Fatal("StripCrossSignedChains changed the etcd client certificate or key, not only its chain")

@@ -83,7 +83,8 @@ func caRotationToken(t *testing.T, hs *cli) string {
 // TestCARotationHighlyAvailable rotates the CAs of a highly available
 // control plane, whose endpoint is the API server proxy in front of two API
 // servers: the proxy (which re-reads its backend CA bundle) does not
-// restart, the API servers restart once, in DropOld, for the etcd CA.
+// restart, the API servers and etcd members restart once, in DropOld, for
+// the etcd CA, one at a time, so requests go on.
 func TestCARotationHighlyAvailable(t *testing.T) {
 	hs := upCLI(t)
 	hs.must("create", "cluster", "simulated", "--name", "c", "--availability-policy", "HighlyAvailable", "--node-pool-replicas", "1", "--wait", "--timeout", "5m")

@@ -16,45 +16,43 @@ import (
 )
 
 // A CA rotation's DropOld restarts etcd and the API servers, which read the
-// etcd CA only at start (docs/security.md, "CA rotation"). On a highly
-// available control plane they restart one at a time: an instance not yet
-// restarted keeps the dropped CA in its spec (components.Config.HeldTrust)
-// until the one before it runs again, started after the drop. The
-// cross-signed chains the etcd leaves keep until the rotation is Done let
-// restarted and held instances verify each other meanwhile.
+// etcd CA only at start (docs/security.md, "CA rotation"), one at a time,
+// etcd first: an instance not yet restarted keeps the dropped CA in its
+// spec (components.Config.HeldTrust) until the one before it runs again,
+// started after the drop. A highly available control plane keeps etcd's
+// quorum and an API server behind its proxy; a single API server restarts
+// while etcd runs, so its graceful stop is not held up by requests waiting
+// for etcd. The cross-signed chains the etcd leaves keep until the rotation
+// is Done let restarted and held instances verify each other meanwhile.
 
-// restartedOneAtATime are the replicated components whose instances
-// DropOld restarts one at a time.
-var restartedOneAtATime = []string{components.Etcd, components.KubeAPIServer}
+// restartOrder are the components DropOld restarts, in order.
+var restartOrder = []string{components.Etcd, components.KubeAPIServer}
 
-// heldTrust names the instances to hold: of each component with more than
-// one instance, every instance not restarted since droppedAt but the first.
-// Pure: the controller calls it on every pass.
+// heldTrust names the instances to hold: in restartOrder, by name, every
+// instance not restarted since droppedAt but the first. Pure: the
+// controller calls it on every pass.
 func heldTrust(instances []runtime.InstanceStatus, droppedAt time.Time) map[string]bool {
-	byComponent := map[string][]runtime.InstanceStatus{}
-	for _, in := range instances {
-		for _, c := range restartedOneAtATime {
+	var ordered []runtime.InstanceStatus
+	for _, c := range restartOrder {
+		var ins []runtime.InstanceStatus
+		for _, in := range instances {
 			if in.Component == c {
-				byComponent[c] = append(byComponent[c], in)
+				ins = append(ins, in)
 			}
-		}
-	}
-	held := map[string]bool{}
-	for _, ins := range byComponent {
-		if len(ins) < 2 {
-			continue
 		}
 		sort.Slice(ins, func(i, j int) bool { return ins[i].Name < ins[j].Name })
-		released := false
-		for _, in := range ins {
-			if in.Phase == runtime.Running && !in.StartedAt.Before(droppedAt) {
-				continue // restarted with the new bundle
-			}
-			if released {
-				held[in.Name] = true
-			}
-			released = true
+		ordered = append(ordered, ins...)
+	}
+	held := map[string]bool{}
+	released := false
+	for _, in := range ordered {
+		if in.Phase == runtime.Running && !in.StartedAt.Before(droppedAt) {
+			continue // restarted with the new bundle
 		}
+		if released {
+			held[in.Name] = true
+		}
+		released = true
 	}
 	return held
 }

@@ -21,13 +21,13 @@ func TestHeldTrust(t *testing.T) {
 		held      []string
 	}{
 		{
-			name: "drop just made: the first of each component restarts, the rest wait",
+			name: "drop just made: the first etcd member restarts, the rest wait",
 			instances: []runtime.InstanceStatus{
 				in("etcd-0", "etcd", runtime.Running, before), in("etcd-1", "etcd", runtime.Running, before), in("etcd-2", "etcd", runtime.Running, before),
 				in("kube-apiserver-0", "kube-apiserver", runtime.Running, before), in("kube-apiserver-1", "kube-apiserver", runtime.Running, before),
 				in("konnectivity-server-0", "konnectivity-server", runtime.Running, before), in("konnectivity-server-1", "konnectivity-server", runtime.Running, before),
 			},
-			held: []string{"etcd-1", "etcd-2", "kube-apiserver-1"},
+			held: []string{"etcd-1", "etcd-2", "kube-apiserver-0", "kube-apiserver-1"},
 		},
 		{
 			name: "the first restarting: the others wait",
@@ -44,14 +44,28 @@ func TestHeldTrust(t *testing.T) {
 			held: []string{"etcd-2"},
 		},
 		{
+			name: "etcd restarted: the API servers follow, one at a time",
+			instances: []runtime.InstanceStatus{
+				in("etcd-0", "etcd", runtime.Running, after), in("etcd-1", "etcd", runtime.Running, after), in("etcd-2", "etcd", runtime.Running, after),
+				in("kube-apiserver-0", "kube-apiserver", runtime.Running, before), in("kube-apiserver-1", "kube-apiserver", runtime.Running, before),
+			},
+			held: []string{"kube-apiserver-1"},
+		},
+		{
 			name: "all restarted",
 			instances: []runtime.InstanceStatus{
 				in("etcd-0", "etcd", runtime.Running, after), in("etcd-1", "etcd", runtime.Running, after), in("etcd-2", "etcd", runtime.Running, after),
+				in("kube-apiserver-0", "kube-apiserver", runtime.Running, after), in("kube-apiserver-1", "kube-apiserver", runtime.Running, after),
 			},
 		},
 		{
-			name:      "a single replica is never held",
+			name:      "a single replica: etcd first",
 			instances: []runtime.InstanceStatus{in("etcd", "etcd", runtime.Running, before), in("kube-apiserver", "kube-apiserver", runtime.Running, before)},
+			held:      []string{"kube-apiserver"},
+		},
+		{
+			name:      "a single replica: then the API server",
+			instances: []runtime.InstanceStatus{in("etcd", "etcd", runtime.Running, after), in("kube-apiserver", "kube-apiserver", runtime.Running, before)},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

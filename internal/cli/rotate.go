@@ -24,7 +24,7 @@ func newRotateCommand(g *globalOptions) *cobra.Command {
 	var timeout time.Duration
 	ca := &cobra.Command{
 		Use:   "ca",
-		Short: "Replace a hosted cluster's root CAs in phases, without API downtime (spec.certificates.rotateCA)",
+		Short: "Replace a hosted cluster's CAs in phases; a single-replica control plane's API pauses once, for the etcd CA (spec.certificates.rotateCA)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" {

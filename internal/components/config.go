@@ -48,6 +48,11 @@ type Config struct {
 	Layout runtime.Layout
 	// PKI holds the control plane's certificates and keys.
 	PKI *pki.ControlPlane
+	// HeldTrust names instances that keep the CA they hold in memory
+	// after a rotation dropped it (PKI.Dropped), so that they are not
+	// restarted yet: a highly available control plane restarts them one
+	// at a time (readOnceTrust).
+	HeldTrust map[string]bool
 	// Replicas of each component; zero means SingleReplica.
 	Replicas Replicas
 	// Ports are the ports the instances listen on, by PortNames.

@@ -64,13 +64,12 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 		},
 		// etcd reads its serving and peer certificates on every TLS
 		// handshake: a renewal needs no restart.
-		Files: []runtime.File{
-			{Path: "ca.crt", Content: p.Bundle(pki.EtcdCAName)},
-			{Path: "server.crt", Content: p.EtcdServer.CertPEM, Reloadable: true},
-			{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true, Reloadable: true},
-			{Path: "peer.crt", Content: p.EtcdPeer.CertPEM, Reloadable: true},
-			{Path: "peer.key", Content: p.EtcdPeer.KeyPEM, Secret: true, Reloadable: true},
-		},
+		Files: append(cfg.readOnceTrust("ca.crt", name, pki.EtcdCAName),
+			runtime.File{Path: "server.crt", Content: p.EtcdServer.CertPEM, Reloadable: true},
+			runtime.File{Path: "server.key", Content: p.EtcdServer.KeyPEM, Secret: true, Reloadable: true},
+			runtime.File{Path: "peer.crt", Content: p.EtcdPeer.CertPEM, Reloadable: true},
+			runtime.File{Path: "peer.key", Content: p.EtcdPeer.KeyPEM, Secret: true, Reloadable: true},
+		),
 		Ports: map[string]int{
 			"client":  cfg.Ports[etcdPort(i, "client")],
 			"peer":    cfg.Ports[etcdPort(i, "peer")],
@@ -90,6 +89,28 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 		spec.DataVolume = runtime.Volume{StorageClassName: cfg.EtcdStorageClass, Size: cfg.EtcdStorageSize}
 	}
 	return spec
+}
+
+// readOnceTrust is a CA bundle a component reads only at start (etcd's
+// trusted CA, the API server's --etcd-cafile). Its content is left out of
+// the hash, so a rotation adding or promoting a CA restarts nothing: until
+// the old CA is dropped, every leaf of the new one verifies against the old
+// CA alone through its cross-signed chain (pki.ReadOnceCANames). The
+// oldest CA trusted is hashed instead (path + ".oldest", read by nobody):
+// it changes when a rotation drops the old CA, and the component restarts
+// with the new bundle alone (docs/security.md, "CA rotation"). A held
+// instance (cfg.HeldTrust) keeps the dropped CA there, so it is not
+// restarted yet.
+func (cfg Config) readOnceTrust(path, instance, ca string) []runtime.File {
+	p := cfg.PKI
+	oldest := p.OldestTrusted(ca)
+	if dropped, ok := p.Dropped[ca]; ok && cfg.HeldTrust[instance] {
+		oldest = dropped.CertPEM
+	}
+	return []runtime.File{
+		{Path: path, Content: p.Bundle(ca), Reloadable: true},
+		{Path: path + ".oldest", Content: oldest},
+	}
 }
 
 // etcdServers lists every member's client URL; in pods, the etcd Service.

@@ -70,25 +70,25 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 	// the API server's dynamic certificate controllers, and the etcd and
 	// kubelet client certificates are read per new connection. The
 	// client and front-proxy CA bundles are watched too, which a root-CA
-	// rotation relies on ("CA rotation").
-	files := []runtime.File{
-		{Path: "etcd-ca.crt", Content: p.Bundle(pki.EtcdCAName)},
-		{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM, Reloadable: true},
-		{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true, Reloadable: true},
-		{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},
-		{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true, Reloadable: true},
-		{Path: "client-ca.crt", Content: p.Bundle(pki.ClientCAName), Reloadable: true},
-		{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
-		{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
-		{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM, Reloadable: true},
-		{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true, Reloadable: true},
-		{Path: "kubelet-ca.crt", Content: p.Bundle(pki.KubeletCAName)},
-		{Path: "front-proxy-ca.crt", Content: p.Bundle(pki.FrontProxyCAName), Reloadable: true},
-		{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM, Reloadable: true},
-		{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true, Reloadable: true},
-		{Path: "encryption-config.yaml", Content: encryption, Secret: true},
-		{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
-	}
+	// rotation relies on ("CA rotation"); the etcd CA is read once
+	// (readOnceTrust).
+	files := append(cfg.readOnceTrust("etcd-ca.crt", name, pki.EtcdCAName),
+		runtime.File{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM, Reloadable: true},
+		runtime.File{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true, Reloadable: true},
+		runtime.File{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},
+		runtime.File{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true, Reloadable: true},
+		runtime.File{Path: "client-ca.crt", Content: p.Bundle(pki.ClientCAName), Reloadable: true},
+		runtime.File{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
+		runtime.File{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
+		runtime.File{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM, Reloadable: true},
+		runtime.File{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true, Reloadable: true},
+		runtime.File{Path: "kubelet-ca.crt", Content: p.Bundle(pki.KubeletCAName)},
+		runtime.File{Path: "front-proxy-ca.crt", Content: p.Bundle(pki.FrontProxyCAName), Reloadable: true},
+		runtime.File{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM, Reloadable: true},
+		runtime.File{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true, Reloadable: true},
+		runtime.File{Path: "encryption-config.yaml", Content: encryption, Secret: true},
+		runtime.File{Path: "audit-policy.yaml", Content: []byte(auditPolicy)},
+	)
 	if !cfg.Management {
 		egress, err := cfg.egressSelectorFile()
 		if err != nil {

@@ -80,6 +80,9 @@ type ControlPlane struct {
 	// progress: a successor not yet signing and the CA it replaced
 	// (rotation.go). They are in the CA's Bundle.
 	Next, Previous map[string]KeyPair
+	// Dropped is, by CA name, the certificate of a ReadOnceCANames CA
+	// dropped by a rotation not Done yet (DroppedName); in no bundle.
+	Dropped map[string]KeyPair
 
 	// Renewed names the leaves this call reissued (Renew).
 	Renewed []string
@@ -175,10 +178,11 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 
 // issueLeaf signs l with its CA. A serving certificate issued while the
 // CA it replaced is still trusted carries the new CA cross-signed by the old
-// one, so clients that trust only the old CA verify it too.
+// one, so clients that trust only the old CA verify it too; so does a client
+// certificate of a CA whose consumers read trust once (ReadOnceCANames).
 func (cp *ControlPlane) issueLeaf(l leaf) (KeyPair, error) {
 	kp, err := Issue(*l.ca, l.req)
-	if err != nil || !l.req.Server {
+	if err != nil || !cp.chained(l) {
 		return kp, err
 	}
 	prev, ok := cp.Previous[cp.caNameOf(l.ca)]
@@ -193,16 +197,27 @@ func (cp *ControlPlane) issueLeaf(l leaf) (KeyPair, error) {
 	return kp, nil
 }
 
+// chained says whether l is issued with a cross-signed chain when its CA
+// replaced another.
+func (cp *ControlPlane) chained(l leaf) bool {
+	return l.req.Server || readOnce(cp.caNameOf(l.ca))
+}
+
 // stale says whether a stored leaf no longer fits its CA's rotation: not
-// signed by the signing CA, or with a cross-signed chain when there is no
-// replaced CA to chain to any more (or without one while there is).
+// signed by the signing CA, or without a cross-signed chain while the
+// replaced CA is trusted. A chain with no replaced CA left is stale too,
+// except for ReadOnceCANames, whose chains StripCrossSignedChains removes
+// once every consumer dropped the old CA.
 func (cp *ControlPlane) stale(l leaf, kp KeyPair) bool {
 	if !signedBy(kp, *l.ca) {
 		return true
 	}
-	_, chained := cp.Previous[cp.caNameOf(l.ca)]
-	chained = chained && l.req.Server
-	return (certificateCount(kp.CertPEM) > 1) != chained
+	_, hasPrevious := cp.Previous[cp.caNameOf(l.ca)]
+	want, has := hasPrevious && cp.chained(l), certificateCount(kp.CertPEM) > 1
+	if has && !want && readOnce(cp.caNameOf(l.ca)) {
+		return false
+	}
+	return has != want
 }
 
 func (cp *ControlPlane) caNameOf(ca *KeyPair) string {

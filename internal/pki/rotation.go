@@ -24,19 +24,100 @@ const (
 	previousSuffix = "-previous"
 )
 
+// DroppedName holds, from DropOld until the rotation is Done, the
+// certificate (no key) of a ReadOnceCANames CA that was dropped: the CA
+// that instances not yet restarted with the new bundle still hold, so that
+// a highly available control plane restarts them one at a time
+// (components.readOnceTrust). It is in no bundle.
+func DroppedName(ca string) string { return ca + "-dropped" }
+
 // NextName is the key pair of CA ca's successor during a rotation.
 func NextName(ca string) string { return ca + nextSuffix }
 
 // PreviousName is the key pair of the CA ca replaced, until it is dropped.
 func PreviousName(ca string) string { return ca + previousSuffix }
 
-// RotatedCANames are the CAs a root-CA rotation replaces: those whose trust
-// reaches clients and nodes and whose every consumer in the control plane
-// reloads its bundle or is restarted without API downtime. The etcd,
-// kubelet-serving and Konnectivity CAs are not rotated yet
-// (docs/security.md says why); the functions below take any CA names.
+// RotatedCANames are the CAs a root-CA rotation replaces: every CA of a
+// control plane but the kubelet (serving) CA, whose leaves the nodes hold
+// (docs/security.md, "Which CAs").
 func RotatedCANames() []string {
-	return []string{RootCAName, ClientCAName, FrontProxyCAName}
+	return []string{RootCAName, ClientCAName, FrontProxyCAName, EtcdCAName, KonnectivityCAName}
+}
+
+// ReadOnceCANames are the rotated CAs some consumer reads only at start:
+// etcd's --trusted-ca-file and the API server's --etcd-cafile. Their leaves,
+// client ones too, carry the new CA cross-signed by the old one from
+// ReissueLeaves on, so a consumer still holding the old CA alone verifies
+// them; and they keep that chain after DropOld, while the consumers restart
+// one by one with the new bundle (a member restarted first must still be
+// verified by those that were not), until StripCrossSignedChains.
+func ReadOnceCANames() []string {
+	return []string{EtcdCAName}
+}
+
+func readOnce(ca string) bool {
+	for _, name := range ReadOnceCANames() {
+		if name == ca {
+			return true
+		}
+	}
+	return false
+}
+
+// OldestTrusted is the oldest generation of CA ca still trusted: the CA it
+// replaced during a rotation, else the CA itself. A consumer that reads ca's
+// bundle only at start must restart when it changes (at DropOld), and only
+// then: until DropOld the CA it holds verifies every leaf through the
+// cross-signed chain.
+func (cp *ControlPlane) OldestTrusted(ca string) []byte {
+	if prev, ok := cp.Previous[ca]; ok {
+		return firstCertificate(prev.CertPEM)
+	}
+	if kp := cp.caByName(ca); kp != nil {
+		return firstCertificate(kp.CertPEM)
+	}
+	return nil
+}
+
+// StripCrossSignedChains removes the cross-signed chain from every stored
+// leaf of cas whose replaced CA was dropped: the leaf itself is kept, so a
+// consumer that re-reads it sees the same key and certificate.
+func StripCrossSignedChains(store Store, cas []string) ([]string, error) {
+	var stripped []string
+	del, ok := store.(Deleter)
+	if !ok {
+		return nil, fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	}
+	for _, ca := range cas {
+		if _, ok, err := store.Get(PreviousName(ca)); err != nil || ok {
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", PreviousName(ca), err)
+			}
+			continue // still trusted: the chain is still needed
+		}
+		caKP, ok, err := store.Get(ca)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("load %s: %w", ca, orMissing(err))
+		}
+		for _, name := range LeafNames() {
+			kp, ok, err := store.Get(name)
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", name, err)
+			}
+			if !ok || certificateCount(kp.CertPEM) < 2 || !signedBy(kp, caKP) {
+				continue
+			}
+			kp.CertPEM = firstCertificate(kp.CertPEM)
+			if err := store.Replace(name, kp); err != nil {
+				return nil, fmt.Errorf("save %s without its chain: %w", name, err)
+			}
+			stripped = append(stripped, name)
+		}
+		if err := del.Delete(DroppedName(ca)); err != nil {
+			return nil, fmt.Errorf("delete %s: %w", DroppedName(ca), err)
+		}
+	}
+	return stripped, nil
 }
 
 // Deleter removes a key pair; a store whose CAs are rotated implements it.
@@ -109,9 +190,36 @@ func DropPreviousCAs(store Store, cas []string) error {
 		return fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
 	}
 	for _, ca := range cas {
+		if readOnce(ca) {
+			if err := keepDropped(store, ca); err != nil {
+				return err
+			}
+		}
 		if err := del.Delete(PreviousName(ca)); err != nil {
 			return fmt.Errorf("delete %s: %w", PreviousName(ca), err)
 		}
+	}
+	return nil
+}
+
+// keepDropped stores the certificate of ca's replaced CA as DroppedName,
+// once.
+func keepDropped(store Store, ca string) error {
+	prev, ok, err := store.Get(PreviousName(ca))
+	if err != nil || !ok {
+		if err != nil {
+			return fmt.Errorf("load %s: %w", PreviousName(ca), err)
+		}
+		return nil // dropped already
+	}
+	if _, ok, err := store.Get(DroppedName(ca)); err != nil || ok {
+		if err != nil {
+			return fmt.Errorf("load %s: %w", DroppedName(ca), err)
+		}
+		return nil
+	}
+	if err := store.Put(DroppedName(ca), KeyPair{CertPEM: firstCertificate(prev.CertPEM), KeyPEM: []byte{}}); err != nil {
+		return fmt.Errorf("save %s: %w", DroppedName(ca), err)
 	}
 	return nil
 }
@@ -157,11 +265,12 @@ func (cp *ControlPlane) caByName(name string) *KeyPair {
 	return nil
 }
 
-// loadGenerations reads the successor and the predecessor of every CA.
+// loadGenerations reads the successor, the predecessor and the dropped CA
+// of every CA.
 func (cp *ControlPlane) loadGenerations(store Store) error {
-	cp.Next, cp.Previous = map[string]KeyPair{}, map[string]KeyPair{}
+	cp.Next, cp.Previous, cp.Dropped = map[string]KeyPair{}, map[string]KeyPair{}, map[string]KeyPair{}
 	for _, ca := range CANames() {
-		for name, into := range map[string]map[string]KeyPair{NextName(ca): cp.Next, PreviousName(ca): cp.Previous} {
+		for name, into := range map[string]map[string]KeyPair{NextName(ca): cp.Next, PreviousName(ca): cp.Previous, DroppedName(ca): cp.Dropped} {
 			kp, ok, err := store.Get(name)
 			if err != nil {
 				return fmt.Errorf("load %s: %w", name, err)

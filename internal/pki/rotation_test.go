@@ -34,6 +34,7 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	}
 	oldRoot, oldClient := before.RootCA.CertPEM, before.ClientCA.CertPEM
 	oldServing, oldAdmin := before.KubeAPIServer.CertPEM, before.Admin.CertPEM
+	oldEtcdCA, oldEtcdClient := before.EtcdCA.CertPEM, before.EtcdClient.CertPEM
 	if !bytes.Equal(before.Bundle(RootCAName), oldRoot) {
 		t.Fatal("without a rotation the bundle is not the CA alone")
 	}
@@ -72,7 +73,11 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{KubeAPIServerName, KubeAPIServerKubeletName, FrontProxyClientName, AdminName, KubeControllerManagerName, KubeSchedulerName}
+	want := []string{
+		EtcdServerName, EtcdPeerName, EtcdClientName,
+		KubeAPIServerName, KubeAPIServerKubeletName, FrontProxyClientName, AdminName, KubeControllerManagerName, KubeSchedulerName,
+		KonnectivityServerName, KonnectivityAgentName,
+	}
 	if !slices.Equal(reissued.Renewed, want) {
 		t.Fatalf("reissued %v, want %v", reissued.Renewed, want)
 	}
@@ -90,6 +95,30 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	if !verifies(t, oldAdmin, clientBundle, x509.ExtKeyUsageClientAuth) || !verifies(t, reissued.Admin.CertPEM, clientBundle, x509.ExtKeyUsageClientAuth) {
 		t.Fatal("during ReissueLeaves the client bundle does not accept the old and the new admin certificate")
 	}
+	// etcd and the API server hold the old etcd CA alone until DropOld
+	// restarts them: every etcd leaf, client ones too, verifies against it
+	// through the cross-signed chain, and against the new CA.
+	newEtcdCA := reissued.EtcdCA.CertPEM
+	for _, c := range []struct {
+		name  string
+		kp    KeyPair
+		usage x509.ExtKeyUsage
+	}{
+		{"server", reissued.EtcdServer, x509.ExtKeyUsageServerAuth},
+		{"peer (as server)", reissued.EtcdPeer, x509.ExtKeyUsageServerAuth},
+		{"peer (as client)", reissued.EtcdPeer, x509.ExtKeyUsageClientAuth},
+		{"client", reissued.EtcdClient, x509.ExtKeyUsageClientAuth},
+	} {
+		if !verifies(t, c.kp.CertPEM, oldEtcdCA, c.usage) || !verifies(t, c.kp.CertPEM, newEtcdCA, c.usage) {
+			t.Errorf("the reissued etcd %s certificate does not verify against the old etcd CA alone and the new one", c.name)
+		}
+	}
+	if !verifies(t, oldEtcdClient, reissued.Bundle(EtcdCAName), x509.ExtKeyUsageClientAuth) {
+		t.Error("during ReissueLeaves the etcd bundle refuses the old etcd client certificate")
+	}
+	if !verifies(t, reissued.KonnectivityServer.CertPEM, before.KonnectivityCA.CertPEM, x509.ExtKeyUsageServerAuth) {
+		t.Error("the reissued Konnectivity server certificate does not verify against the old Konnectivity CA")
+	}
 	again, err := EnsureControlPlane(store, opts)
 	if err != nil || len(again.Renewed) != 0 {
 		t.Fatalf("a second pass reissued %v (%v)", again.Renewed, err)
@@ -103,8 +132,8 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(dropped.Renewed, []string{KubeAPIServerName}) {
-		t.Fatalf("dropping the old CAs reissued %v, want only the chained serving certificate", dropped.Renewed)
+	if !slices.Equal(dropped.Renewed, []string{KubeAPIServerName, KonnectivityServerName}) {
+		t.Fatalf("dropping the old CAs reissued %v, want only the chained serving certificates", dropped.Renewed)
 	}
 	if certificateCount(dropped.KubeAPIServer.CertPEM) != 1 || certificateCount(dropped.Bundle(RootCAName)) != 1 {
 		t.Fatal("after DropOld the serving chain or the bundle still holds the old CA")
@@ -121,9 +150,48 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	if _, ok, _ := store.Get(PreviousName(ClientCAName)); ok {
 		t.Fatal("the old client CA's key pair is still stored")
 	}
-	// CAs not rotated keep their leaves.
-	if !bytes.Equal(dropped.EtcdServer.CertPEM, before.EtcdServer.CertPEM) {
-		t.Fatal("the etcd serving certificate was reissued although the etcd CA was not rotated")
+	if verifies(t, oldEtcdClient, dropped.Bundle(EtcdCAName), x509.ExtKeyUsageClientAuth) || certificateCount(dropped.Bundle(EtcdCAName)) != 1 {
+		t.Fatal("after DropOld the etcd bundle still accepts a certificate of the old etcd CA")
+	}
+	if !bytes.Equal(dropped.Dropped[EtcdCAName].CertPEM, oldEtcdCA) || len(dropped.Dropped) != 1 {
+		t.Fatal("DropOld did not keep the dropped etcd CA's certificate (alone) for the instances not yet restarted")
+	}
+	if !bytes.Equal(dropped.EtcdClient.CertPEM, reissued.EtcdClient.CertPEM) {
+		t.Fatal("DropOld took the etcd leaves' chain while etcd members and API servers may still hold the old CA alone")
+	}
+	if !bytes.Equal(dropped.KubeletCA.CertPEM, before.KubeletCA.CertPEM) {
+		t.Fatal("the kubelet CA was replaced although it is not rotated")
+	}
+
+	// Once every consumer runs with the new bundle, the chains go; the
+	// leaves themselves stay.
+	stripped, err := StripCrossSignedChains(store, RotatedCANames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(stripped, []string{EtcdServerName, EtcdPeerName, EtcdClientName}) {
+		t.Fatalf("stripped the chains of %v, want the etcd leaves", stripped)
+	}
+	done, err := EnsureControlPlane(store, opts)
+	if err != nil || len(done.Renewed) != 0 {
+		t.Fatalf("after the chains were stripped EnsureControlPlane reissued %v (%v)", done.Renewed, err)
+	}
+	if len(done.Dropped) != 0 {
+		t.Fatal("the dropped etcd CA's certificate is still stored once the chains are stripped")
+	}
+	if !bytes.Equal(done.EtcdClient.KeyPEM, reissued.EtcdClient.KeyPEM) || !bytes.Equal(done.EtcdClient.CertPEM, firstCertificate(reissued.EtcdClient.CertPEM)) {
+		t.Fatal("StripCrossSignedChains changed the etcd client certificate or key, not only its chain")
+	}
+	for name, kp := range map[string]KeyPair{"server": done.EtcdServer, "client": done.EtcdClient} {
+		if certificateCount(kp.CertPEM) != 1 {
+			t.Errorf("the etcd %s certificate after StripCrossSignedChains: %d certificates", name, certificateCount(kp.CertPEM))
+		}
+		if verifies(t, kp.CertPEM, oldEtcdCA, x509.ExtKeyUsageClientAuth) {
+			t.Errorf("the etcd %s certificate still verifies against the dropped etcd CA", name)
+		}
+		if !verifies(t, kp.CertPEM, done.Bundle(EtcdCAName), x509.ExtKeyUsageClientAuth) {
+			t.Errorf("the etcd %s certificate does not verify against the new etcd bundle", name)
+		}
 	}
 }
 
@@ -143,6 +211,7 @@ func TestCARotationRepeats(t *testing.T) {
 			func() error { return StartCARotation(store, RotatedCANames(), 0, time.Now()) },
 			func() error { return PromoteNextCAs(store, RotatedCANames()) },
 			func() error { return DropPreviousCAs(store, RotatedCANames()) },
+			func() error { _, err := StripCrossSignedChains(store, RotatedCANames()); return err },
 		} {
 			if err := step(); err != nil {
 				t.Fatal(err)
@@ -164,7 +233,8 @@ func TestCARotationRepeats(t *testing.T) {
 	if len(cp.Next) != 0 || len(cp.Previous) != 0 || certificateCount(cp.Bundle(RootCAName)) != 1 {
 		t.Fatalf("after three rotations: next %d, previous %d, root bundle of %d", len(cp.Next), len(cp.Previous), certificateCount(cp.Bundle(RootCAName)))
 	}
-	if !signedBy(cp.Admin, cp.ClientCA) || certificateCount(cp.KubeAPIServer.CertPEM) != 1 {
+	if !signedBy(cp.Admin, cp.ClientCA) || certificateCount(cp.KubeAPIServer.CertPEM) != 1 ||
+		!signedBy(cp.EtcdPeer, cp.EtcdCA) || certificateCount(cp.EtcdPeer.CertPEM) != 1 {
 		t.Fatal("the leaves are not those of the last CAs")
 	}
 }

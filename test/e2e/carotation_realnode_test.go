@@ -14,11 +14,12 @@ import (
 	"hypershift.dev/internal/testenv"
 )
 
-// TestCARotationRealNode rotates the root CAs of a cluster whose node is
+// TestCARotationRealNode rotates the CAs of a cluster whose node is
 // this host (run it under `flock /tmp/hypershift-host.lock`): besides what
 // TestCARotation checks, the node stays Ready throughout, a pod started
 // before keeps running (same container, no restart), and `kubectl logs`
-// and `exec` work afterwards with the new admin kubeconfig.
+// and `exec` work afterwards with the new admin kubeconfig (through the
+// Konnectivity tunnel of the new Konnectivity CA).
 func TestCARotationRealNode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping the real node: not root, and containerd and the kubelet need root")
@@ -55,11 +56,13 @@ spec:
 	mustKubectl(t, kc, "apply", "-f", pod)
 	mustKubectl(t, kc, "wait", "--for=condition=Ready", "pod/hello", "--timeout=120s")
 	containerBefore := mustKubectl(t, kc, "get", "pod", "hello", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+	cas := readOnceCAs(t, hs)
 
 	run := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
 		return allNodesReady(ctx, cs, 1)
 	})
-	run.check(t)
+	run.check(t, singleReplicaRestartBudget)
+	cas.checkReplaced(t, hs)
 
 	newKC := filepath.Join(hs.dataDir, "c-after.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "c", "-o", newKC)

@@ -19,11 +19,14 @@ import (
 //	(none|Done) --spec.certificates.rotateCA changed--> TrustBoth
 //	TrustBoth        --API server trusts the new client CA-->            ReissueLeaves
 //	ReissueLeaves    --endpoint serves a leaf of the new root CA,
-//	                   the new admin certificate is accepted-->          DistributeBundle
+//	                   the new admin certificate is accepted, etcd
+//	                   serves and accepts leaves of the new etcd CA-->   DistributeBundle
 //	DistributeBundle --every Node reports the new root CA trusted and
 //	                   a client certificate of the new client CA-->      DropOld
 //	DropOld          --a certificate of the old client CA is refused,
-//	                   the endpoint serves no chain to the old root-->   Done
+//	                   the endpoint serves no chain to the old root,
+//	                   etcd, the API servers and the Konnectivity
+//	                   servers restarted, etcd refuses the old CA-->     Done
 //
 // What the PKI holds in each phase is made before the PKI phase
 // (applyCARotation); whether the phase's effect is visible on the running
@@ -128,16 +131,26 @@ func (r *Reconciler) applyCARotation(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, fmt.Errorf("CA rotation: %w", err)
 		}
 	case hypershiftv1alpha1.CARotationDropOld:
-		// The probe that shows the old client CA refused is signed
-		// before its key goes.
-		if err := r.ensureRefusalProbe(ctx, s, store); err != nil {
+		// The probes that show the old client and etcd CAs refused are
+		// signed before their keys go.
+		if err := ensureProbe(store, refusalProbeName, pki.ClientCAName); err != nil {
+			return ctrl.Result{}, fmt.Errorf("CA rotation: %w", err)
+		}
+		if err := ensureProbe(store, etcdRefusalProbeName, pki.EtcdCAName); err != nil {
 			return ctrl.Result{}, fmt.Errorf("CA rotation: %w", err)
 		}
 		if err := pki.DropPreviousCAs(store, cas); err != nil {
 			return ctrl.Result{}, fmt.Errorf("CA rotation: %w", err)
 		}
 	case hypershiftv1alpha1.CARotationDone:
-		if err := store.Delete(refusalProbeName); err != nil {
+		for _, probe := range []string{refusalProbeName, etcdRefusalProbeName} {
+			if err := store.Delete(probe); err != nil {
+				return ctrl.Result{}, fmt.Errorf("CA rotation: %w", err)
+			}
+		}
+		// Every consumer of the etcd CA restarted with the new bundle
+		// (DropOld saw it): the leaves' chains to the old CA can go.
+		if _, err := pki.StripCrossSignedChains(store, pki.ReadOnceCANames()); err != nil {
 			return ctrl.Result{}, fmt.Errorf("CA rotation: %w", err)
 		}
 	}
@@ -151,7 +164,7 @@ func (r *Reconciler) advanceCARotation(ctx context.Context, s *scope) (ctrl.Resu
 	if st == nil || st.Phase == hypershiftv1alpha1.CARotationDone {
 		return ctrl.Result{}, nil
 	}
-	obs, err := r.observeCARotation(ctx, s, st.Phase)
+	obs, err := r.observeCARotation(ctx, s, st)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("CA rotation %s: %w", st.Phase, err)
 	}

@@ -29,17 +29,22 @@ const refusalProbeName = "ca-rotation-probe"
 // probeCommonName is the user a rotation's probe certificates name.
 const probeCommonName = "system:hypershift:ca-rotation-probe"
 
-// observeCARotation looks at the running cluster for phase's effect.
-func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, phase hypershiftv1alpha1.CARotationPhase) (rotationObservation, error) {
+// observeCARotation looks at the running cluster for the effect of st's
+// phase.
+func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, st *hypershiftv1alpha1.CARotationStatus) (rotationObservation, error) {
 	ep := s.hcp.Status.ControlPlaneEndpoint
 	if ep.Port == 0 || s.pki == nil {
 		return rotationObservation{waiting: "the control plane's endpoint"}, nil
 	}
 	api := hostedAPI{addr: net.JoinHostPort(ep.Host, fmt.Sprint(ep.Port)), roots: s.pki.Bundle(pki.RootCAName)}
-	switch phase {
+	etcdURLs := s.hcp.Status.EtcdClientURLs
+	switch st.Phase {
 	case hypershiftv1alpha1.CARotationTrustBoth:
 		return observeTrustBoth(ctx, api, s.pki)
 	case hypershiftv1alpha1.CARotationReissueLeaves:
+		if obs := observeEtcdReissued(ctx, etcdURLs, s.pki); !obs.done {
+			return obs, nil
+		}
 		return observeReissued(ctx, api, s.pki)
 	case hypershiftv1alpha1.CARotationDistributeBundle:
 		if err := api.publishCABundles(ctx, s.pki); err != nil {
@@ -47,7 +52,18 @@ func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, phase hype
 		}
 		return api.nodesTrusting(ctx, s.pki, nodeTrust{root: s.pki.RootCA, trustedClient: s.pki.ClientCA, signer: s.pki.ClientCA})
 	case hypershiftv1alpha1.CARotationDropOld:
-		probe, ok, err := s.secretStore(ctx, r.Client, true).Get(refusalProbeName)
+		store := s.secretStore(ctx, r.Client, true)
+		if obs := observeRestarted(s.hcp, st.PhaseSince.Time); !obs.done {
+			return obs, nil
+		}
+		etcdProbe, ok, err := store.Get(etcdRefusalProbeName)
+		if err != nil {
+			return rotationObservation{}, err
+		}
+		if obs := observeEtcdDropped(ctx, etcdURLs, s.pki, etcdProbe, ok); !obs.done {
+			return obs, nil
+		}
+		probe, ok, err := store.Get(refusalProbeName)
 		if err != nil {
 			return rotationObservation{}, err
 		}
@@ -118,23 +134,6 @@ func observeDropped(ctx context.Context, api hostedAPI, cp *pki.ControlPlane, pr
 	}
 	// Nodes dropped the old CAs too (and their kubelets run again).
 	return api.nodesTrusting(ctx, cp, nodeTrust{root: cp.RootCA, trustedClient: cp.ClientCA, signer: cp.ClientCA, only: true})
-}
-
-// ensureRefusalProbe signs the probe with the old client CA while it
-// exists; without it (dropped already) there is nothing to sign with.
-func (r *Reconciler) ensureRefusalProbe(_ context.Context, _ *scope, store pki.SecretStore) error {
-	if _, ok, err := store.Get(refusalProbeName); err != nil || ok {
-		return err
-	}
-	prev, ok, err := store.Get(pki.PreviousName(pki.ClientCAName))
-	if err != nil || !ok {
-		return err
-	}
-	probe, err := pki.Issue(prev, pki.CertRequest{CommonName: probeCommonName, Client: true, Validity: time.Hour})
-	if err != nil {
-		return err
-	}
-	return store.Put(refusalProbeName, probe)
 }
 
 // hostedAPI reaches a hosted API server at its published endpoint,

@@ -302,6 +302,9 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24
 	}
+	if cfg.HeldTrust, err = r.heldTrustOf(ctx, s, certs, layout); err != nil {
+		return components.Config{}, err
+	}
 	return cfg, nil
 }
 

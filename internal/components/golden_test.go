@@ -43,6 +43,9 @@ type goldenSpec struct {
 	Beside     string            `json:"beside,omitempty"`
 	Requests   runtime.Resources `json:"requests"`
 	Publish    []runtime.Publish `json:"publish,omitempty"`
+	// Restore's files (the archive's URL, key, credentials), by digest
+	// where secret; the renderer leaves it to the controller.
+	Restore []goldenFile `json:"restore,omitempty"`
 }
 
 type goldenFile struct {
@@ -104,6 +107,11 @@ func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 		}
 		for _, f := range s.Files {
 			g.Files = append(g.Files, goldenContent(t, f))
+		}
+		if s.Restore != nil {
+			for _, f := range s.Restore.Files {
+				g.Restore = append(g.Restore, goldenContent(t, f))
+			}
 		}
 		out = append(out, g)
 	}

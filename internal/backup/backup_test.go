@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/testenv"
 )
 
 func testKey(t *testing.T, fill byte) []byte {
@@ -122,16 +123,6 @@ func newEtcdPKI(t *testing.T) etcdPKI {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startEtcd runs a real one-member etcd on dataDir (restored or new) with
 // TLS client auth, as a control plane's etcd runs.
 func startEtcd(t *testing.T, p etcdPKI, dataDir string, m RestoreMember, clientPort int) string {
@@ -195,10 +186,10 @@ func TestSnapshotArchiveRestore(t *testing.T) {
 	defer cancel()
 	p := newEtcdPKI(t)
 	member := func() RestoreMember {
-		peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+		peer := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 		return RestoreMember{Name: "etcd-0", PeerURL: peer, InitialCluster: "etcd-0=" + peer, ClusterToken: "a"}
 	}
-	endpoint := startEtcd(t, p, filepath.Join(t.TempDir(), "data"), member(), freePort(t))
+	endpoint := startEtcd(t, p, filepath.Join(t.TempDir(), "data"), member(), testenv.FreePort(t))
 	cli := etcdClient(t, p, endpoint)
 	const keys = 100
 	for i := range keys {
@@ -258,7 +249,7 @@ func TestSnapshotArchiveRestore(t *testing.T) {
 			if err := RestoreDataDir(got.Files[EtcdSnapshotEntry], dataDir, m); err == nil {
 				t.Fatal("restore over an existing data dir succeeded")
 			}
-			restored := etcdClient(t, p, startEtcd(t, p, dataDir, m, freePort(t)))
+			restored := etcdClient(t, p, startEtcd(t, p, dataDir, m, testenv.FreePort(t)))
 			resp, err := restored.Get(ctx, "/registry/", clientv3.WithPrefix())
 			if err != nil {
 				t.Fatal(err)

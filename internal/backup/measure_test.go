@@ -15,6 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"hypershift.dev/internal/testenv"
 )
 
 // TestMeasure10kKeys measures backup and restore of 10,000 etcd keys of
@@ -28,9 +29,9 @@ func TestMeasure10kKeys(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p := newEtcdPKI(t)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	m := RestoreMember{Name: "etcd-0", PeerURL: peer, InitialCluster: "etcd-0=" + peer, ClusterToken: "a"}
-	endpoint := startEtcd(t, p, filepath.Join(t.TempDir(), "data"), m, freePort(t))
+	endpoint := startEtcd(t, p, filepath.Join(t.TempDir(), "data"), m, testenv.FreePort(t))
 	cli := etcdClient(t, p, endpoint)
 	value := strings.Repeat("x", 1024)
 	const keys = 10000
@@ -67,13 +68,13 @@ func TestMeasure10kKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(t.TempDir(), "restored")
-	peer2 := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer2 := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	m2 := RestoreMember{Name: "etcd-0", PeerURL: peer2, InitialCluster: "etcd-0=" + peer2, ClusterToken: "a"}
 	if err := RestoreDataDir(a.Files[EtcdSnapshotEntry], dataDir, m2); err != nil {
 		t.Fatal(err)
 	}
 	restoreTime := time.Since(start)
-	restored := etcdClient(t, p, startEtcd(t, p, dataDir, m2, freePort(t)))
+	restored := etcdClient(t, p, startEtcd(t, p, dataDir, m2, testenv.FreePort(t)))
 	resp, err := restored.Get(ctx, "/registry/", withPrefixCountOnly()...)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/testenv"
 )
 
 // TestRestoreEtcdDataLeavesDataAlone: the init container restores nothing
@@ -116,7 +116,7 @@ func writeFile(t *testing.T, path, content string) {
 func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	peer := "http://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t))
+	peer := "http://127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	args := []string{"--name=etcd-0", "--initial-advertise-peer-urls=" + peer, "--initial-cluster=etcd-0=" + peer, "--initial-cluster-token=clusters-a"}
 
 	source, stopSource := startPlainEtcd(t, filepath.Join(t.TempDir(), "source"), peer)
@@ -177,16 +177,6 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 	}
 }
 
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startPlainEtcd runs a one-member etcd without TLS on loopback, member
 // etcd-0 at peer, token clusters-a, until stop or the test's end.
 func startPlainEtcd(t *testing.T, dataDir, peer string) (e *embed.Etcd, stop func()) {
@@ -196,7 +186,7 @@ func startPlainEtcd(t *testing.T, dataDir, peer string) (e *embed.Etcd, stop fun
 	cfg.InitialCluster, cfg.InitialClusterToken = "etcd-0="+peer, "clusters-a"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	peerURL, _ := url.Parse(peer)
-	clientURL, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)))
+	clientURL, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)))
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peerURL}, []url.URL{*peerURL}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*clientURL}, []url.URL{*clientURL}
 	cfg.ListenMetricsUrls = nil

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/backup/blobtest"
+	"hypershift.dev/internal/testenv"
 )
 
 // backupObjects is how many ConfigMaps TestBackupRestore writes.
@@ -146,7 +147,7 @@ func TestBackupRestore(t *testing.T) {
 		// An unreachable bucket is a condition with its reason; the
 		// operator goes on reconciling.
 		stderr := hs.failsEnv([]string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"},
-			"backup", "cluster", "--name", "a", "--to", s3URL(fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "a.bak"), "--key-file", keyFile, "--timeout", "2m")
+			"backup", "cluster", "--name", "a", "--to", s3URL(fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "a.bak"), "--key-file", keyFile, "--timeout", "2m")
 		if !strings.Contains(stderr, "BucketUnavailable") {
 			t.Errorf("backup to an unreachable bucket: %s", stderr)
 		}

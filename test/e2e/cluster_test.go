@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"hypershift.dev/internal/hostnet"
+	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
@@ -26,7 +27,7 @@ import (
 // the management plane going down and coming back.
 func TestHostedClusters(t *testing.T) {
 	hs := newCLI(t)
-	metricsPort := freePort(t)
+	metricsPort := testenv.FreePort(t)
 	hs.must("up", "--detach", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
 	t.Cleanup(func() { hs.run("down", "--purge") })
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")

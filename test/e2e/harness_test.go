@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,16 +156,6 @@ func pidsUnder(t *testing.T, dir string) map[string]int {
 		out[name+"#"+strconv.Itoa(pid)] = pid
 	}
 	return out
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func writeFile(t *testing.T, path, content string) {

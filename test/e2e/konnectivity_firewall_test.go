@@ -31,7 +31,7 @@ func TestKonnectivityOneWayFirewall(t *testing.T) {
 	requireRealNode(t)
 	ns := newNetns(t)
 	ns.dropInbound(t)
-	probe := net.JoinHostPort(ns.nsIP.String(), fmt.Sprint(freePort(t)))
+	probe := net.JoinHostPort(ns.nsIP.String(), fmt.Sprint(testenv.FreePort(t)))
 	ns.listenGreeting(t, probe, "from the namespace")
 	checkDropped(t, probe, "a port served in the namespace")
 	if got, err := readGreeting(ns.dialFromNetns(net.JoinHostPort(ns.hostIP.String(), "1"))); err == nil || !strings.Contains(err.Error(), "refused") {

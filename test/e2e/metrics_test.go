@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"hypershift.dev/internal/testenv"
 )
 
 // fleetSeries are the per-cluster series the operator exports
@@ -41,7 +42,7 @@ var fleetSeries = []string{
 // Prometheus's text parser: every fleet series is there for two clusters,
 // and a killed component's restarts and start time change.
 func TestFleetMetrics(t *testing.T) {
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	hs := upCLI(t, "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
 	for _, name := range []string{"m1", "m2"} {
 		hs.must("create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m")

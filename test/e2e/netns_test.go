@@ -350,7 +350,7 @@ func TestNetnsHarness(t *testing.T) {
 	var ns *netns
 	t.Run("one-way firewall", func(t *testing.T) {
 		ns = newNetns(t)
-		inside := net.JoinHostPort(ns.nsIP.String(), fmt.Sprint(freePort(t)))
+		inside := net.JoinHostPort(ns.nsIP.String(), fmt.Sprint(testenv.FreePort(t)))
 		ns.listenGreeting(t, inside, "from the namespace")
 		if got, err := readGreeting(dialFromHost(inside)); err != nil || got != "from the namespace" {
 			t.Fatalf("before the firewall the host cannot reach %s: %q, %v", inside, got, err)

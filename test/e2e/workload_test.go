@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"hypershift.dev/internal/nodes/join"
+	"hypershift.dev/internal/testenv"
 )
 
 // workloadImage is the tests' workload image (testdata/hello): loaded on
@@ -125,7 +126,7 @@ func TestWorkloadModes(t *testing.T) {
 		if out, err := run("exec", "works"); err != nil || out != "exec works\n" {
 			t.Errorf("hello exec works: %q, %v", out, err)
 		}
-		port := freePort(t)
+		port := testenv.FreePort(t)
 		startProcess(t, hello, "serve", "-listen", fmt.Sprintf("127.0.0.1:%d", port))
 		host, _ := os.Hostname()
 		eventually(t, 10*time.Second, "hello serve answers", func() error {
@@ -160,7 +161,7 @@ func TestWorkloadModes(t *testing.T) {
 		if n := conns.Load(); n != 3 {
 			t.Errorf("3 requests used %d connections, want 3 (a Service picks a backend per connection)", n)
 		}
-		if out, err := run("get", fmt.Sprintf("http://127.0.0.1:%d/", freePort(t))); err == nil || !strings.HasPrefix(out, "ERROR ") {
+		if out, err := run("get", fmt.Sprintf("http://127.0.0.1:%d/", testenv.FreePort(t))); err == nil || !strings.HasPrefix(out, "ERROR ") {
 			t.Errorf("hello get of a closed port: %q, %v; want an ERROR line and a failure", out, err)
 		}
 	})
@@ -198,7 +199,7 @@ func TestWorkloadModes(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "tls.crt"), string(pki.certPEM))
 		writeFile(t, filepath.Join(dir, "tls.key"), string(pki.keyPEM))
-		port := freePort(t)
+		port := testenv.FreePort(t)
 		logs := startProcess(t, hello, "webhook", "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-cert", filepath.Join(dir, "tls.crt"), "-key", filepath.Join(dir, "tls.key"))
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(pki.caPEM)

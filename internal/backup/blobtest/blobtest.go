@@ -22,6 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"hypershift.dev/internal/testenv"
 )
 
 // GCS is a fake-gcs-server on loopback.
@@ -83,7 +84,7 @@ func StartAzurite(t testing.TB, containers ...string) *Azurite {
 		}
 		t.Skip(msg)
 	}
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
 		"--location", dir, "--silent", "--skipApiVersionCheck", "--disableProductStyleUrl")
@@ -156,16 +157,6 @@ func (a *Azurite) Client() (*azblob.Client, error) {
 // URL is the azblob:// archive URL of key in container on this server.
 func (a *Azurite) URL(container, key string) string {
 	return "azblob://" + container + "/" + key + "?protocol=http&domain=" + url.QueryEscape(a.Host)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
 }
 
 // SASToken is an account SAS token of Azurite's development account for

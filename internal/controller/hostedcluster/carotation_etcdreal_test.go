@@ -2,7 +2,6 @@ package hostedcluster
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/testenv"
 )
 
 // TestEtcdCARotationAgainstRealEtcd runs a real etcd the way a control
@@ -40,12 +40,12 @@ func TestEtcdCARotationAgainstRealEtcd(t *testing.T) {
 		}
 		return path
 	}
-	port := freeTCPPort(t)
+	port := testenv.FreePort(t)
 	clientURL := fmt.Sprintf("https://127.0.0.1:%d", port)
 	start := func(cp *pki.ControlPlane) *embed.Etcd {
 		cfg := embed.NewConfig()
 		cfg.Name, cfg.Dir = "etcd-0", data
-		peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", freeTCPPort(t)))
+		peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)))
 		client, _ := url.Parse(clientURL)
 		cfg.InitialCluster = "etcd-0=" + peer.String()
 		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
@@ -121,14 +121,4 @@ func TestEtcdCARotationAgainstRealEtcd(t *testing.T) {
 	if obs := observeEtcdDropped(ctx, urls, dropped, probe, true); !obs.done {
 		t.Fatalf("DropOld after etcd restarted with the new bundle: %s", obs.waiting)
 	}
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

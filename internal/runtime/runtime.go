@@ -120,6 +120,14 @@ type Sleeper interface {
 	Sleep(ctx context.Context, ref ControlPlaneRef) error
 }
 
+// RunningReporter is a runtime that can tell whether an instance of a
+// control plane runs also before its first Apply: processes an earlier
+// operator started, which that Apply adopts. Status knows only what was
+// applied.
+type RunningReporter interface {
+	Running(ref ControlPlaneRef) bool
+}
+
 // PortPinner is a runtime that can be told the ports of a control plane
 // before it allocates any (the process runtime): a restored cluster keeps
 // the published endpoint its saved kubeconfigs name. PinPorts reports

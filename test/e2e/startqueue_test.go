@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -12,7 +14,8 @@ import (
 // start one after the other: the others say Queued with their place (in the
 // status and in `get clusters`), never more than one is starting (its
 // processes run, its API not Available yet; a sample may catch a second in
-// the hand-over from one start to the next), and all become Available.
+// the hand-over from one start to the next), and all become Available; an
+// operator restart then queues none of them.
 func TestStartQueue(t *testing.T) {
 	hs := upCLI(t, "--max-starting-control-planes", "1")
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
@@ -125,6 +128,40 @@ func TestStartQueue(t *testing.T) {
 	if out := hs.must("get", "clusters"); strings.Contains(out, "Queued") {
 		t.Errorf("get clusters after all started:\n%s", out)
 	}
+
+	// An operator restart queues none of them: their processes run on and
+	// are adopted, and Available never leaves True (its transition time
+	// would change).
+	before := availableSince(t, mgmt)
+	if err := syscall.Kill(upPID(t, hs.dataDir), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	hs.must("up", "--detach", "--metrics-bind-address", "0", "--max-starting-control-planes", "1")
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if out := mustKubectl(t, mgmt, "get", "hostedcontrolplanes", "-A", "-o", "jsonpath={.items[*].status.startQueue}"); strings.TrimSpace(out) != "" {
+			t.Fatalf("running clusters queued after an operator restart: %s", out)
+		}
+	}
+	if after := availableSince(t, mgmt); !maps.Equal(after, before) {
+		t.Errorf("Available changed across an operator restart: before %v, after %v", before, after)
+	}
+}
+
+// availableSince is each control plane's Available status and its last
+// transition time.
+func availableSince(t *testing.T, mgmt string) map[string]string {
+	t.Helper()
+	out := mustKubectl(t, mgmt, "get", "hostedcontrolplanes", "-A", "-o",
+		`jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Available")].status}@{.status.conditions[?(@.type=="Available")].lastTransitionTime}{"\n"}{end}`)
+	m := map[string]string{}
+	for _, line := range strings.Fields(out) {
+		k, v, _ := strings.Cut(line, "=")
+		m[k] = v
+	}
+	if len(m) == 0 {
+		t.Fatalf("no control planes listed: %q", out)
+	}
+	return m
 }
 
 func anyRunning(procs []recordedProcess) bool {

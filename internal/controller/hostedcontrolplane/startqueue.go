@@ -32,7 +32,7 @@ func (r *Reconciler) reconcileStartQueue(_ context.Context, s *scope) (ctrl.Resu
 		hcp.Status.StartQueue = nil
 		return ctrl.Result{}, nil
 	}
-	if !cold(r.Runtime.Status(s.ref)) {
+	if r.running(s.ref) {
 		hcp.Status.StartQueue = nil
 		return ctrl.Result{}, nil
 	}
@@ -53,12 +53,18 @@ func (r *Reconciler) reconcileStartQueue(_ context.Context, s *scope) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: queuedLook}, nil
 }
 
-// cold: no instance of the control plane runs or is starting.
-func cold(instances []runtime.InstanceStatus) bool {
-	for _, in := range instances {
+// running: an instance of the control plane runs or is starting — also
+// one an earlier operator started, which this one adopts: a cluster whose
+// API never stopped is not queued (and never reported Available=False)
+// after an operator restart.
+func (r *Reconciler) running(ref runtime.ControlPlaneRef) bool {
+	if rr, ok := r.Runtime.(runtime.RunningReporter); ok {
+		return rr.Running(ref)
+	}
+	for _, in := range r.Runtime.Status(ref) {
 		if in.Phase != runtime.Stopped {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }

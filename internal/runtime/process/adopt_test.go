@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,4 +69,61 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 			t.Errorf("StartedAt from /proc %v, want about %v", first.StartedAt, before.StartedAt)
 		}
 	})
+}
+
+// TestRunningBeforeAdoption: a runtime that has not applied a control plane
+// yet still says it runs while a process an earlier operator started does
+// (what keeps a running cluster out of the start queue after an operator
+// restart), and not once that process is gone; a foreign process whose pid
+// record was tampered with (another start time) does not count.
+func TestRunningBeforeAdoption(t *testing.T) {
+	ref := runtime.ControlPlaneRef{Namespace: "ns-r", Name: "r"}
+	root, rt, _ := startEtcd(t, ref)
+	if !rt.Running(ref) {
+		t.Fatal("the runtime that started etcd says nothing runs")
+	}
+	pid := status(rt, ref).PID
+	rt.Release()
+
+	fresh := newRuntime(t, root)
+	if !fresh.Running(ref) {
+		t.Error("a new runtime says nothing runs while the earlier one's etcd does")
+	}
+	if fresh.Running(runtime.ControlPlaneRef{Namespace: "ns-other", Name: "other"}) {
+		t.Error("a control plane with no directory runs")
+	}
+
+	// The record names the live pid with another start time: a reused pid.
+	pidPath := filepath.Join(root, ref.Namespace, "etcd-0", "pid.json")
+	raw, err := os.ReadFile(pidPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := map[string]any{}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	good := raw
+	rec["startTime"] = 1
+	bad, _ := json.Marshal(rec)
+	if err := os.WriteFile(pidPath, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Running(ref) {
+		t.Error("a pid record whose start time does not match counts as running")
+	}
+	if err := os.WriteFile(pidPath, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fresh.Running(ref) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fresh.Running(ref) {
+		t.Error("still running after its only process was killed")
+	}
 }

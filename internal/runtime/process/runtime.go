@@ -303,6 +303,33 @@ func (r *Runtime) Status(ref runtime.ControlPlaneRef) []runtime.InstanceStatus {
 	return out
 }
 
+// Running implements runtime.RunningReporter: an instance this runtime
+// runs is not Stopped, or, for a control plane not applied yet, a pid.json
+// of its directory names a live process (pid and start time) — which the
+// first Apply adopts. A directory of another owner runs nothing of ref's.
+func (r *Runtime) Running(ref runtime.ControlPlaneRef) bool {
+	r.mu.Lock()
+	plane, applied := r.planes[ref]
+	running := false
+	for _, in := range plane {
+		running = running || in.getStatus().Phase != runtime.Stopped
+	}
+	r.mu.Unlock()
+	if applied {
+		return running
+	}
+	if r.checkOwner(ref) != nil {
+		return false
+	}
+	records, _ := filepath.Glob(filepath.Join(r.Dir(ref), "*", "pid.json"))
+	for _, path := range records {
+		if _, _, ok := LivePID(path); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Published implements runtime.Runtime: a process listens on the host, so a
 // published port is reached at its Address and the port it was given.
 func (r *Runtime) Published(_ context.Context, ref runtime.ControlPlaneRef, name string) (string, int, bool, error) {

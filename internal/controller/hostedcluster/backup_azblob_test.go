@@ -76,18 +76,7 @@ func TestScheduledBackupsToAzureBlob(t *testing.T) {
 	})
 	tick := func(i int) *metav1.Condition {
 		t.Helper()
-		clock.Add(5 * time.Minute)
-		want := clock.Now().Truncate(5 * time.Minute)
-		patch := client.MergeFrom(hc.DeepCopy())
-		metav1.SetMetaDataAnnotation(&hc.ObjectMeta, "test/tick", strings.Repeat("x", i+1))
-		if err := c.Patch(ctx, hc, patch); err != nil {
-			t.Fatal(err)
-		}
-		testenv.Eventually(t, time.Minute, "the backup scheduled at "+want.Format(time.TimeOnly), func() (bool, error) {
-			err := c.Get(ctx, key, hc)
-			st := hc.Status.Backup
-			return st != nil && st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: want}), err
-		})
+		scheduleTick(t, c, clock, hc, i)
 		return meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String())
 	}
 

@@ -38,6 +38,27 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// scheduleTick moves the clock past hc's next 5-minute schedule time and
+// waits until hc (read into it) reports the run for it; the i-th touch of
+// an annotation makes the reconcile that sees the new time (the real
+// requeue would come after the real minutes).
+func scheduleTick(t *testing.T, c client.Client, clock *fakeClock, hc *hypershiftv1alpha1.HostedCluster, i int) {
+	t.Helper()
+	clock.Add(5 * time.Minute)
+	want := clock.Now().Truncate(5 * time.Minute)
+	patch := client.MergeFrom(hc.DeepCopy())
+	metav1.SetMetaDataAnnotation(&hc.ObjectMeta, "test/tick", strings.Repeat("x", i+1))
+	if err := c.Patch(t.Context(), hc, patch); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(hc)
+	testenv.Eventually(t, time.Minute, "the backup scheduled at "+want.Format(time.TimeOnly), func() (bool, error) {
+		err := c.Get(t.Context(), key, hc)
+		st := hc.Status.Backup
+		return st != nil && st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: want}), err
+	})
+}
+
 // TestScheduledBackups runs a real control plane with spec.backup on a
 // 5-minute schedule, the operator's clock moved by the test: each schedule
 // time gives one archive, retention keeps the newest `keep` of this
@@ -79,25 +100,6 @@ func TestScheduledBackups(t *testing.T) {
 		return meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Available.String()), err
 	})
 
-	// tick moves the clock past the next schedule time and waits for the
-	// run for it (a touch of an annotation makes the reconcile that sees
-	// the new time; the real requeue would come after the real minutes).
-	tick := func(t *testing.T, i int) *hypershiftv1alpha1.HostedCluster {
-		t.Helper()
-		clock.Add(5 * time.Minute)
-		want := clock.Now().Truncate(5 * time.Minute)
-		patch := client.MergeFrom(hc.DeepCopy())
-		metav1.SetMetaDataAnnotation(&hc.ObjectMeta, "test/tick", strings.Repeat("x", i+1))
-		if err := c.Patch(ctx, hc, patch); err != nil {
-			t.Fatal(err)
-		}
-		testenv.Eventually(t, time.Minute, "the backup scheduled at "+want.Format(time.TimeOnly), func() (bool, error) {
-			err := c.Get(ctx, key, hc)
-			st := hc.Status.Backup
-			return st != nil && st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: want}), err
-		})
-		return hc
-	}
 	ours := func() []string {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -115,7 +117,7 @@ func TestScheduledBackups(t *testing.T) {
 
 	var written []string
 	for i := range 4 {
-		hc := tick(t, i)
+		scheduleTick(t, c, clock, hc, i)
 		if !meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String()) {
 			t.Fatalf("run %d: BackupSucceeded %+v", i, meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String()))
 		}
@@ -142,7 +144,7 @@ func TestScheduledBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 4; i < 6; i++ {
-		hc := tick(t, i)
+		scheduleTick(t, c, clock, hc, i)
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String())
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != hypershiftv1alpha1.BucketUnavailableReason.String() || !strings.Contains(cond.Message, "missing") {
 			t.Errorf("run %d to a missing directory: BackupSucceeded %+v, want False BucketUnavailable naming the bucket", i, cond)

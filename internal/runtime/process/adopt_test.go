@@ -46,20 +46,7 @@ func TestAdoptionReportsTheTruth(t *testing.T) {
 	})
 
 	t.Run("pid record written before start times were kept", func(t *testing.T) {
-		pidPath := filepath.Join(root, ref.Namespace, "etcd-0", "pid.json")
-		raw, err := os.ReadFile(pidPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := map[string]any{}
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			t.Fatal(err)
-		}
-		delete(rec, "startedAt")
-		raw, _ = json.Marshal(rec)
-		if err := os.WriteFile(pidPath, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		editPidRecord(t, filepath.Join(root, ref.Namespace, "etcd-0", "pid.json"), func(rec map[string]any) { delete(rec, "startedAt") })
 		first := adopt(t)
 		if first.Phase != runtime.Running {
 			t.Errorf("first status after adoption: phase %s, want Running", first.Phase)
@@ -95,20 +82,7 @@ func TestRunningBeforeAdoption(t *testing.T) {
 
 	// The record names the live pid with another start time: a reused pid.
 	pidPath := filepath.Join(root, ref.Namespace, "etcd-0", "pid.json")
-	raw, err := os.ReadFile(pidPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := map[string]any{}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		t.Fatal(err)
-	}
-	good := raw
-	rec["startTime"] = 1
-	bad, _ := json.Marshal(rec)
-	if err := os.WriteFile(pidPath, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	good := editPidRecord(t, pidPath, func(rec map[string]any) { rec["startTime"] = 1 })
 	if fresh.Running(ref) {
 		t.Error("a pid record whose start time does not match counts as running")
 	}
@@ -126,4 +100,27 @@ func TestRunningBeforeAdoption(t *testing.T) {
 	if fresh.Running(ref) {
 		t.Error("still running after its only process was killed")
 	}
+}
+
+// editPidRecord rewrites the pid record at path as edit changes it and
+// returns what it held before.
+func editPidRecord(t *testing.T, path string, edit func(map[string]any)) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := map[string]any{}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	edit(rec)
+	edited, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

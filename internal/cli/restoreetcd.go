@@ -88,23 +88,26 @@ func restoreEtcdData(ctx context.Context, fromDir string, etcdArgs []string) (st
 
 // restoreIntoDataDir restores into dataDir, which may exist (a volume's
 // mount point, which cannot be replaced): the data is made in a directory
-// inside it and its member directory moved into place last, so an
-// interrupted restore leaves no member behind and is done again.
+// of its own inside it and its member directory moved into place last, so
+// an interrupted restore leaves no member behind and is done again.
 func restoreIntoDataDir(snapshot []byte, dataDir string, m backup.RestoreMember) error {
 	if _, err := os.Stat(dataDir); errors.Is(err, os.ErrNotExist) {
 		return backup.RestoreDataDir(snapshot, dataDir, m)
 	}
-	work := filepath.Join(dataDir, ".restore")
-	if err := os.RemoveAll(work); err != nil {
-		return fmt.Errorf("remove an interrupted restore's %s: %w", work, err)
+	parent, err := os.MkdirTemp(dataDir, ".restore-")
+	if err != nil {
+		return fmt.Errorf("restore into %s: %w", dataDir, err)
 	}
+	defer os.RemoveAll(parent)
+	// RestoreDataDir makes its target itself.
+	work := filepath.Join(parent, "data")
 	if err := backup.RestoreDataDir(snapshot, work, m); err != nil {
 		return err
 	}
 	if err := os.Rename(filepath.Join(work, "member"), filepath.Join(dataDir, "member")); err != nil {
 		return fmt.Errorf("move the restored member into %s: %w", dataDir, err)
 	}
-	return os.RemoveAll(work)
+	return nil
 }
 
 // readSecretDir reads a mounted Secret's files (its keys), leaving out the

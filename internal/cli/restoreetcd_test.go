@@ -170,6 +170,21 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 		t.Errorf("a second run: %q, %v; want the data left alone", msg, err)
 	}
 
+	// A volume holding something of someone else's beside (no member): the
+	// restore works in a directory of its own and leaves that alone.
+	other := filepath.Join(dir, "other-volume")
+	writeFile(t, filepath.Join(other, ".restore", "keep"), "not ours")
+	otherArgs := append(append([]string(nil), args[:len(args)-1]...), "--data-dir="+other)
+	if _, err := restoreEtcdData(ctx, secretDir, otherArgs); err != nil {
+		t.Fatalf("restore into a volume with a foreign .restore: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(other, ".restore", "keep")); err != nil || string(b) != "not ours" {
+		t.Errorf("a foreign file in the volume was touched: %q, %v", b, err)
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 2 {
+		t.Errorf("the volume holds %v, want the foreign .restore and etcd's member only", entries)
+	}
+
 	restored, _ := startPlainEtcd(t, dataDir, peer)
 	got, err := plainEtcdClient(t, restored).Get(ctx, "/registry/configmaps/default/kept")
 	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {

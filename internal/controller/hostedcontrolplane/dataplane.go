@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,11 +180,11 @@ func (r *Reconciler) reconcileHostedClusterConfig(ctx context.Context, s *scope)
 			r.Recorder.Eventf(hcp, nil, corev1.EventTypeWarning, hypershiftv1alpha1.DataPlaneRestoredReason, "Apply", "%s", restored)
 		}
 	}
-	readyNodes, err := hosted.readyNodes()
+	nodes, readyNodes, err := hosted.countNodes()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if nodes, err := hosted.nodes.List(labels.Everything()); err == nil && len(nodes) > 0 && r.sawNodes(client.ObjectKeyFromObject(hcp)) {
+	if nodes > 0 && r.sawNodes(client.ObjectKeyFromObject(hcp)) {
 		s.requeueAfter(100 * time.Millisecond) // render again, with the scheduler
 	}
 	statuses, cond := dataplane.Health(dataplane.Observed{Objects: applied, ReadyNodes: readyNodes, NotApplied: s.notApplied})

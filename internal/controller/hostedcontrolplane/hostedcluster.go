@@ -146,19 +146,18 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	return &hostedCluster{client: c, nodes: nodeInformer.Lister(), cached: cached}, nil
 }
 
-// readyNodes counts the cluster's Ready nodes.
-func (hc *hostedCluster) readyNodes() (int, error) {
+// countNodes counts the cluster's nodes and the Ready ones.
+func (hc *hostedCluster) countNodes() (all, ready int, err error) {
 	list, err := hc.nodes.List(labels.Everything())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
 	for _, node := range list {
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				n++
+				ready++
 			}
 		}
 	}
-	return n, nil
+	return len(list), ready, nil
 }

@@ -1,5 +1,6 @@
 // Package v1alpha1 contains the hypershift.dev/v1alpha1 API: HostedCluster,
-// NodePool and HostedControlPlane.
+// NodePool and HostedControlPlane, and the addons' ObjectDeployment and
+// ObjectSet.
 //
 // +kubebuilder:object:generate=true
 // +groupName=hypershift.dev
@@ -27,6 +28,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&HostedCluster{}, &HostedClusterList{},
 		&HostedControlPlane{}, &HostedControlPlaneList{},
 		&NodePool{}, &NodePoolList{},
+		&ObjectDeployment{}, &ObjectDeploymentList{},
+		&ObjectSet{}, &ObjectSetList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -77,7 +77,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	cluster.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
-	cmd.AddCommand(cluster)
+	cmd.AddCommand(cluster, newDescribeAddonCommand(g))
 	return cmd
 }
 

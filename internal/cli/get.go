@@ -43,7 +43,7 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	clusters.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
-	cmd.AddCommand(clusters)
+	cmd.AddCommand(clusters, newGetAddonsCommand(g))
 	return cmd
 }
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/addons"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/nodepool"
@@ -109,8 +110,8 @@ func NewEvents() (chan event.GenericEvent, func(runtime.ControlPlaneRef)) {
 	}
 }
 
-// New returns a manager running the HostedCluster, HostedControlPlane and
-// NodePool controllers.
+// New returns a manager running the HostedCluster, HostedControlPlane,
+// NodePool and ObjectDeployment (addons) controllers.
 func New(opts Options) (ctrl.Manager, error) {
 	// client-go's default of 5 requests/s (burst 10) made every create wait
 	// ~1.3 s for its own PKI Secrets, and a burst of creates minutes.
@@ -201,6 +202,12 @@ func New(opts Options) (ctrl.Manager, error) {
 		StartQueue:   opts.StartQueue,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Addons: workloads of management-cluster phases run only where the
+	// management cluster runs pods (not on `up`'s embedded plane).
+	ad := &addons.Reconciler{Client: mgr.GetClient(), RunsPods: podsLayout(opts.Runtime) != nil, Clock: opts.Clock, Log: mgr.GetLogger().WithName("addons")}
+	if err := ad.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents}

@@ -70,9 +70,9 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 	// the API server's dynamic certificate controllers, and the etcd and
 	// kubelet client certificates are read per new connection. The
 	// client and front-proxy CA bundles are watched too, which a root-CA
-	// rotation relies on ("CA rotation"); the etcd CA is read once
-	// (readOnceTrust).
-	files := append(cfg.readOnceTrust("etcd-ca.crt", name, pki.EtcdCAName),
+	// rotation relies on ("CA rotation"); the etcd and kubelet CAs are
+	// read once (readOnceTrust).
+	files := append(append(cfg.readOnceTrust("etcd-ca.crt", name, pki.EtcdCAName), cfg.readOnceTrust("kubelet-ca.crt", name, pki.KubeletCAName)...),
 		runtime.File{Path: "etcd-client.crt", Content: p.EtcdClient.CertPEM, Reloadable: true},
 		runtime.File{Path: "etcd-client.key", Content: p.EtcdClient.KeyPEM, Secret: true, Reloadable: true},
 		runtime.File{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},
@@ -82,7 +82,6 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		runtime.File{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
 		runtime.File{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM, Reloadable: true},
 		runtime.File{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true, Reloadable: true},
-		runtime.File{Path: "kubelet-ca.crt", Content: p.Bundle(pki.KubeletCAName)},
 		runtime.File{Path: "front-proxy-ca.crt", Content: p.Bundle(pki.FrontProxyCAName), Reloadable: true},
 		runtime.File{Path: "front-proxy-client.crt", Content: p.FrontProxyClient.CertPEM, Reloadable: true},
 		runtime.File{Path: "front-proxy-client.key", Content: p.FrontProxyClient.KeyPEM, Secret: true, Reloadable: true},

@@ -38,21 +38,25 @@ func NextName(ca string) string { return ca + nextSuffix }
 func PreviousName(ca string) string { return ca + previousSuffix }
 
 // RotatedCANames are the CAs a root-CA rotation replaces: every CA of a
-// control plane but the kubelet (serving) CA, whose leaves the nodes hold
-// (docs/security.md, "Which CAs").
+// control plane (docs/security.md, "Which CAs").
 func RotatedCANames() []string {
-	return []string{RootCAName, ClientCAName, FrontProxyCAName, EtcdCAName, KonnectivityCAName}
+	return []string{RootCAName, ClientCAName, FrontProxyCAName, EtcdCAName, KonnectivityCAName, KubeletCAName}
 }
 
 // ReadOnceCANames are the rotated CAs some consumer reads only at start:
-// etcd's --trusted-ca-file and the API server's --etcd-cafile. Their leaves,
-// client ones too, carry the new CA cross-signed by the old one from
-// ReissueLeaves on, so a consumer still holding the old CA alone verifies
-// them; and they keep that chain after DropOld, while the consumers restart
-// one by one with the new bundle (a member restarted first must still be
-// verified by those that were not), until StripCrossSignedChains.
+// etcd's --trusted-ca-file and the API server's --etcd-cafile; and the API
+// server's --kubelet-certificate-authority (client-go re-reads it at most
+// every 5 minutes, too late for a rotation). Their leaves, client ones
+// too, carry the new CA cross-signed by the old one from ReissueLeaves on,
+// so a consumer still holding the old CA alone verifies them; and they
+// keep that chain after DropOld, while the consumers restart one by one
+// with the new bundle (a member restarted first must still be verified by
+// those that were not), until StripCrossSignedChains. The kubelet CA's
+// leaves, the kubelets' serving certificates, come from the controller
+// manager's signer without a chain: the nodes append the cross-signed CA
+// (CrossSignedCA, published in the join information) themselves.
 func ReadOnceCANames() []string {
-	return []string{EtcdCAName}
+	return []string{EtcdCAName, KubeletCAName}
 }
 
 func readOnce(ca string) bool {
@@ -77,6 +81,42 @@ func (cp *ControlPlane) OldestTrusted(ca string) []byte {
 		return firstCertificate(kp.CertPEM)
 	}
 	return nil
+}
+
+// CrossSignedCA is the signing CA ca cross-signed by the CA it replaced,
+// while that one is trusted (ReissueLeaves to DropOld), for leaves signed
+// elsewhere to carry; nil otherwise. existing is kept when it still is
+// such a certificate, so that publishing it again changes nothing (each
+// cross-signature differs).
+func (cp *ControlPlane) CrossSignedCA(ca string, existing []byte) ([]byte, error) {
+	prev, ok := cp.Previous[ca]
+	kp := cp.caByName(ca)
+	if !ok || kp == nil {
+		return nil, nil
+	}
+	if isCrossSigned(existing, *kp, prev) {
+		return existing, nil
+	}
+	return crossSign(*kp, prev)
+}
+
+// isCrossSigned says whether certPEM certifies ca's key and subject,
+// signed by by.
+func isCrossSigned(certPEM []byte, ca, by KeyPair) bool {
+	cert, err := ParseCertificate(certPEM)
+	if err != nil {
+		return false
+	}
+	caCert, err := ParseCertificate(ca.CertPEM)
+	if err != nil {
+		return false
+	}
+	byCert, err := ParseCertificate(by.CertPEM)
+	if err != nil {
+		return false
+	}
+	return bytes.Equal(cert.RawSubject, caCert.RawSubject) && bytes.Equal(cert.RawSubjectPublicKeyInfo, caCert.RawSubjectPublicKeyInfo) &&
+		cert.IsCA && cert.CheckSignatureFrom(byCert) == nil
 }
 
 // StripCrossSignedChains removes the cross-signed chain from every stored
@@ -282,6 +322,9 @@ func (cp *ControlPlane) loadGenerations(store Store) error {
 	}
 	return nil
 }
+
+// SignedBy says whether the first certificate of leaf was signed by ca.
+func SignedBy(leaf, ca KeyPair) bool { return signedBy(leaf, ca) }
 
 // signedBy says whether the first certificate of leaf was signed by ca.
 func signedBy(leaf, ca KeyPair) bool {

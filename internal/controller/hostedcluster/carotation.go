@@ -22,11 +22,12 @@ import (
 //	                   the new admin certificate is accepted, etcd
 //	                   serves and accepts leaves of the new etcd CA-->   DistributeBundle
 //	DistributeBundle --every Node reports the new root CA trusted and
-//	                   a client certificate of the new client CA-->      DropOld
+//	                   a client certificate of the new client CA, and
+//	                   has a serving certificate of the new kubelet CA--> DropOld
 //	DropOld          --a certificate of the old client CA is refused,
 //	                   the endpoint serves no chain to the old root,
-//	                   etcd, the API servers and the Konnectivity
-//	                   servers restarted, etcd refuses the old CA-->     Done
+//	                   etcd, the API servers (etcd and kubelet CAs)
+//	                   and the Konnectivity servers restarted, etcd refuses the old CA-->     Done
 //
 // What the PKI holds in each phase is made before the PKI phase
 // (applyCARotation); whether the phase's effect is visible on the running

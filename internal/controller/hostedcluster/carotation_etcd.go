@@ -106,13 +106,13 @@ func etcdHealth(ctx context.Context, clientURL string, roots []byte, cert pki.Ke
 	return resp.TLS.PeerCertificates, nil
 }
 
-// notRestartedSince names the instances of restartedAtDropOld that did not
-// start after since (or do not run). Both times are stored in seconds: an
-// instance started in since's second counts, the drop being made after it.
-func notRestartedSince(hcp *hypershiftv1alpha1.HostedControlPlane, since time.Time) []string {
+// notRestartedSince names the instances of comps that did not start after
+// since (or do not run). Both times are stored in seconds: an instance
+// started in since's second counts, the change being made after it.
+func notRestartedSince(hcp *hypershiftv1alpha1.HostedControlPlane, since time.Time, comps []string) []string {
 	var pending []string
 	for _, c := range hcp.Status.Components {
-		if !isOneOf(c.Component, restartedAtDropOld) {
+		if !isOneOf(c.Component, comps) {
 			continue
 		}
 		if c.Phase != hypershiftv1alpha1.ComponentRunning || c.StartedAt == nil || c.StartedAt.Time.Before(since.Truncate(time.Second)) {
@@ -134,7 +134,7 @@ func isOneOf(s string, set []string) bool {
 // observeRestarted: every instance that reads a rotated CA only at start
 // runs again, started after the old CAs were dropped.
 func observeRestarted(hcp *hypershiftv1alpha1.HostedControlPlane, since time.Time) rotationObservation {
-	if pending := notRestartedSince(hcp, since); len(pending) > 0 {
+	if pending := notRestartedSince(hcp, since, restartedAtDropOld); len(pending) > 0 {
 		return rotationObservation{waiting: fmt.Sprintf("%s to restart with the new CA bundles alone (they read them only at start)", strings.Join(pending, ", "))}
 	}
 	return rotationObservation{done: true}

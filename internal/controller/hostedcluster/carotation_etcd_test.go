@@ -23,7 +23,7 @@ func TestNotRestartedSince(t *testing.T) {
 		{Name: "kube-apiserver-1", Component: "kube-apiserver", Phase: hypershiftv1alpha1.ComponentBackOff, StartedAt: at(time.Second)},
 		{Name: "etcd-2", Component: "etcd", Phase: running},
 	}}}
-	got := notRestartedSince(hcp, drop)
+	got := notRestartedSince(hcp, drop, restartedAtDropOld)
 	want := []string{"etcd", "kube-apiserver-1", "etcd-2"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("waiting for %v, want %v (the controller manager reloads nothing it needs restarted for)", got, want)

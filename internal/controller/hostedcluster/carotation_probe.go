@@ -50,7 +50,10 @@ func (r *Reconciler) observeCARotation(ctx context.Context, s *scope, st *hypers
 		if err := api.publishCABundles(ctx, s.pki); err != nil {
 			return rotationObservation{waiting: "the join information to carry the new CA bundles: " + err.Error()}, nil
 		}
-		return api.nodesTrusting(ctx, s.pki, nodeTrust{root: s.pki.RootCA, trustedClient: s.pki.ClientCA, signer: s.pki.ClientCA})
+		if obs, err := api.nodesTrusting(ctx, s.pki, nodeTrust{root: s.pki.RootCA, trustedClient: s.pki.ClientCA, signer: s.pki.ClientCA}); err != nil || !obs.done {
+			return obs, err
+		}
+		return api.nodesServingFromKubeletCA(ctx, s.pki)
 	case hypershiftv1alpha1.CARotationDropOld:
 		store := s.secretStore(ctx, r.Client, true)
 		if obs := observeRestarted(s.hcp, st.PhaseSince.Time); !obs.done {
@@ -295,13 +298,11 @@ func (a hostedAPI) nodesTrusting(ctx context.Context, cp *pki.ControlPlane, want
 // publishCABundles puts the CA bundles into the cluster's join information
 // (kube-public), where node agents read them over a connection verified
 // with the root CA they trust (docs/security.md, "CA rotation"). The
-// client bundle's first certificate is the CA that signs now. Written from
+// client and kubelet bundles' first certificate is the CA that signs now;
+// while the old kubelet CA is trusted, the new one cross-signed by it goes
+// with them, for the nodes' serving certificates to carry. Written from
 // the PKI, not from the API server's published client CA, which may lag.
 func (a hostedAPI) publishCABundles(ctx context.Context, cp *pki.ControlPlane) error {
-	want := map[string]string{
-		bootstrap.JoinInfoCA:       string(cp.Bundle(pki.RootCAName)),
-		bootstrap.JoinInfoClientCA: string(cp.Bundle(pki.ClientCAName)),
-	}
 	var cm corev1.ConfigMap
 	path := "/api/v1/namespaces/" + bootstrap.JoinInfoNamespace + "/configmaps/" + bootstrap.JoinInfoName
 	if err := a.do(ctx, cp.Admin, http.MethodGet, path, nil, &cm); err != nil {
@@ -310,10 +311,31 @@ func (a hostedAPI) publishCABundles(ctx context.Context, cp *pki.ControlPlane) e
 		}
 		return err
 	}
-	if cm.Data[bootstrap.JoinInfoCA] == want[bootstrap.JoinInfoCA] && cm.Data[bootstrap.JoinInfoClientCA] == want[bootstrap.JoinInfoClientCA] {
+	cross, err := cp.CrossSignedCA(pki.KubeletCAName, []byte(cm.Data[bootstrap.JoinInfoKubeletCACrossSigned]))
+	if err != nil {
+		return err
+	}
+	want := map[string]string{
+		bootstrap.JoinInfoCA:                   string(cp.Bundle(pki.RootCAName)),
+		bootstrap.JoinInfoClientCA:             string(cp.Bundle(pki.ClientCAName)),
+		bootstrap.JoinInfoKubeletCA:            string(cp.Bundle(pki.KubeletCAName)),
+		bootstrap.JoinInfoKubeletCACrossSigned: string(cross),
+	}
+	same := true
+	for k, v := range want {
+		same = same && cm.Data[k] == v
+	}
+	if same {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"data": want})
+	data := map[string]any{}
+	for k, v := range want {
+		data[k] = v
+		if v == "" {
+			data[k] = nil // a merge patch removes the key
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"data": data})
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,15 @@ const (
 	// JoinInfoClientCA verifies client certificates: the kubelet trusts it
 	// for the API server's calls to the kubelet.
 	JoinInfoClientCA = "client-ca.crt"
+	// JoinInfoKubeletCA is the kubelet (serving) CA bundle, the signing CA
+	// first, published by a root-CA rotation: a node whose serving
+	// certificate that CA did not sign asks for a new one.
+	JoinInfoKubeletCA = "kubelet-ca.crt"
+	// JoinInfoKubeletCACrossSigned is, while a rotation trusts the old
+	// kubelet CA (ReissueLeaves to DropOld), the new one cross-signed by
+	// it: a node serves it after its serving certificate, so that an API
+	// server still holding the old CA alone verifies the node.
+	JoinInfoKubeletCACrossSigned = "kubelet-ca-cross-signed.crt"
 	// joinInfoTokenPrefix starts the key of a token record.
 	joinInfoTokenPrefix = "token."
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
@@ -46,9 +48,11 @@ const trustInterval = 5 * time.Second
 // A changed root bundle goes into the kubelet's kubeconfig, a changed
 // client bundle into the kubelet's client-ca.crt, and a client
 // certificate the signing client CA (the bundle's first) did not sign is
-// renewed with the node's current identity; then the kubelet and
-// kube-proxy, which read their kubeconfig and certificate at start, are
-// restarted (pods keep running), and the Node notes what it trusts.
+// renewed with the node's current identity, and a serving certificate the
+// signing kubelet CA did not sign is removed; then the kubelet and
+// kube-proxy, which read their kubeconfig and certificates at start, are
+// restarted (pods keep running; the kubelet asks for a new serving
+// certificate), and the Node notes what it trusts.
 func (n *Node) followTrust(ctx context.Context, apply func(context.Context, []runtime.Spec) error, log logr.Logger) {
 	for {
 		if err := n.syncTrust(ctx, apply, log); err != nil && ctx.Err() == nil {
@@ -62,25 +66,37 @@ func (n *Node) followTrust(ctx context.Context, apply func(context.Context, []ru
 	}
 }
 
+// publishedTrust is what the join information says the node should trust.
+type publishedTrust struct {
+	roots, clientCAs, kubeletCAs []*x509.Certificate
+	// kubeletCrossSigned: the signing kubelet CA cross-signed by the one
+	// it replaced, while that one is trusted (PEM; empty otherwise).
+	kubeletCrossSigned []byte
+}
+
 // publishedTrust reads the CA bundles of the join information anonymously,
 // verifying the server with the root CAs the node trusts now.
-func (n *Node) publishedTrust(ctx context.Context) (roots, clientCAs []*x509.Certificate, err error) {
+func (n *Node) publishedTrust(ctx context.Context) (publishedTrust, error) {
 	anon, err := kubernetes.NewForConfig(&rest.Config{Host: n.Server, TLSClientConfig: rest.TLSClientConfig{CAData: []byte(n.CA)}, Timeout: 10 * time.Second})
 	if err != nil {
-		return nil, nil, err
+		return publishedTrust{}, err
 	}
 	info, err := anon.CoreV1().ConfigMaps(bootstrap.JoinInfoNamespace).Get(ctx, bootstrap.JoinInfoName, metav1.GetOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("join information: %w", err)
+		return publishedTrust{}, fmt.Errorf("join information: %w", err)
 	}
-	roots = certificatesIn([]byte(info.Data[bootstrap.JoinInfoCA]))
-	clientCAs = certificatesIn([]byte(info.Data[bootstrap.JoinInfoClientCA]))
-	for _, c := range append(append([]*x509.Certificate(nil), roots...), clientCAs...) {
+	p := publishedTrust{
+		roots:              certificatesIn([]byte(info.Data[bootstrap.JoinInfoCA])),
+		clientCAs:          certificatesIn([]byte(info.Data[bootstrap.JoinInfoClientCA])),
+		kubeletCAs:         certificatesIn([]byte(info.Data[bootstrap.JoinInfoKubeletCA])),
+		kubeletCrossSigned: []byte(info.Data[bootstrap.JoinInfoKubeletCACrossSigned]),
+	}
+	for _, c := range slices.Concat(p.roots, p.clientCAs, p.kubeletCAs, certificatesIn(p.kubeletCrossSigned)) {
 		if !c.IsCA || c.KeyUsage&x509.KeyUsageCertSign == 0 {
-			return nil, nil, fmt.Errorf("join information holds %q, which is not a CA certificate", c.Subject.CommonName)
+			return publishedTrust{}, fmt.Errorf("join information holds %q, which is not a CA certificate", c.Subject.CommonName)
 		}
 	}
-	return roots, clientCAs, nil
+	return p, nil
 }
 
 // nodeStateMu makes the daemon's writers of node.json and the node's specs
@@ -97,28 +113,17 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 	if err != nil {
 		return fmt.Errorf("kubelet kubeconfig: %w", err)
 	}
-	rootCerts, clientCAs, err := n.publishedTrust(ctx)
-	if err != nil || len(rootCerts) == 0 || len(clientCAs) == 0 {
+	published, err := n.publishedTrust(ctx)
+	if err != nil || len(published.roots) == 0 || len(published.clientCAs) == 0 {
 		return err
 	}
+	rootCerts, clientCAs := published.roots, published.clientCAs
 	// Compared and stored re-encoded, as join stores them: the same CAs
 	// written differently are no change.
 	roots, clientBundle := encodeCertificates(rootCerts), encodeCertificates(clientCAs)
-	changed := false
-	if roots != encodeCertificates(certificatesIn([]byte(n.CA))) {
-		for _, cluster := range kc.Clusters {
-			cluster.CertificateAuthorityData = []byte(roots)
-			cluster.CertificateAuthority = ""
-		}
-		data, err := clientcmd.Write(*kc)
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.Write(n.KubeletKubeconfig(), data, 0o600); err != nil {
-			return fmt.Errorf("kubelet kubeconfig: %w", err)
-		}
-		n.CA, changed = roots, true
-		log.Info("the cluster's root CA bundle changed: the kubelet's kubeconfig follows", "node", n.Name)
+	changed, err := n.followRootBundle(kc, roots, log)
+	if err != nil {
+		return err
 	}
 	if clientBundle != encodeCertificates(certificatesIn([]byte(n.ClientCA))) {
 		n.ClientCA, changed = clientBundle, true
@@ -143,8 +148,19 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 		}
 		changed = true
 	}
+	servingPEM, err := n.renewStaleServingCertificate(ctx, cfg, published)
+	if err != nil {
+		return err
+	}
+	if servingPEM != nil {
+		log.Info("renewed the kubelet's serving certificate for the cluster's new kubelet CA", "node", n.Name)
+		changed = true
+	}
 	if changed {
-		sum := sha256.Sum256(append([]byte(n.CA+n.ClientCA), certPEM...))
+		// The renewed serving certificate is in the digest: the kubelet
+		// restarts for each, also when a controller manager not yet given
+		// the new CA signed the one asked for before.
+		sum := sha256.Sum256(slices.Concat([]byte(n.CA+n.ClientCA), certPEM, servingPEM))
 		n.Trust = hex.EncodeToString(sum[:8])
 		if err := n.Save(); err != nil {
 			return err
@@ -158,35 +174,91 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 	return n.noteTrust(ctx, cfg, rootCerts, clientCAs, signerIn(certPEM, clientCAs))
 }
 
+// followRootBundle writes a changed root CA bundle into the kubelet's
+// kubeconfig.
+func (n *Node) followRootBundle(kc *clientcmdapi.Config, roots string, log logr.Logger) (bool, error) {
+	if roots == encodeCertificates(certificatesIn([]byte(n.CA))) {
+		return false, nil
+	}
+	for _, cluster := range kc.Clusters {
+		cluster.CertificateAuthorityData = []byte(roots)
+		cluster.CertificateAuthority = ""
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return false, err
+	}
+	if err := atomicfile.Write(n.KubeletKubeconfig(), data, 0o600); err != nil {
+		return false, fmt.Errorf("kubelet kubeconfig: %w", err)
+	}
+	n.CA = roots
+	log.Info("the cluster's root CA bundle changed: the kubelet's kubeconfig follows", "node", n.Name)
+	return true, nil
+}
+
 // renewKubeletClientCertificate asks for a client certificate with the
 // node's current one, as the kubelet renews its own, and points the
 // kubelet's current certificate (a symbolic link, as the kubelet keeps it)
 // at it.
 func (n *Node) renewKubeletClientCertificate(ctx context.Context, cfg *rest.Config, current string) ([]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	issued, key, err := n.requestCertificate(ctx, cfg, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: bootstrap.NodeUserPrefix + n.Name, Organization: []string{bootstrap.NodesGroup}},
+	}, certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.UsageClientAuth)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return nil, err
 	}
-	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: bootstrap.NodeUserPrefix + n.Name, Organization: []string{bootstrap.NodesGroup}},
-	}, key)
-	if err != nil {
+	pair := append(append([]byte(nil), issued...), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+	if err := writeCurrentPair(current, "kubelet-client", pair); err != nil {
 		return nil, err
+	}
+	return issued, nil
+}
+
+// writeCurrentPair writes pair beside current in a dated file, as the
+// kubelet's certificate manager keeps them, and points the link current
+// at it.
+func writeCurrentPair(current, prefix string, pair []byte) error {
+	file := filepath.Join(filepath.Dir(current), fmt.Sprintf("%s-%s.pem", prefix, time.Now().UTC().Format("2006-01-02-15-04-05")))
+	if err := atomicfile.Write(file, pair, 0o600); err != nil {
+		return err
+	}
+	link := current + ".new"
+	_ = os.Remove(link)
+	if err := os.Symlink(file, link); err != nil {
+		return err
+	}
+	return os.Rename(link, current)
+}
+
+// requestCertificate asks for a certificate of signer with the node's
+// current credentials (cfg) and a new key, and waits until it is issued.
+func (n *Node) requestCertificate(ctx context.Context, cfg *rest.Config, tmpl *x509.CertificateRequest, signer string, usage certificatesv1.KeyUsage) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	csrDER, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		return nil, nil, err
 	}
 	kube, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	csr, err := kube.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}),
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			SignerName: signer,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, usage},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("client certificate CSR: %w", err)
+		return nil, nil, fmt.Errorf("CSR: %w", err)
 	}
 	var issued []byte
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -203,27 +275,9 @@ func (n *Node) renewKubeletClientCertificate(ctx context.Context, cfg *rest.Conf
 		return len(issued) > 0, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("client certificate CSR %s: %w", csr.Name, err)
+		return nil, nil, fmt.Errorf("CSR %s: %w", csr.Name, err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	pair := append(append([]byte(nil), issued...), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
-	dir := filepath.Dir(current)
-	file := filepath.Join(dir, fmt.Sprintf("kubelet-client-%s.pem", time.Now().UTC().Format("2006-01-02-15-04-05")))
-	if err := atomicfile.Write(file, pair, 0o600); err != nil {
-		return nil, err
-	}
-	link := current + ".new"
-	_ = os.Remove(link)
-	if err := os.Symlink(file, link); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(link, current); err != nil {
-		return nil, err
-	}
-	return issued, nil
+	return issued, key, nil
 }
 
 // noteTrust puts what the node trusts on its Node, for the rotation's

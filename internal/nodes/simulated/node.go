@@ -465,24 +465,33 @@ func (n *node) servingCertificate(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
+	if _, err := n.requestServingCertificate(ctx); err != nil && ctx.Err() == nil {
+		n.log.Error(err, "serving certificate")
+	}
+}
+
+// requestServingCertificate asks for a kubelet serving certificate, waits
+// until it is issued and keeps it.
+func (n *node) requestServingCertificate(ctx context.Context) (keyPair, error) {
 	key, keyPEM, err := newKey()
 	if err != nil {
-		n.log.Error(err, "serving certificate")
-		return
+		return keyPair{}, err
 	}
 	var ips []net.IP
 	if ip := net.ParseIP(n.m.Address); ip != nil {
 		ips = append(ips, ip)
 	}
-	certPEM, err := n.a.csrs.request(ctx, n.csrs, n.a.csrLister, key, clientSubject(n.m.Name), []string{n.m.Name}, ips,
+	n.mu.Lock()
+	csrs := n.csrs
+	n.mu.Unlock()
+	certPEM, err := n.a.csrs.request(ctx, csrs, n.a.csrLister, key, clientSubject(n.m.Name), []string{n.m.Name}, ips,
 		certificatesv1.KubeletServingSignerName, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth})
 	if err != nil {
-		if ctx.Err() == nil {
-			n.log.Error(err, "serving certificate")
-		}
-		return
+		return keyPair{}, fmt.Errorf("serving certificate CSR: %w", err)
 	}
-	if err := (keyPair{certPEM: certPEM, keyPEM: keyPEM}).save(n.servingPath()); err != nil {
-		n.log.Error(err, "save serving certificate")
+	kp := keyPair{certPEM: certPEM, keyPEM: keyPEM}
+	if err := kp.save(n.servingPath()); err != nil {
+		return keyPair{}, fmt.Errorf("save serving certificate: %w", err)
 	}
+	return kp, nil
 }

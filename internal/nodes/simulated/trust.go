@@ -30,7 +30,9 @@ const trustInterval = 5 * time.Second
 // whose client certificate another CA signed renews it with its current
 // identity (a CSR the controller manager approves as a self-renewal), and
 // every node reports what it trusts and which CA signed its certificate in
-// annotations the rotation waits for.
+// annotations the rotation waits for. A serving certificate the signing
+// kubelet CA (the join information's kubelet bundle, first) did not sign
+// is renewed too; the rotation sees it in the node's CSRs.
 func (a *Agent) followTrust(ctx context.Context) {
 	t := time.NewTicker(trustInterval)
 	defer t.Stop()
@@ -55,6 +57,7 @@ func (a *Agent) checkTrust(ctx context.Context) error {
 	if len(clientCAs) == 0 {
 		return nil // published by an older operator: nothing to follow
 	}
+	kubeletCAs := parseCertificates([]byte(info.Data[bootstrap.JoinInfoKubeletCA]))
 	var roots []string
 	for _, c := range parseCertificates(a.caPEM) {
 		roots = append(roots, pki.PublicKeyHash(c))
@@ -71,6 +74,11 @@ func (a *Agent) checkTrust(ctx context.Context) error {
 		}
 		if err := n.followTrust(ctx, clientCAs, strings.Join(roots, ",")); err != nil && ctx.Err() == nil {
 			n.log.Error(err, "follow the cluster's CAs")
+		}
+		if a.opts.ServingCertificates && len(kubeletCAs) > 0 {
+			if err := n.followKubeletCA(ctx, kubeletCAs[0]); err != nil && ctx.Err() == nil {
+				n.log.Error(err, "follow the cluster's kubelet CA")
+			}
 		}
 	}
 	return nil
@@ -122,6 +130,26 @@ func (n *node) followTrust(ctx context.Context, clientCAs []*x509.Certificate, r
 	n.mu.Lock()
 	n.trustNoted = noted
 	n.mu.Unlock()
+	return nil
+}
+
+// followKubeletCA renews the node's serving certificate when the signing
+// kubelet CA did not sign it: the API server drops the old kubelet CA at
+// the end of a rotation. A certificate still being asked for the first
+// time is left to servingCertificate; one signed by a controller manager
+// not yet given the new CA is renewed again next time.
+func (n *node) followKubeletCA(ctx context.Context, signing *x509.Certificate) error {
+	kp, err := loadKeyPair(n.servingPath())
+	if err != nil {
+		return nil //nolint:nilerr // no serving certificate yet: servingCertificate asks for it
+	}
+	if signerOf(kp.certPEM, []*x509.Certificate{signing}) != nil {
+		return nil
+	}
+	if _, err := n.requestServingCertificate(ctx); err != nil {
+		return fmt.Errorf("renew serving certificate: %w", err)
+	}
+	n.log.Info("renewed serving certificate for the cluster's new kubelet CA")
 	return nil
 }
 

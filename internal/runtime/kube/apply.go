@@ -40,6 +40,12 @@ var claimKind = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeCl
 // belongs to another owner, then deletes the objects of the control plane
 // that are no longer rendered.
 func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec) error {
+	return r.applyControlPlane(ctx, ref, specs, nil)
+}
+
+// applyControlPlane is Apply, with adjust (when not nil) changing each
+// rendered object before it is applied (Fence scales the writers to 0).
+func (r *Runtime) applyControlPlane(ctx context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec, adjust func(client.Object)) error {
 	specs, err := r.withPinnedNodePorts(ctx, ref, specs)
 	if err != nil {
 		return err
@@ -47,6 +53,11 @@ func (r *Runtime) Apply(ctx context.Context, ref runtime.ControlPlaneRef, specs 
 	objs, err := Objects(ref, specs, r.opts)
 	if err != nil {
 		return fmt.Errorf("render control plane %s: %w", ref.Namespace, err)
+	}
+	if adjust != nil {
+		for _, obj := range objs {
+			adjust(obj)
+		}
 	}
 	workloads, err := groupWorkloads(specs)
 	if err != nil {

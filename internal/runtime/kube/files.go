@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+
+	"hypershift.dev/internal/runtime"
 )
 
 // File modes in the pods: readable by the containers' group (fsGroup), and
@@ -21,8 +23,19 @@ const (
 	plainFileMode  int32 = 0o444
 )
 
-// filesVolume is the Secret volume holding every file of a workload.
-const filesVolume = "files"
+// FilesDir is where a pod's containers find their files: the workload's
+// Secret mounted as a directory, without subPath, so the kubelet replaces
+// the files in place (atomically, by swapping the volume's ..data link)
+// when the Secret changes, and a component re-reads its Reloadable files
+// without a restart. A container's file <File.Path> of component C is
+// FilesDir/C/<File.Path>; the arguments naming it under Dir are rewritten
+// to point there (specArgs). Files keep their relative places, so a
+// kubeconfig naming its client certificate beside it still finds it.
+const FilesDir = "/var/run/hypershift-files"
+
+// filesVolumeName is the volume of one container's files: every container
+// mounts only its own files (the same Secret, its own items).
+func filesVolumeName(component string) string { return "files-" + component }
 
 // filesSecretName names the Secret of a workload's files.
 func filesSecretName(component string) string { return component + "-files" }
@@ -32,10 +45,28 @@ func filesSecretName(component string) string { return component + "-files" }
 type fileItem struct {
 	component string
 	key       string
-	// rel is the file's path relative to Dir (<Component>/<File.Path>),
-	// also its path in the Secret volume.
-	rel    string
-	secret bool
+	// rel is <Component>/<File.Path>: the file's path in the Secret
+	// volume, relative to FilesDir in the container.
+	rel        string
+	secret     bool
+	reloadable bool
+}
+
+// validateFiles refuses file paths outside the component's directory and
+// a component whose files volume cannot be named.
+func validateFiles(s runtime.Spec) error {
+	if len(s.Files) == 0 {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(filesVolumeName(s.Component)); len(errs) > 0 {
+		return fmt.Errorf("instance %s: spec.Component %q is too long for the volume of its files %q: %s", s.Name, s.Component, filesVolumeName(s.Component), strings.Join(errs, "; "))
+	}
+	for _, f := range s.Files {
+		if f.Path == "" || path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.HasPrefix(f.Path, "..") {
+			return fmt.Errorf("instance %s: file path %q must be relative and clean (no .., no leading /)", s.Name, f.Path)
+		}
+	}
+	return nil
 }
 
 // fileKey encodes a path as a Secret key ("/" is not allowed in keys).
@@ -56,7 +87,7 @@ func (r renderer) files() ([]fileItem, map[string][]byte, error) {
 				return nil, nil, fmt.Errorf("instance %s: file %q collides with another file of %s as Secret key %s (\"/\" is written \"__\")", s.Name, f.Path, r.w.component, key)
 			}
 			data[key] = f.Content
-			items = append(items, fileItem{component: s.Component, key: key, rel: rel, secret: f.Secret})
+			items = append(items, fileItem{component: s.Component, key: key, rel: rel, secret: f.Secret, reloadable: f.Reloadable})
 		}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
@@ -78,54 +109,88 @@ func (r renderer) filesSecret() (*corev1.Secret, error) {
 	}, nil
 }
 
-// filesHash identifies the Secret's content, keys included.
-func filesHash(secret *corev1.Secret) string {
-	if secret == nil {
-		return ""
-	}
-	keys := make([]string, 0, len(secret.Data))
-	for k := range secret.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+// filesHash identifies the files a running component does not re-read:
+// every key, and the content of the files that are not Reloadable. A
+// changed Reloadable file (a renewed certificate, a trust bundle) reaches
+// the running pods through their directory mount and rolls nothing; any
+// other change rolls the pods, which read the file only at start.
+func (r renderer) filesHash() string {
+	items, data, _ := r.files() // validated when the Secret was rendered
 	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s\x00%d\x00", k, len(secret.Data[k]))
-		h.Write(secret.Data[k])
+	for _, it := range items {
+		if it.reloadable {
+			fmt.Fprintf(h, "%s\x00reloadable\x00", it.key)
+			continue
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", it.key, len(data[it.key]))
+		h.Write(data[it.key])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// filesVolumeSource maps every key back to its path, with its mode.
-func (r renderer) filesVolumeSource(secret *corev1.Secret) corev1.Volume {
+// filesVolumes are the Secret's volumes, one per container with files,
+// each mapping that container's keys back to their paths, with their mode.
+func (r renderer) filesVolumes(secret *corev1.Secret) []corev1.Volume {
 	items, _, _ := r.files() // validated when the Secret was rendered
-	var keys []corev1.KeyToPath
-	for _, it := range items {
-		mode := plainFileMode
-		if it.secret {
-			mode = secretFileMode
+	var volumes []corev1.Volume
+	for _, s := range r.w.containers() {
+		var keys []corev1.KeyToPath
+		for _, it := range items {
+			if it.component != s.Component {
+				continue
+			}
+			mode := plainFileMode
+			if it.secret {
+				mode = secretFileMode
+			}
+			keys = append(keys, corev1.KeyToPath{Key: it.key, Path: it.rel, Mode: ptr.To(mode)})
 		}
-		keys = append(keys, corev1.KeyToPath{Key: it.key, Path: it.rel, Mode: ptr.To(mode)})
-	}
-	return corev1.Volume{Name: filesVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: secret.Name, Items: keys, DefaultMode: ptr.To(plainFileMode),
-	}}}
-}
-
-// fileMounts mounts a container's files one by one (subPath) over the
-// shared directory, so the other files there stay writable and shared.
-func (r renderer) fileMounts(component string) []corev1.VolumeMount {
-	items, _, _ := r.files()
-	var mounts []corev1.VolumeMount
-	for _, it := range items {
-		if it.component != component {
+		if len(keys) == 0 {
 			continue
 		}
-		mounts = append(mounts, corev1.VolumeMount{
-			Name: filesVolume, MountPath: path.Join(Dir, it.rel), SubPath: it.rel, ReadOnly: true,
-		})
+		volumes = append(volumes, corev1.Volume{Name: filesVolumeName(s.Component), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret.Name, Items: keys, DefaultMode: ptr.To(plainFileMode),
+		}}})
 	}
-	return mounts
+	return volumes
+}
+
+// fileMounts mounts a container's files as a directory at FilesDir: never
+// by subPath, which the kubelet binds once and never refreshes.
+func fileMounts(s runtime.Spec) []corev1.VolumeMount {
+	if len(s.Files) == 0 {
+		return nil
+	}
+	return []corev1.VolumeMount{{Name: filesVolumeName(s.Component), MountPath: FilesDir, ReadOnly: true}}
+}
+
+// specArgs are the spec's arguments with every path of one of its files
+// under Dir (a flag's value, or one element of a comma-separated value)
+// replaced by the file's path under FilesDir.
+func specArgs(s runtime.Spec) []string {
+	if len(s.Files) == 0 {
+		return s.Args
+	}
+	moved := make(map[string]string, len(s.Files))
+	for _, f := range s.Files {
+		rel := path.Join(s.Component, f.Path)
+		moved[path.Join(Dir, rel)] = path.Join(FilesDir, rel)
+	}
+	out := make([]string, len(s.Args))
+	for i, arg := range s.Args {
+		prefix, value := "", arg
+		if flag, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(flag, "-") {
+			prefix, value = flag+"=", v
+		}
+		parts := strings.Split(value, ",")
+		for j, p := range parts {
+			if to, ok := moved[p]; ok {
+				parts[j] = to
+			}
+		}
+		out[i] = prefix + strings.Join(parts, ",")
+	}
+	return out
 }
 
 // meta is the metadata of one of the workload's objects.

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"path"
 	"reflect"
 	"strings"
 
@@ -23,9 +22,10 @@ const (
 	ComponentLabel    = "hypershift.dev/component"
 )
 
-// FilesHashAnnotation on a pod template is a hash of the workload's files:
-// files are mounted with subPath, which the kubelet never refreshes, so a
-// changed file must roll the pods.
+// FilesHashAnnotation on a pod template is a hash of the workload's files
+// that the components read only at start (not Reloadable): a change of one
+// rolls the pods; a Reloadable file reaches the running pods through their
+// directory mount (FilesDir) instead.
 const FilesHashAnnotation = "hypershift.dev/files-hash"
 
 // KubernetesVersionAnnotation on a pod template is the Spec.Version of the
@@ -151,10 +151,8 @@ func validateSpec(s runtime.Spec) error {
 	if s.Readiness.Host != "" {
 		return fmt.Errorf("instance %s: spec.Readiness.Host is %q; in a pod the kubelet probes the pod's IP, so leave it empty", s.Name, s.Readiness.Host)
 	}
-	for _, f := range s.Files {
-		if f.Path == "" || path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || strings.HasPrefix(f.Path, "..") {
-			return fmt.Errorf("instance %s: file path %q must be relative and clean (no .., no leading /)", s.Name, f.Path)
-		}
+	if err := validateFiles(s); err != nil {
+		return err
 	}
 	if v := s.DataVolume.Size; v != "" {
 		if q, err := resource.ParseQuantity(v); err != nil || q.Sign() <= 0 {

@@ -223,6 +223,7 @@ func TestObjectsRefusesBadInput(t *testing.T) {
 		{"sidecar with data", changeSpec(2, func(s *runtime.Spec) { s.Data = "data" }), "spec.Data"},
 		{"volume size", changeSpec(0, func(s *runtime.Spec) { s.DataVolume.Size = "lots" }), "spec.DataVolume.Size"},
 		{"file outside its directory", changeSpec(0, func(s *runtime.Spec) { s.Files[0].Path = "../kube-apiserver/ca.crt" }), "file path"},
+		{"files volume name too long", changeSpec(2, func(s *runtime.Spec) { s.Component = strings.Repeat("k", 60) }), "too long for the volume of its files"},
 		{"env without value", changeSpec(0, func(s *runtime.Spec) { s.Env = []string{"GOGC"} }), "spec.Env"},
 		{"unpublishable port", changeSpec(1, func(s *runtime.Spec) { s.Publish[0].Port = "nope" }), "spec.Publish"},
 		{"host executable", changeSpec(0, func(s *runtime.Spec) { s.Command = "/usr/bin/containerd" }), "spec.Command"},

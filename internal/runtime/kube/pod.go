@@ -49,12 +49,18 @@ const (
 	readinessFailureThreshold = 3
 )
 
+// drainSeconds: a container of a published component keeps serving this
+// long after its pod is deleted (a preStop sleep), while the EndpointSlice
+// controller and kube-proxy stop sending it new connections, so a roll
+// refuses none.
+const drainSeconds = 5
+
 // podTemplate renders the pods of the workload.
 func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
 	labels := r.labels()
 	annotations := map[string]string{}
 	if secret != nil {
-		annotations[FilesHashAnnotation] = filesHash(secret)
+		annotations[FilesHashAnnotation] = r.filesHash()
 	}
 	if v := r.w.spec.Version; v != "" {
 		annotations[KubernetesVersionAnnotation] = v
@@ -67,7 +73,7 @@ func (r renderer) podTemplate(secret *corev1.Secret) corev1.PodTemplateSpec {
 		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	if secret != nil {
-		volumes = append(volumes, r.filesVolumeSource(secret))
+		volumes = append(volumes, r.filesVolumes(secret)...)
 	}
 	var containers []corev1.Container
 	for _, s := range r.w.containers() {
@@ -125,13 +131,13 @@ func (r renderer) container(s runtime.Spec) corev1.Container {
 	if s.Data != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: dataVolume, MountPath: path.Join(Dir, s.Component, s.Data)})
 	}
-	mounts = append(mounts, r.fileMounts(s.Component)...)
+	mounts = append(mounts, fileMounts(s)...)
 	c := corev1.Container{
 		Name:            s.Component,
 		Image:           r.opts.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         command(s),
-		Args:            s.Args,
+		Args:            specArgs(s),
 		Env:             env(s.Env),
 		Ports:           containerPorts(s.Ports),
 		VolumeMounts:    mounts,
@@ -141,6 +147,9 @@ func (r renderer) container(s runtime.Spec) corev1.Container {
 			ReadOnlyRootFilesystem:   ptr.To(true),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
+	}
+	if len(s.Publish) > 0 {
+		c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: drainSeconds}}}
 	}
 	if s.Readiness.Port != 0 {
 		get := &corev1.HTTPGetAction{

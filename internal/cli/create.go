@@ -114,26 +114,9 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 	if o.idleAfter > 0 {
 		hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: o.idleAfter}}
 	}
-	strategy := hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.PublishingStrategyType(o.publishing)}
-	switch strategy.Type {
-	case hypershiftv1alpha1.NodePort:
-		strategy.NodePort = &hypershiftv1alpha1.NodePortPublishingStrategy{Address: o.apiServerAddress, Port: o.apiServerNodePort}
-	case hypershiftv1alpha1.LoadBalancer:
-		strategy.LoadBalancer = &hypershiftv1alpha1.LoadBalancerPublishingStrategy{Hostname: o.apiServerAddress}
-	}
-	hc.Spec.Services = []hypershiftv1alpha1.ServicePublishingStrategyMapping{{Service: hypershiftv1alpha1.APIServer, ServicePublishingStrategy: strategy}}
+	hc.Spec.Services = apiServerPublishing(o.publishing, o.apiServerAddress, o.apiServerNodePort)
 	if o.etcdStorageClass != "" || o.etcdStorageSize != "" {
-		pv := &hypershiftv1alpha1.PersistentVolumeEtcdStorageSpec{}
-		if o.etcdStorageClass != "" {
-			pv.StorageClassName = &o.etcdStorageClass
-		}
-		if o.etcdStorageSize != "" {
-			q := resource.MustParse(o.etcdStorageSize) // checked in validateFlags
-			pv.Size = &q
-		}
-		hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{Storage: hypershiftv1alpha1.ManagedEtcdStorageSpec{
-			Type: hypershiftv1alpha1.PersistentVolumeEtcdStorage, PersistentVolume: pv,
-		}}
+		hc.Spec.Etcd.Managed = etcdVolume(o.etcdStorageClass, o.etcdStorageSize) // the size is checked in validateFlags
 	}
 	return ns, hc
 }
@@ -351,4 +334,35 @@ func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey)
 		return nil, fmt.Errorf("read kubeconfig secret %s/%s: %w", key.Namespace, ref.Name, err)
 	}
 	return secret.Data[ref.Key], nil
+}
+
+// apiServerPublishing is spec.services for the API server published by
+// publishing (HostPort, NodePort, LoadBalancer) on address (and, for a
+// NodePort, nodePort; 0 lets the cluster choose).
+func apiServerPublishing(publishing, address string, nodePort int32) []hypershiftv1alpha1.ServicePublishingStrategyMapping {
+	strategy := hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.PublishingStrategyType(publishing)}
+	switch strategy.Type {
+	case hypershiftv1alpha1.NodePort:
+		strategy.NodePort = &hypershiftv1alpha1.NodePortPublishingStrategy{Address: address, Port: nodePort}
+	case hypershiftv1alpha1.LoadBalancer:
+		strategy.LoadBalancer = &hypershiftv1alpha1.LoadBalancerPublishingStrategy{Hostname: address}
+	}
+	return []hypershiftv1alpha1.ServicePublishingStrategyMapping{{Service: hypershiftv1alpha1.APIServer, ServicePublishingStrategy: strategy}}
+}
+
+// etcdVolume is spec.etcd.managed for etcd's data on a volume of class and
+// size (either may be empty: the cluster's default); size must have been
+// checked to parse.
+func etcdVolume(class, size string) *hypershiftv1alpha1.ManagedEtcdSpec {
+	pv := &hypershiftv1alpha1.PersistentVolumeEtcdStorageSpec{}
+	if class != "" {
+		pv.StorageClassName = &class
+	}
+	if size != "" {
+		q := resource.MustParse(size)
+		pv.Size = &q
+	}
+	return &hypershiftv1alpha1.ManagedEtcdSpec{Storage: hypershiftv1alpha1.ManagedEtcdStorageSpec{
+		Type: hypershiftv1alpha1.PersistentVolumeEtcdStorage, PersistentVolume: pv,
+	}}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +56,10 @@ serves, the restored copy (if any) is deleted and the fence lifted.`,
 	f.StringVar(&o.via, "via", "", "archive URL both operators reach: file:///dir/name.bak, s3://, gs:// or azblob://bucket/key?… (required)")
 	f.StringVar(&o.keyFile, "key-file", "", "archive key: 32 raw bytes or 64 hex digits (`openssl rand -hex 32 > key`)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long each step (fence, backup, restore, removal) may take")
+	f.StringVar(&o.publishing, "api-server-publishing", "", "how the target publishes the API server, when it runs the other runtime: HostPort (a plane of `hypershift up`), NodePort or LoadBalancer (a cluster of `hypershift install`); default: as the source")
+	f.StringVar(&o.apiServerAddress, "api-server-address", "", "with --api-server-publishing NodePort or LoadBalancer: the address clients use on the target")
+	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --api-server-publishing NodePort or LoadBalancer: StorageClass of etcd's volumes on the target (default: its operator's)")
+	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "", "with --api-server-publishing NodePort or LoadBalancer: size of each etcd member's volume on the target, e.g. 8Gi")
 	cmd.AddCommand(cluster)
 	return cmd
 }
@@ -61,6 +67,9 @@ serves, the restored copy (if any) is deleted and the fence lifted.`,
 type migrateOptions struct {
 	name, namespace, toKubeconfig, via, keyFile string
 	timeout                                     time.Duration
+	// The target's publishing and etcd storage, when it runs the other
+	// runtime (migrate_spec.go).
+	publishing, apiServerAddress, etcdStorageClass, etcdStorageSize string
 }
 
 // migration is one run: the two planes and what it did, so that a
@@ -74,6 +83,9 @@ type migration struct {
 	// srcUID is the source HostedCluster this run acts on; every write to
 	// it is preconditioned on it.
 	srcUID types.UID
+	// srcEndpoint is the source's published API endpoint (host:port), to
+	// say when the target publishes another.
+	srcEndpoint string
 	// fenced: this run fenced the source (it was not fenced before).
 	fenced bool
 	// dstNamespaceCreated: the target's namespace did not exist before.
@@ -104,6 +116,9 @@ func (o *migrateOptions) prepare(cmd *cobra.Command, g *globalOptions) (*migrati
 	}
 	if err := backup.CheckScheme(o.via); err != nil {
 		return nil, fmt.Errorf("--via: %w", err)
+	}
+	if err := o.checkPublishing(); err != nil {
+		return nil, err
 	}
 	key, err := backup.LoadKey(o.keyFile)
 	if err != nil {
@@ -169,6 +184,9 @@ func (m *migration) checkSource(ctx context.Context) (*hypershiftv1alpha1.Hosted
 		return nil, fmt.Errorf("hosted cluster %s has a backup under way (annotation %s): wait for it and migrate again", m.nn, hypershiftv1alpha1.BackupRequestAnnotation)
 	}
 	m.srcUID = hc.UID
+	if ep := hc.Status.ControlPlaneEndpoint; ep.Port != 0 {
+		m.srcEndpoint = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
+	}
 	return hc, nil
 }
 
@@ -206,8 +224,9 @@ func (m *migration) checkTarget(ctx context.Context, hc *hypershiftv1alpha1.Host
 	}
 	probe := &hypershiftv1alpha1.HostedCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name, Labels: hc.Labels},
-		Spec:       hc.Spec,
+		Spec:       *hc.Spec.DeepCopy(),
 	}
+	m.o.adaptSpec(probe)
 	if err := validateAll(ctx, m.dst, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.nn.Namespace}}, probe); err != nil {
 		return fmt.Errorf("the target management plane refuses hosted cluster %s: %w", m.nn, err)
 	}
@@ -240,6 +259,9 @@ func (m *migration) run(ctx context.Context) error {
 	}
 	downtime := time.Since(downtimeStart)
 	m.say("hosted cluster %s serves on the target management plane; downtime %.1fs (fence to Available)", m.nn, downtime.Seconds())
+	if err := (&restoreOptions{}).reportEndpoint(ctx, m.cmd, m.dst, m.nn, m.srcEndpoint); err != nil {
+		m.say("%v", err)
+	}
 	// From here the target is the cluster: the source is only removed.
 	if err := m.removeSource(ctx); err != nil {
 		return fmt.Errorf("hosted cluster %s moved (downtime %.1fs), but removing the fenced source failed: %w; remove it with `hypershift destroy cluster --name %s -n %s` on the source",
@@ -336,7 +358,12 @@ func (m *migration) finalBackup(ctx context.Context) (*hypershiftv1alpha1.Backup
 // restore recreates the cluster on the target from the final archive,
 // through `restore cluster`'s path (the archive is read and checked first).
 func (m *migration) restore(ctx context.Context) error {
-	r := &restoreOptions{from: m.o.via, keyFile: m.o.keyFile, name: m.nn.Name, namespace: m.nn.Namespace, timeout: m.o.timeout}
+	adjust := func(hc *hypershiftv1alpha1.HostedCluster) {
+		for _, c := range m.o.adaptSpec(hc) {
+			m.say("on the target: %s", c)
+		}
+	}
+	r := &restoreOptions{from: m.o.via, keyFile: m.o.keyFile, name: m.nn.Name, namespace: m.nn.Namespace, timeout: m.o.timeout, adjust: adjust}
 	cmd := &cobra.Command{}
 	cmd.SetContext(ctx)
 	cmd.SetOut(m.cmd.OutOrStdout())

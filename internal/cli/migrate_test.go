@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
@@ -35,6 +38,12 @@ func TestMigrateRefusesBadInput(t *testing.T) {
 		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", "gs://bucket/a.bak", "--key-file", key}, "no management plane found"},
 		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", short}, short},
 		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key}, "no management plane found"},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key, "--api-server-publishing", "Route"}, `--api-server-publishing "Route"`},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key, "--api-server-publishing", "NodePort"}, "--api-server-publishing NodePort needs --api-server-address"},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key, "--api-server-publishing", "HostPort", "--api-server-address", "192.0.2.1"}, "--api-server-address is for"},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key, "--api-server-address", "192.0.2.1"}, "--api-server-address is for"},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key, "--api-server-publishing", "HostPort", "--etcd-storage-class", "fast"}, "--etcd-storage-class and --etcd-storage-size are for a target of the kube runtime"},
+		{[]string{"--name", "a", "--to-kubeconfig", "k", "--via", via, "--key-file", key, "--api-server-publishing", "NodePort", "--api-server-address", "192.0.2.1", "--etcd-storage-size", "lots"}, `--etcd-storage-size "lots"`},
 	} {
 		_, err := run(t, append(base, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -67,5 +76,51 @@ func TestBackupUnderWay(t *testing.T) {
 		if got := backupUnderWay(tc.hc); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestAdaptSpec: a cluster moving to the other runtime is published as
+// the flags say; to a host port it loses the etcd storage only the kube
+// runtime honours, to the kube runtime it gets the storage the flags give;
+// without --api-server-publishing nothing changes.
+func TestAdaptSpec(t *testing.T) {
+	class := "static"
+	size := resource.MustParse("1Gi")
+	kubeCluster := func() *hypershiftv1alpha1.HostedCluster {
+		hc := hypershiftv1alpha1.NewHostedCluster("clusters", "a", hypershiftv1alpha1.NonePlatform, "")
+		hc.Spec.Services = []hypershiftv1alpha1.ServicePublishingStrategyMapping{{Service: hypershiftv1alpha1.APIServer, ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{
+			Type: hypershiftv1alpha1.NodePort, NodePort: &hypershiftv1alpha1.NodePortPublishingStrategy{Address: "192.0.2.1"},
+		}}}
+		hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{Storage: hypershiftv1alpha1.ManagedEtcdStorageSpec{
+			Type: hypershiftv1alpha1.PersistentVolumeEtcdStorage, PersistentVolume: &hypershiftv1alpha1.PersistentVolumeEtcdStorageSpec{StorageClassName: &class, Size: &size},
+		}}
+		return hc
+	}
+
+	hc := kubeCluster()
+	if changed := (&migrateOptions{}).adaptSpec(hc); len(changed) != 0 || !equality.Semantic.DeepEqual(hc, kubeCluster()) {
+		t.Errorf("without --api-server-publishing the spec changed: %v", changed)
+	}
+
+	hc = kubeCluster()
+	changed := (&migrateOptions{publishing: "HostPort"}).adaptSpec(hc)
+	if len(hc.Spec.Services) != 1 || hc.Spec.Services[0].Type != hypershiftv1alpha1.HostPort || hc.Spec.Services[0].NodePort != nil {
+		t.Errorf("services %+v, want the API server on a host port", hc.Spec.Services)
+	}
+	if hc.Spec.Etcd.Managed != nil {
+		t.Errorf("etcd %+v, want no storage on a host-port target", hc.Spec.Etcd)
+	}
+	if len(changed) != 2 {
+		t.Errorf("changes reported %q, want publishing and storage", changed)
+	}
+
+	hc = kubeCluster()
+	hc.Spec.Services, hc.Spec.Etcd.Managed = nil, nil
+	(&migrateOptions{publishing: "NodePort", apiServerAddress: "198.51.100.7", etcdStorageClass: "fast", etcdStorageSize: "2Gi"}).adaptSpec(hc)
+	if s := hc.Spec.Services; len(s) != 1 || s[0].Type != hypershiftv1alpha1.NodePort || s[0].NodePort == nil || s[0].NodePort.Address != "198.51.100.7" {
+		t.Errorf("services %+v, want NodePort at 198.51.100.7", s)
+	}
+	if m := hc.Spec.Etcd.Managed; m == nil || *m.Storage.PersistentVolume.StorageClassName != "fast" || m.Storage.PersistentVolume.Size.String() != "2Gi" {
+		t.Errorf("etcd %+v, want storage class fast of 2Gi", hc.Spec.Etcd)
 	}
 }

@@ -50,6 +50,9 @@ type restoreOptions struct {
 	from, keyFile, name, namespace string
 	overwrite, wait                bool
 	timeout                        time.Duration
+	// adjust, when set, changes the archived cluster before it is made
+	// (a migration to the other runtime publishes it anew).
+	adjust func(*hypershiftv1alpha1.HostedCluster)
 }
 
 func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
@@ -77,6 +80,9 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	hc, pools, err := o.objects(a)
 	if err != nil {
 		return err
+	}
+	if o.adjust != nil {
+		o.adjust(hc)
 	}
 	c, err := g.client()
 	if err != nil {

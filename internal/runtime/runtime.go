@@ -135,3 +135,10 @@ type RunningReporter interface {
 type PortPinner interface {
 	PinPorts(ref ControlPlaneRef, ports map[string]int) (bool, error)
 }
+
+// PortUnpinner is a PortPinner that can take back a pin of a control plane
+// that never started (its cluster was deleted before a HostedControlPlane
+// ran it), removing only what PinPorts wrote.
+type PortUnpinner interface {
+	UnpinPorts(ref ControlPlaneRef) error
+}

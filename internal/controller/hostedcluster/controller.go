@@ -101,6 +101,8 @@ type scope struct {
 	// pki is the PKI as the PKI phase left it: newer than the cache right
 	// after a renewal.
 	pki *pki.ControlPlane
+	// pools caches nodePools' listing for the pass.
+	pools *[]*hypershiftv1alpha1.NodePool
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -154,7 +156,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	r.updateStatus(s)
 	reportFenceRefused(s)
-	if countErr := r.countNodes(ctx, hc); countErr != nil && err == nil {
+	if countErr := r.countNodes(ctx, s); countErr != nil && err == nil {
 		err = countErr
 	}
 	if err != nil {

@@ -18,15 +18,17 @@ import (
 // wins: a sleeping control plane is not woken to be fenced (the fence
 // applies once it runs again), and while fenced the hibernation decision
 // waits (the caller keeps the control plane awake, etcd only).
-func decideFence(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities, live *hypershiftv1alpha1.HostedControlPlane, hib *hypershiftv1alpha1.ControlPlaneHibernation) (bool, string) {
+//
+// Every runtime fences: the process runtime stops every instance but
+// etcd's; the kube runtime scales every Deployment to 0 in place, keeping
+// etcd, the Services (node ports, load balancer addresses) and the volumes.
+func decideFence(hc *hypershiftv1alpha1.HostedCluster, live *hypershiftv1alpha1.HostedControlPlane, hib *hypershiftv1alpha1.ControlPlaneHibernation) (bool, string) {
 	v, ok := hc.Annotations[hypershiftv1alpha1.FencedAnnotation]
 	switch {
 	case !ok || v == "false":
 		return false, ""
 	case v != "true":
 		return false, fmt.Sprintf("annotation %s is %q: set it to \"true\" to fence the control plane, or remove it", hypershiftv1alpha1.FencedAnnotation, v)
-	case supports.Pods:
-		return false, fmt.Sprintf("annotation %s is not supported by this operator's runtime: it runs control planes as pods, and a fence would delete their Services (and with them node ports and load balancer addresses); remove it", hypershiftv1alpha1.FencedAnnotation)
 	}
 	alreadyFenced := live != nil && live.Annotations[hypershiftv1alpha1.FencedAnnotation] == "true"
 	if !alreadyFenced && hib != nil && hib.Hibernated {

@@ -25,7 +25,6 @@ func TestDecideFence(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		hc         *hypershiftv1alpha1.HostedCluster
-		pods       bool
 		live       *hypershiftv1alpha1.HostedControlPlane
 		hib        *hypershiftv1alpha1.ControlPlaneHibernation
 		want       bool
@@ -36,12 +35,11 @@ func TestDecideFence(t *testing.T) {
 		{name: "true", hc: annotated("true"), want: true},
 		{name: "true, awake", hc: annotated("true"), hib: awake, want: true},
 		{name: "bad value named", hc: annotated("yes"), refusedHas: `annotation hypershift.dev/fenced is "yes"`},
-		{name: "kube runtime refused", hc: annotated("true"), pods: true, refusedHas: "not supported by this operator's runtime"},
 		{name: "hibernated cluster not woken", hc: annotated("true"), hib: asleep, refusedHas: "the control plane is hibernated (Hibernated)"},
 		{name: "fenced first: hibernation waits", hc: annotated("true"), live: liveFenced, hib: asleep, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, refused := decideFence(tc.hc, Capabilities{Pods: tc.pods}, tc.live, tc.hib)
+			got, refused := decideFence(tc.hc, tc.live, tc.hib)
 			if got != tc.want {
 				t.Errorf("fenced %v, want %v", got, tc.want)
 			}

@@ -19,6 +19,7 @@ import (
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/version"
 )
 
@@ -149,13 +150,13 @@ func (r *Reconciler) ensureEncryptionKey(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: s.hc.Name}}
-	pools, err := hasNodePools(ctx, r.Client, s.hc)
+	pools, err := s.nodePools(ctx, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	_, err = controllerutil.CreateOrPatch(ctx, r.Client, hcp, func() error {
 		hcp.Labels = s.labels()
-		if pools {
+		if len(pools) > 0 {
 			metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, hypershiftv1alpha1.NodePoolsAnnotation, "true")
 		} else {
 			delete(hcp.Annotations, hypershiftv1alpha1.NodePoolsAnnotation)
@@ -176,7 +177,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 		if err != nil {
 			return err
 		}
-		fence, refused := decideFence(s.hc, r.Supports, hcp, hib)
+		fence, refused := decideFence(s.hc, hcp, hib)
 		s.fenceRefused = refused
 		hcp.Spec = hypershiftv1alpha1.HostedControlPlaneSpec{
 			KubernetesVersion:            v,
@@ -301,6 +302,14 @@ func (r *Reconciler) deleteControlPlane(ctx context.Context, s *scope, ns *corev
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
+	// A restore pins the archive's port before the HostedControlPlane
+	// exists; a cluster deleted in between never ran, so that pin is all
+	// there is to take back.
+	if unpinner, ok := r.Runtime.(runtime.PortUnpinner); ok {
+		if err := unpinner.UnpinPorts(runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if ns.DeletionTimestamp.IsZero() {
 		// The preconditions make the namespace deleted the one whose labels
 		// were checked, even when the cache is behind.
@@ -330,22 +339,16 @@ func firstServiceIP(hc *hypershiftv1alpha1.HostedCluster) (net.IP, error) {
 // deleteNodePools deletes the cluster's NodePools and reports whether any is
 // still there.
 func (r *Reconciler) deleteNodePools(ctx context.Context, s *scope) (bool, error) {
-	pools := &hypershiftv1alpha1.NodePoolList{}
-	if err := r.Client.List(ctx, pools, client.InNamespace(s.hc.Namespace)); err != nil {
-		return false, fmt.Errorf("list node pools: %w", err)
+	pools, err := s.nodePools(ctx, r.Client)
+	if err != nil {
+		return false, err
 	}
-	remaining := false
-	for i := range pools.Items {
-		np := &pools.Items[i]
-		if np.Spec.ClusterName != s.hc.Name {
-			continue
-		}
-		remaining = true
+	for _, np := range pools {
 		if np.DeletionTimestamp.IsZero() {
 			if err := r.Client.Delete(ctx, np); client.IgnoreNotFound(err) != nil {
 				return true, fmt.Errorf("delete node pool %s: %w", np.Name, err)
 			}
 		}
 	}
-	return remaining, nil
+	return len(pools) > 0, nil
 }

@@ -211,7 +211,11 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 		if err != nil {
 			return fmt.Sprintf(changed, "port "+portText+" is in use")
 		}
+		reached := loopbackReaches(portText)
 		_ = l.Close()
+		if !reached {
+			return fmt.Sprintf(changed, "port "+portText+" is free, but connections to it do not arrive on this host (a firewall rule takes them, e.g. kube-proxy's for a NodePort Service of a cluster this host is a node of)")
+		}
 	}
 	ref := runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}
 	pinned, err := pinner.PinPorts(ref, map[string]int{components.EndpointPort: port})
@@ -223,6 +227,20 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 		return fmt.Sprintf(changed, "the control plane has ports already")
 	}
 	return ""
+}
+
+// loopbackReaches: a connection to port on loopback arrives (at the
+// listener the caller holds there). A port can be free to bind and still
+// be taken by a firewall rule: kube-proxy rejects connections to a node
+// port without endpoints on every local address, so an API server there
+// could not even reach itself.
+func loopbackReaches(port string) bool {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), time.Second)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
 }
 
 // checkPodsArchiveURL refuses, on a runtime of pods, archive URLs only

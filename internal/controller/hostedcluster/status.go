@@ -78,35 +78,39 @@ func mirrorControlPlane(conds *[]metav1.Condition, generation int64, hcp []metav
 }
 
 // countNodes sums the nodes of the cluster's NodePools into its status.
-func (r *Reconciler) countNodes(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) error {
-	pools := &hypershiftv1alpha1.NodePoolList{}
-	if err := r.Client.List(ctx, pools, client.InNamespace(hc.Namespace)); err != nil {
-		return fmt.Errorf("list NodePools: %w", err)
+func (r *Reconciler) countNodes(ctx context.Context, s *scope) error {
+	pools, err := s.nodePools(ctx, r.Client)
+	if err != nil {
+		return err
 	}
 	var nodes, ready int32
-	for _, np := range pools.Items {
-		if np.Spec.ClusterName == hc.Name {
-			nodes += np.Status.Replicas
-			ready += np.Status.ReadyReplicas
-		}
+	for _, np := range pools {
+		nodes += np.Status.Replicas
+		ready += np.Status.ReadyReplicas
 	}
-	hc.Status.NodeCount, hc.Status.ReadyNodeCount = nodes, ready
+	s.hc.Status.NodeCount, s.hc.Status.ReadyNodeCount = nodes, ready
 	return nil
 }
 
-// hasNodePools: some NodePool names the cluster (its control plane then
-// runs a scheduler, whether or not a node has registered yet).
-func hasNodePools(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
-	pools := &hypershiftv1alpha1.NodePoolList{}
-	if err := c.List(ctx, pools, client.InNamespace(hc.Namespace)); err != nil {
-		return false, fmt.Errorf("list NodePools: %w", err)
+// nodePools are the NodePools that name the cluster, listed once per pass
+// (from the cache): the control plane's node-pools annotation and the node
+// counts read the same listing.
+func (s *scope) nodePools(ctx context.Context, c client.Client) ([]*hypershiftv1alpha1.NodePool, error) {
+	if s.pools != nil {
+		return *s.pools, nil
 	}
-	for _, np := range pools.Items {
-		if np.Spec.ClusterName == hc.Name {
-			return true, nil
+	list := &hypershiftv1alpha1.NodePoolList{}
+	if err := c.List(ctx, list, client.InNamespace(s.hc.Namespace)); err != nil {
+		return nil, fmt.Errorf("list NodePools: %w", err)
+	}
+	pools := []*hypershiftv1alpha1.NodePool{}
+	for i := range list.Items {
+		if list.Items[i].Spec.ClusterName == s.hc.Name {
+			pools = append(pools, &list.Items[i])
 		}
 	}
-	return false, nil
+	s.pools = &pools
+	return pools, nil
 }
 
 // nodePoolToHostedCluster maps a NodePool to the HostedCluster it names.

@@ -66,9 +66,6 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) e
 	if supports.Pods && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
 		return fmt.Errorf("annotation %s is not supported by this operator's runtime: it runs control planes as pods; remove it", hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 	}
-	if supports.Pods && hc.Spec.Certificates != nil && hc.Spec.Certificates.RotateCA != "" {
-		return errors.New("spec.certificates.rotateCA is not supported by this operator's runtime yet: it runs control planes as pods, whose CA files come from Secrets mounted by subPath and change only when the pods roll (docs/security.md, \"CA rotation\"); remove it")
-	}
 	if hc.Spec.Etcd.Managed != nil && !supports.EtcdStorage {
 		return errors.New("spec.etcd.managed.storage is not supported by this operator's runtime: the process runtime keeps etcd's data on the management host's disk; remove it")
 	}

@@ -138,8 +138,11 @@ type scope struct {
 	// hibernated: the control plane sleeps (spec.hibernation); with
 	// sleepInPlace the runtime's Sleep stops it instead of an Apply.
 	hibernated, sleepInPlace bool
-	// fenced: only etcd runs (fence.go).
-	fenced bool
+	// fenced: only etcd runs (fence.go); with fenceInPlace the runtime's
+	// Fence stops the writers instead of an Apply, and writersLeft is what
+	// it reported still running.
+	fenced, fenceInPlace bool
+	writersLeft          []string
 }
 
 // requeueAfter asks for another pass within d.
@@ -169,6 +172,9 @@ func (r *Reconciler) reconcileRender(ctx context.Context, s *scope) (ctrl.Result
 func (r *Reconciler) reconcileRuntime(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.sleepInPlace {
 		return ctrl.Result{}, r.sleepInPlace(ctx, s)
+	}
+	if s.fenceInPlace {
+		return ctrl.Result{}, r.fenceInPlace(ctx, s)
 	}
 	if err := r.Runtime.Apply(ctx, s.ref, s.specs); err != nil {
 		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,

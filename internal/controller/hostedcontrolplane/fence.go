@@ -26,6 +26,16 @@ import (
 //	   ▲                                                         │
 //	   └──────────────── annotation removed: all start again ◀──┘
 
+// inPlaceFencer is a runtime that fences a control plane in place rather
+// than by an Apply of etcd alone, which would delete what must outlive the
+// fence (the kube runtime's Services with their node ports and load
+// balancer addresses). Fence applies specs with every writer of etcd
+// stopped and returns the writers still left, each named for the status;
+// the next Apply starts them again.
+type inPlaceFencer interface {
+	Fence(ctx context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec) ([]string, error)
+}
+
 // fenced: the HostedCluster controller fenced this control plane.
 func fenced(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
 	return hcp.Annotations[hypershiftv1alpha1.FencedAnnotation] == "true"
@@ -41,8 +51,26 @@ func (r *Reconciler) reconcileFence(_ context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(s.hcp))
+	if _, ok := r.Runtime.(inPlaceFencer); ok {
+		s.fenceInPlace = true // reconcileRuntime calls Fence instead of Apply
+		return ctrl.Result{}, nil
+	}
 	s.specs = etcdOnly(s.specs)
 	return ctrl.Result{}, nil
+}
+
+// fenceInPlace has an inPlaceFencer runtime stop the writers (the kube
+// runtime scales its Deployments to 0) and keeps what it reports left.
+func (r *Reconciler) fenceInPlace(ctx context.Context, s *scope) error {
+	fencer, _ := r.Runtime.(inPlaceFencer)
+	left, err := fencer.Fence(ctx, s.ref, s.specs)
+	if err != nil {
+		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
+			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
+		return fmt.Errorf("fence: %w", err)
+	}
+	s.writersLeft = left
+	return nil
 }
 
 // etcdOnly are the etcd instances of specs.
@@ -64,7 +92,7 @@ func (r *Reconciler) updateFencedStatus(s *scope) {
 	hcp.Status.Components = statuses
 	hcp.Status.Ready = false
 	hcp.Status.ObservedGeneration = hcp.Generation
-	for _, c := range fencedConditions(statuses) {
+	for _, c := range fencedConditions(statuses, s.writersLeft) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, c.typ, c.status, c.reason, c.message)
 	}
 	if !conditions.IsTrue(hcp.Status.Conditions, hypershiftv1alpha1.Fenced) {
@@ -81,9 +109,11 @@ type fenceCondition struct {
 }
 
 // fencedConditions derives a fenced control plane's conditions from its
-// instances' states: Fenced is True only once every instance that is not
-// etcd has stopped.
-func fencedConditions(statuses []hypershiftv1alpha1.ComponentStatus) []fenceCondition {
+// instances' states and the writers an in-place fence reports left (pods
+// of the kube runtime, also terminating ones, which an instance's status
+// counts as stopped): Fenced is True only once every instance that is not
+// etcd has stopped and no writer is left.
+func fencedConditions(statuses []hypershiftv1alpha1.ComponentStatus, writersLeft []string) []fenceCondition {
 	var left, etcd []hypershiftv1alpha1.ComponentStatus
 	for _, st := range statuses {
 		switch {
@@ -101,11 +131,12 @@ func fencedConditions(statuses []hypershiftv1alpha1.ComponentStatus) []fenceCond
 		{hypershiftv1alpha1.DataPlaneAvailable, false, hypershiftv1alpha1.FencedReason, why},
 		{hypershiftv1alpha1.Hibernated, false, hypershiftv1alpha1.NotHibernatedReason, "The control plane is fenced, not hibernated: etcd runs"},
 	}
-	if len(left) > 0 {
-		names := make([]string, 0, len(left))
+	if len(left) > 0 || len(writersLeft) > 0 {
+		names := make([]string, 0, len(left)+len(writersLeft))
 		for _, st := range left {
 			names = append(names, st.Name+" is "+string(st.Phase))
 		}
+		names = append(names, writersLeft...)
 		out = append(out, fenceCondition{hypershiftv1alpha1.Fenced, false, hypershiftv1alpha1.FencingReason, "Stopping the writers of etcd: " + joinMessages(names)})
 	} else {
 		out = append(out, fenceCondition{hypershiftv1alpha1.Fenced, true, hypershiftv1alpha1.FencedReason, why})

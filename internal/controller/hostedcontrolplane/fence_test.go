@@ -1,7 +1,12 @@
 package hostedcontrolplane
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/runtime"
@@ -30,6 +35,7 @@ func TestFencedConditions(t *testing.T) {
 	for _, tc := range []struct {
 		name                     string
 		statuses                 []hypershiftv1alpha1.ComponentStatus
+		writersLeft              []string
 		fenced, etcd, degraded   bool
 		fencedReason, etcdReason hypershiftv1alpha1.ConditionReason
 	}{
@@ -44,6 +50,14 @@ func TestFencedConditions(t *testing.T) {
 			fenced:   true, etcd: true, fencedReason: hypershiftv1alpha1.FencedReason, etcdReason: hypershiftv1alpha1.AsExpectedReason,
 		},
 		{
+			// The kube runtime's status counts a terminating pod as
+			// stopped; its API server may still write until it exits.
+			name:        "a terminating pod the runtime reports left",
+			statuses:    []hypershiftv1alpha1.ComponentStatus{st("etcd-0", "etcd", running), st("kube-apiserver-0", "kube-apiserver", stopped)},
+			writersLeft: []string{"pod kube-apiserver-5d9c-x is terminating"},
+			etcd:        true, fencedReason: hypershiftv1alpha1.FencingReason, etcdReason: hypershiftv1alpha1.AsExpectedReason,
+		},
+		{
 			name: "etcd quorum lost is reported",
 			statuses: []hypershiftv1alpha1.ComponentStatus{
 				st("etcd-0", "etcd", running), st("etcd-1", "etcd", hypershiftv1alpha1.ComponentBackOff), st("etcd-2", "etcd", hypershiftv1alpha1.ComponentBackOff),
@@ -53,7 +67,7 @@ func TestFencedConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := map[hypershiftv1alpha1.ConditionType]fenceCondition{}
-			for _, c := range fencedConditions(tc.statuses) {
+			for _, c := range fencedConditions(tc.statuses, tc.writersLeft) {
 				got[c.typ] = c
 			}
 			check := func(typ hypershiftv1alpha1.ConditionType, status bool, reason hypershiftv1alpha1.ConditionReason) {
@@ -64,10 +78,59 @@ func TestFencedConditions(t *testing.T) {
 				}
 			}
 			check(hypershiftv1alpha1.Fenced, tc.fenced, tc.fencedReason)
+			for _, w := range tc.writersLeft {
+				if !strings.Contains(got[hypershiftv1alpha1.Fenced].message, w) {
+					t.Errorf("Fenced message %q does not name %q", got[hypershiftv1alpha1.Fenced].message, w)
+				}
+			}
 			check(hypershiftv1alpha1.EtcdAvailable, tc.etcd, tc.etcdReason)
 			check(hypershiftv1alpha1.Degraded, tc.degraded, "")
 			check(hypershiftv1alpha1.Available, false, hypershiftv1alpha1.FencedReason)
 			check(hypershiftv1alpha1.KubeAPIServerAvailable, false, hypershiftv1alpha1.FencedReason)
 		})
+	}
+}
+
+// podFencer is a runtime that fences in place, as the kube runtime does.
+type podFencer struct {
+	runtime.Runtime
+	got  []runtime.Spec
+	left []string
+}
+
+func (f *podFencer) Fence(_ context.Context, _ runtime.ControlPlaneRef, specs []runtime.Spec) ([]string, error) {
+	f.got = specs
+	return f.left, nil
+}
+
+// TestFenceInPlace: on a runtime that fences in place, the fence hands it
+// every rendered instance (an Apply of etcd alone would delete the
+// Services) and calls Fence instead of Apply; what it reports left keeps
+// Fenced False.
+func TestFenceInPlace(t *testing.T) {
+	fencer := &podFencer{left: []string{"pod kube-apiserver-7f-x is terminating"}}
+	r := &Reconciler{Runtime: fencer}
+	specs := []runtime.Spec{{Name: "etcd-0", Component: "etcd"}, {Name: "kube-apiserver-0", Component: "kube-apiserver"}}
+	s := &scope{
+		hcp: &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "clusters-a", Name: "a",
+			Annotations: map[string]string{hypershiftv1alpha1.FencedAnnotation: "true"},
+		}},
+		specs: specs,
+	}
+	if _, err := r.reconcileFence(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if !s.fenced || !s.fenceInPlace || len(s.specs) != len(specs) {
+		t.Fatalf("fenced %v, in place %v, specs %d: want fenced in place with all %d specs", s.fenced, s.fenceInPlace, len(s.specs), len(specs))
+	}
+	if _, err := r.reconcileRuntime(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(fencer.got) != len(specs) {
+		t.Errorf("Fence got %d specs, want %d", len(fencer.got), len(specs))
+	}
+	if !slices.Equal(s.writersLeft, fencer.left) {
+		t.Errorf("writers left %q, want %q", s.writersLeft, fencer.left)
 	}
 }

@@ -24,6 +24,15 @@ const PinnedNodePortsAnnotation = "hypershift.dev/pinned-node-ports"
 // pinTimeout bounds PinPorts, which has no context.
 const pinTimeout = 30 * time.Second
 
+// The API server's default --service-node-port-range: a port outside it
+// (a host port of the process runtime, in a migration from it) would make
+// every Apply of the Service fail. A cluster with a wider range gets a new
+// node port for it too.
+const (
+	minNodePort = 30000
+	maxNodePort = 32767
+)
+
 var _ runtime.PortPinner = (*Runtime)(nil)
 
 // PinPorts implements runtime.PortPinner for published NodePorts: ports
@@ -50,6 +59,9 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 		return false, fmt.Errorf("list Services for their node ports: %w", err)
 	}
 	for name, port := range ports {
+		if port < minNodePort || port > maxNodePort {
+			return false, fmt.Errorf("port %d of %s is outside the node port range %d-%d (an archive of a plane that publishes on host ports)", port, name, minNodePort, maxNodePort)
+		}
 		for _, svc := range all.Items {
 			for _, p := range svc.Spec.Ports {
 				if int(p.NodePort) == port {

@@ -101,7 +101,7 @@ func (r renderer) restoreContainer() corev1.Container {
 		Name:            RestoreContainerName,
 		Image:           c.Image,
 		ImagePullPolicy: c.ImagePullPolicy,
-		Command:         append(append([]string(nil), RestoreCommand...), s.Args...),
+		Command:         append(append([]string(nil), RestoreCommand...), c.Args...),
 		Env:             c.Env,
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: tmpVolume, MountPath: "/tmp"},

@@ -178,6 +178,32 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 	return true, atomicfile.Write(path, data, 0o600)
 }
 
+// UnpinPorts implements runtime.PortUnpinner: the control plane's
+// directory is removed only when PinPorts' file is all it holds. One that
+// ran holds its owner's marker and data, which Delete removes; anything
+// else there is not this pin's and is left alone.
+func (r *Runtime) UnpinPorts(ref runtime.ControlPlaneRef) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	dir := r.Dir(ref)
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read %s: %w", dir, err)
+	case len(entries) != 1 || entries[0].Name() != "ports.json" || !entries[0].Type().IsRegular():
+		return nil
+	}
+	if err := os.Remove(filepath.Join(dir, "ports.json")); err != nil {
+		return fmt.Errorf("unpin ports of %s: %w", dir, err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
 // maxUserPort is the highest port handed out: the Konnectivity server
 // refuses ports of the dynamic range (IANA, 49152 and up), where the
 // kernel's ephemeral ports partly lie.

@@ -2,10 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -31,10 +38,12 @@ var (
 )
 
 // caCertificates are the signing certificates of the CAs whose consumers
-// read them once, as stored for cluster c before a rotation.
+// read them once (the kubelet CA: the API server's
+// --kubelet-certificate-authority), as stored for cluster c before a
+// rotation.
 type caCertificates map[string][]byte
 
-var readOnceCANames = []string{"etcd-ca", "konnectivity-ca"}
+var readOnceCANames = []string{"etcd-ca", "konnectivity-ca", "kubelet-ca"}
 
 func readOnceCAs(t *testing.T, hs *cli) caCertificates {
 	t.Helper()
@@ -60,10 +69,93 @@ func (before caCertificates) checkReplaced(t *testing.T, hs *cli) {
 		if bytes.Equal(before[name], after[name]) {
 			t.Errorf("the rotation left CA %s as it was", name)
 		}
-		for _, gen := range []string{name + "-next", name + "-previous"} {
+		for _, gen := range []string{name + "-next", name + "-previous", name + "-dropped"} {
 			if _, err := cs.CoreV1().Secrets("clusters-c").Get(t.Context(), gen, metav1.GetOptions{}); err == nil {
 				t.Errorf("CA generation %s is still stored after the rotation", gen)
 			}
 		}
 	}
+}
+
+// checkServingFromKubeletCA: every Node of hosted cluster c has a kubelet serving certificate of cluster c's kubelet
+// CA as stored now: its newest issued kubelet-serving CSR was signed by it.
+// With served, the kubelet's port is dialled too and the certificate it
+// serves must be one of that CA (a real node).
+func checkServingFromKubeletCA(t *testing.T, hs *cli, served bool) {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "c.kubeconfig")
+	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
+	mgmt := hostedClient(t, filepath.Join(hs.dataDir, "management.kubeconfig"))
+	s, err := mgmt.CoreV1().Secrets("clusters-c").Get(t.Context(), "kubelet-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("kubelet CA Secret: %v", err)
+	}
+	ca, err := x509.ParseCertificate(pemBlock(t, s.Data[corev1.TLSCertKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := hostedClient(t, kc)
+	nodes, err := cs.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrs, err := cs.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := map[string]certificatesv1.CertificateSigningRequest{}
+	for _, csr := range csrs.Items {
+		node, ok := strings.CutPrefix(csr.Spec.Username, "system:node:")
+		if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || !ok || len(csr.Status.Certificate) == 0 {
+			continue
+		}
+		if cur, ok := newest[node]; !ok || cur.CreationTimestamp.Before(&csr.CreationTimestamp) {
+			newest[node] = csr
+		}
+	}
+	for _, n := range nodes.Items {
+		csr, ok := newest[n.Name]
+		if !ok {
+			t.Errorf("node %s has no issued kubelet-serving CSR", n.Name)
+			continue
+		}
+		cert, err := x509.ParseCertificate(pemBlock(t, csr.Status.Certificate))
+		if err != nil || cert.CheckSignatureFrom(ca) != nil {
+			t.Errorf("node %s: its newest serving certificate (CSR %s) is not of the new kubelet CA (%v)", n.Name, csr.Name, err)
+		}
+		if !served {
+			continue
+		}
+		addr := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				addr = a.Address
+			}
+		}
+		port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+		conn, err := tls.Dial("tcp", net.JoinHostPort(addr, fmt.Sprint(port)), &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // only reads the served certificate, checked below
+		if err != nil {
+			t.Errorf("node %s: dial its kubelet at %s:%d: %v", n.Name, addr, port, err)
+			continue
+		}
+		chain := conn.ConnectionState().PeerCertificates
+		_ = conn.Close()
+		roots, inter := x509.NewCertPool(), x509.NewCertPool()
+		roots.AddCert(ca)
+		for _, c := range chain[1:] {
+			inter.AddCert(c)
+		}
+		if _, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("node %s: its kubelet serves a certificate issued by %q that does not verify against the new kubelet CA %q alone: %v", n.Name, chain[0].Issuer.CommonName, ca.Subject.CommonName, err)
+		}
+	}
+}
+
+func pemBlock(t *testing.T, data []byte) []byte {
+	t.Helper()
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatal("no PEM block")
+	}
+	return block.Bytes
 }

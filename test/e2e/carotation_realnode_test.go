@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"hypershift.dev/internal/nodes/join"
@@ -58,14 +60,38 @@ spec:
 	containerBefore := mustKubectl(t, kc, "get", "pod", "hello", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
 	cas := readOnceCAs(t, hs)
 
+	// `kubectl logs` once a second while the nodes are Ready, by phase:
+	// measured, not asserted (the kubelet restarts for the trust changes;
+	// what must hold after the rotation is checked below).
+	mgmt := dynamicClient(t, filepath.Join(hs.dataDir, "management.kubeconfig"))
+	var logsMu sync.Mutex
+	logsOK, logsFailed := map[string]int{}, map[string]int{}
 	run := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
-		return allNodesReady(ctx, cs, 1)
+		if err := allNodesReady(ctx, cs, 1); err != nil {
+			return err
+		}
+		phase, _ := rotationPhase(ctx, mgmt)
+		_, err := cs.CoreV1().Pods("default").GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(ctx)
+		logsMu.Lock()
+		defer logsMu.Unlock()
+		if err != nil {
+			logsFailed[phase]++
+		} else {
+			logsOK[phase]++
+		}
+		return nil
 	})
+	logsMu.Lock()
+	t.Logf("kubectl logs during the rotation: ok by phase %v, failed by phase %v", logsOK, logsFailed)
+	logsMu.Unlock()
 	run.check(t, singleReplicaRestartBudget)
 	cas.checkReplaced(t, hs)
 
 	newKC := filepath.Join(hs.dataDir, "c-after.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "c", "-o", newKC)
+	// The kubelet renewed its serving certificate for the new kubelet CA,
+	// the only one the API server trusts from DropOld on.
+	checkServingFromKubeletCA(t, hs, true)
 	got := mustKubectl(t, newKC, "get", "pod", "hello", "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}")
 	if want := containerBefore + " 0 Running"; got != want {
 		status, _ := kubectl(t, newKC, "get", "pod", "hello", "-o", "jsonpath={.status}")

@@ -41,6 +41,7 @@ func TestCARotation(t *testing.T) {
 	})
 	run.check(t, singleReplicaRestartBudget)
 	cas.checkReplaced(t, hs)
+	checkServingFromKubeletCA(t, hs, false)
 	// The API server reads the etcd CA once: DropOld restarts it.
 	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got == apiPID {
 		t.Errorf("kube-apiserver pid %d unchanged: DropOld did not restart it with the new etcd CA alone", got)
@@ -60,6 +61,7 @@ func TestCARotation(t *testing.T) {
 		return allNodesReady(ctx, cs, 3)
 	})
 	second.check(t, singleReplicaRestartBudget)
+	checkServingFromKubeletCA(t, hs, false)
 	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got == apiPID {
 		t.Errorf("kube-apiserver pid %d unchanged: the second rotation's DropOld did not restart it", got)
 	}
@@ -102,6 +104,7 @@ func TestCARotationHighlyAvailable(t *testing.T) {
 	})
 	run.check(t, highlyAvailableRestartBudget)
 	cas.checkReplaced(t, hs)
+	checkServingFromKubeletCA(t, hs, false)
 	for _, name := range instances {
 		restarted := instancePID(t, hs.dataDir, "c", name) != before[name]
 		if want := name != "kube-apiserver-proxy"; restarted != want {

@@ -25,20 +25,7 @@ import (
 // control plane's namespace. It returns the name of the restored cluster's
 // etcd volume.
 func kubeRuntimeBackupRestore(t *testing.T, hs *cli, mgmt, inner, class, volumes string) string {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("backups"); err != nil {
-		t.Fatal(err)
-	}
-	// The bridge's address is this host's side of the pods' network: pods
-	// reach it, nothing outside the host does.
-	l, err := net.Listen("tcp", net.JoinHostPort(bridgeIPv4(t).String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(gofakes3.New(backend).Server())
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
+	srv, backend := s3OnPodBridge(t)
 	archive := s3URL(srv.URL, "clusters/inner.bak")
 	// Only the CLI has the credentials; the operator and the restoring pod
 	// get them through the request's Secret.
@@ -167,4 +154,25 @@ func bridgeIPv4(t *testing.T) net.IP {
 	}
 	t.Fatalf("the node's pod bridge %s has no IPv4 address: %v", join.Bridge, addrs)
 	return nil
+}
+
+// s3OnPodBridge serves an in-process S3 server with a bucket "backups" on
+// the node's pod bridge: the bridge's address is this host's side of the
+// pods' network, so the management cluster's pods reach it (and so does
+// this host) and nothing outside the host does.
+func s3OnPodBridge(t *testing.T) (*httptest.Server, *s3mem.Backend) {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("backups"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(bridgeIPv4(t).String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(gofakes3.New(backend).Server())
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, backend
 }

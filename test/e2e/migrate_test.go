@@ -98,7 +98,12 @@ func TestMigrateCluster(t *testing.T) {
 			t.Errorf("the target has a cluster after the interrupted migration:\n%s", out)
 		}
 		if _, err := os.Stat(filepath.Join(dst.dataDir, "clusters", "clusters-m")); !os.IsNotExist(err) {
-			t.Errorf("the target keeps the restored copy's data (%v)", err)
+			var left []string
+			_ = filepath.WalkDir(filepath.Join(dst.dataDir, "clusters", "clusters-m"), func(p string, _ os.DirEntry, _ error) error {
+				left = append(left, p)
+				return nil
+			})
+			t.Errorf("the target keeps the restored copy's data (%v): %v", err, left)
 		}
 		waitReadyNodes(t, kc, 2)
 	})
@@ -135,7 +140,7 @@ func migrateUnderWrites(t *testing.T, from, to *cli, via string, env []string, k
 	t.Helper()
 	fromMgmt := filepath.Join(from.dataDir, "management.kubeconfig")
 	toMgmt := filepath.Join(to.dataDir, "management.kubeconfig")
-	w := &writer{cs: hostedClientWithTimeout(t, kc, 2*time.Second)}
+	w := newWriter(hostedClientWithTimeout(t, kc, 2*time.Second))
 	stop := w.start(t.Context())
 	eventually(t, time.Minute, "20 acknowledged writes", func() error {
 		if n := w.count(); n < 20 {

@@ -255,7 +255,7 @@ func TestHighlyAvailableChaos(t *testing.T) {
 		t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
 	}
 
-	w := &writer{cs: cs}
+	w := newWriter(cs)
 	stop := w.start(t.Context())
 
 	// First the two the promise names, then random ones, one at a time,

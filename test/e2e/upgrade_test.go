@@ -212,7 +212,7 @@ func TestHighlyAvailableUpgrade(t *testing.T) {
 		pidsBefore[name] = instancePID(t, hs.dataDir, "hau", name)
 	}
 
-	w := &writer{cs: cs}
+	w := newWriter(cs)
 	stopWriter := w.start(t.Context())
 	sampleCtx, stopSampling := context.WithCancel(t.Context())
 	samples := sampleComponents(sampleCtx, c, "clusters-hau", "hau")

@@ -3,6 +3,7 @@ package pki
 import (
 	"fmt"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -203,13 +204,15 @@ func (cp *ControlPlane) chained(l leaf) bool {
 	return l.req.Server || readOnce(cp.caNameOf(l.ca))
 }
 
-// stale says whether a stored leaf no longer fits its CA's rotation: not
-// signed by the signing CA, or without a cross-signed chain while the
+// stale says whether a stored leaf no longer fits its request or its CA's
+// rotation: a name or address asked for that it does not cover (the
+// endpoint changed, or the PKI was restored on another management plane),
+// not signed by the signing CA, or without a cross-signed chain while the
 // replaced CA is trusted. A chain with no replaced CA left is stale too,
 // except for ReadOnceCANames, whose chains StripCrossSignedChains removes
 // once every consumer dropped the old CA.
 func (cp *ControlPlane) stale(l leaf, kp KeyPair) bool {
-	if !signedBy(kp, *l.ca) {
+	if !covers(kp, l.req) || !signedBy(kp, *l.ca) {
 		return true
 	}
 	_, hasPrevious := cp.Previous[cp.caNameOf(l.ca)]
@@ -245,4 +248,24 @@ func loadOr(store Store, name string, create func() (KeyPair, error)) (KeyPair, 
 		return KeyPair{}, fmt.Errorf("save %s: %w", name, err)
 	}
 	return kp, nil
+}
+
+// covers says whether the first certificate of kp has every DNS name and IP
+// address req asks for (it may have more).
+func covers(kp KeyPair, req CertRequest) bool {
+	cert, err := ParseCertificate(kp.CertPEM)
+	if err != nil {
+		return false
+	}
+	for _, name := range req.DNSNames {
+		if !slices.Contains(cert.DNSNames, name) {
+			return false
+		}
+	}
+	for _, ip := range req.IPs {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
 }

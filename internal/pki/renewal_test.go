@@ -2,6 +2,7 @@ package pki
 
 import (
 	"bytes"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -111,5 +112,56 @@ func TestInspectListsEveryCertificate(t *testing.T) {
 	next := NextRenewal(certs)
 	if d := time.Until(next); d < 35*time.Minute || d > 40*time.Minute {
 		t.Fatalf("next renewal in %v, want about 2/3 of an hour and 6 minutes", d)
+	}
+}
+
+// A serving certificate that does not cover a name or address now asked
+// for (the endpoint changed, or the PKI was restored on another management
+// plane) is reissued by the owner with the same CA; one that covers them is
+// kept, and a reader reissues nothing.
+func TestServingCertificatesFollowTheEndpoint(t *testing.T) {
+	store := FileStore{Dir: t.TempDir()}
+	opts := ControlPlaneOptions{APIServerIPs: []net.IP{net.ParseIP("192.0.2.2")}, APIServerDNSNames: []string{"kube-apiserver"}, EtcdDNSNames: []string{"etcd-0.etcd"}, Renew: true}
+	first, err := EnsureControlPlane(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := EnsureControlPlane(store, opts)
+	if err != nil || len(same.Renewed) != 0 {
+		t.Fatalf("the same endpoint reissued %v (%v)", same.Renewed, err)
+	}
+
+	opts.APIServerIPs = []net.IP{net.ParseIP("127.0.0.1")}
+	if reader, err := EnsureControlPlane(readOnly{store}, ControlPlaneOptions{APIServerIPs: opts.APIServerIPs}); err != nil || len(reader.Renewed) != 0 {
+		t.Fatalf("a reader reissued %v (%v)", reader.Renewed, err)
+	}
+	moved, err := EnsureControlPlane(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{KubeAPIServerName, KonnectivityServerName}; !slices.Equal(moved.Renewed, want) {
+		t.Fatalf("a new endpoint reissued %v, want %v", moved.Renewed, want)
+	}
+	cert, err := ParseCertificate(moved.KubeAPIServer.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname("127.0.0.1"); err != nil {
+		t.Errorf("reissued serving certificate: %v", err)
+	}
+	if !SignedBy(moved.KubeAPIServer, first.RootCA) {
+		t.Error("the reissued serving certificate is not signed by the same CA")
+	}
+	if again, err := EnsureControlPlane(store, opts); err != nil || len(again.Renewed) != 0 {
+		t.Fatalf("reissued again %v (%v)", again.Renewed, err)
+	}
+
+	opts.EtcdDNSNames = []string{"etcd-0.etcd.clusters-b.svc"}
+	renamed, err := EnsureControlPlane(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{EtcdServerName, EtcdPeerName}; !slices.Equal(renamed.Renewed, want) {
+		t.Fatalf("new etcd names reissued %v, want %v", renamed.Renewed, want)
 	}
 }

@@ -408,7 +408,8 @@ type archivedSecret struct {
 }
 
 // archivedObject is the HostedCluster as an archive holds it: its spec,
-// name, labels and annotations other than requests.
+// name, labels and annotations other than requests, and of its status the
+// CA rotation.
 func archivedObject(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.HostedCluster {
 	annotations := map[string]string{}
 	for k, v := range hc.Annotations {
@@ -417,9 +418,16 @@ func archivedObject(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.Ho
 			annotations[k] = v
 		}
 	}
-	return &hypershiftv1alpha1.HostedCluster{
+	obj := &hypershiftv1alpha1.HostedCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: hc.Name, Namespace: hc.Namespace, Labels: hc.Labels, Annotations: annotations},
 		Spec:       hc.Spec,
 	}
+	// The CA rotation the archived PKI is in: a restore carries on from it
+	// instead of starting spec.certificates.rotateCA anew
+	// (restoredCARotation).
+	if st := caRotationOf(hc); st != nil {
+		obj.Status.Certificates = &hypershiftv1alpha1.CertificatesStatus{CARotation: st.DeepCopy()}
+	}
+	return obj
 }

@@ -29,6 +29,9 @@ import (
 const (
 	restoredReasonAnnotation  = "hypershift.dev/restored-reason"
 	restoredMessageAnnotation = "hypershift.dev/restored-message"
+	// restoredCARotationAnnotation holds the archive's CA-rotation status
+	// (JSON), for a pass whose status write was lost.
+	restoredCARotationAnnotation = "hypershift.dev/restored-ca-rotation"
 )
 
 // restoreRetry is how soon a failed restore is tried again (a bucket that
@@ -99,6 +102,13 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 			reason, msg = hypershiftv1alpha1.AsExpectedReason, "PKI and encryption key restored from "+req.URL
 		}
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
+		if raw := root.Annotations[restoredCARotationAnnotation]; raw != "" && caRotationOf(hc) == nil {
+			st := &hypershiftv1alpha1.CARotationStatus{}
+			if err := json.Unmarshal([]byte(raw), st); err != nil {
+				return fmt.Errorf("Secret %s annotation %s: %w", root.Name, restoredCARotationAnnotation, err)
+			}
+			setCARotation(hc, st)
+		}
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -144,9 +154,23 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	if rootEntry == nil {
 		return fmt.Errorf("archive %s has no %s%s.json", req.URL, backup.SecretPrefix, pki.RootCAName)
 	}
-	if err := r.createRestored(ctx, s, pki.RootCAName, rootEntry.Type, rootEntry.Data,
-		restoredReasonAnnotation, string(reason), restoredMessageAnnotation, msg); err != nil {
+	annotations := []string{restoredReasonAnnotation, string(reason), restoredMessageAnnotation, msg}
+	rotation, err := restoredCARotation(a.Files[backup.HostedClusterEntry], hc)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", req.URL, err)
+	}
+	if rotation != nil {
+		raw, err := json.Marshal(rotation)
+		if err != nil {
+			return err
+		}
+		annotations = append(annotations, restoredCARotationAnnotation, string(raw))
+	}
+	if err := r.createRestored(ctx, s, pki.RootCAName, rootEntry.Type, rootEntry.Data, annotations...); err != nil {
 		return err
+	}
+	if rotation != nil {
+		setCARotation(hc, rotation)
 	}
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
 	ctrl.LoggerFrom(ctx).Info("restored PKI and encryption key", "url", req.URL, "archive", a.Manifest.Cluster, "created", a.Manifest.Created)
@@ -268,4 +292,26 @@ func copyRestoreRequest(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1a
 	}
 	metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, hypershiftv1alpha1.RestoreFromAnnotation, string(raw))
 	return nil
+}
+
+// restoredCARotation is the CA-rotation status of the archived
+// HostedCluster (archived, as collectState stored it) when it is for the
+// rotation hc's spec asks for: the restored PKI is that rotation's (Done,
+// or in the phase it was in), so the restored cluster carries on from it
+// rather than rotating its CAs again. nil when the archive has none (an
+// archive of a cluster never rotated, or made before archives carried it)
+// or its token is not the spec's.
+func restoredCARotation(archived []byte, hc *hypershiftv1alpha1.HostedCluster) (*hypershiftv1alpha1.CARotationStatus, error) {
+	if caRotationOf(hc) != nil || hc.Spec.Certificates == nil || hc.Spec.Certificates.RotateCA == "" {
+		return nil, nil
+	}
+	obj := &hypershiftv1alpha1.HostedCluster{}
+	if err := json.Unmarshal(archived, obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", backup.HostedClusterEntry, err)
+	}
+	st := caRotationOf(obj)
+	if st == nil || st.Token != hc.Spec.Certificates.RotateCA {
+		return nil, nil
+	}
+	return st, nil
 }

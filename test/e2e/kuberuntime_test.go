@@ -153,9 +153,14 @@ func TestKubeRuntime(t *testing.T) {
 		}
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
 	})
+	t.Run("a CA rotation under requests reaches Done and a renewal replaces no etcd or controller pod", func(t *testing.T) { kubeRuntimeCARotation(t, hs, mgmt, inner, ns) })
 	etcdVolume := "inner-etcd-0"
 	t.Run("a backup restored in etcd's pod after destroy keeps the objects and the saved kubeconfig", func(t *testing.T) {
 		etcdVolume = kubeRuntimeBackupRestore(t, hs, mgmt, inner, class, volumes)
+	})
+	t.Run("an addon rolls out across both clusters with its pod using the connector and is deleted from both", func(t *testing.T) { kubeRuntimeAddons(t, mgmt, inner, ns) })
+	t.Run("fenced in place and unfenced: etcd alone, the same Services, the saved kubeconfig works again", func(t *testing.T) {
+		fenceAndLift(t, mgmt, inner)
 	})
 	t.Run("destroy leaves nothing of the cluster behind", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "inner", "--wait", "--timeout", "3m")
@@ -178,6 +183,9 @@ func TestKubeRuntime(t *testing.T) {
 		if claim := mustKubectl(t, mgmt, "get", "pv", etcdVolume, "-o", "jsonpath={.spec.claimRef.name}"); claim != "data-etcd-0" {
 			t.Errorf("the volume was bound by %q, want etcd's claim data-etcd-0", claim)
 		}
+	})
+	t.Run("migrated to the embedded plane and back under writes: no acknowledged write lost, the CAs kept, the source gone", func(t *testing.T) {
+		kubeRuntimeMigrate(t, hs, mgmt, node.ip, class, volumes)
 	})
 	t.Run("uninstall", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "uninstall")

@@ -23,8 +23,10 @@ import (
 // the rotation, which does not start again.
 func kubeRuntimeMigrate(t *testing.T, hs *cli, mgmt string, nodeIP net.IP, class, volumes string) {
 	makeHostPathVolume(t, mgmt, "moved-etcd-0", class, filepath.Join(volumes, "moved-etcd-0"))
-	kubeRuntime := []string{"--api-server-publishing", "NodePort", "--api-server-address", nodeIP.String(),
-		"--etcd-storage-class", class, "--etcd-storage-size", "1Gi"}
+	kubeRuntime := []string{
+		"--api-server-publishing", "NodePort", "--api-server-address", nodeIP.String(),
+		"--etcd-storage-class", class, "--etcd-storage-size", "1Gi",
+	}
 	hs.must(append(append([]string{"--kubeconfig", mgmt, "create", "cluster", "none", "--name", "moved"}, kubeRuntime...), "--wait", "--timeout", "5m")...)
 	source := filepath.Join(t.TempDir(), "moved.kubeconfig")
 	hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "moved", "-o", source)
@@ -95,8 +97,10 @@ func (m *runtimeMigration) run(t *testing.T, what, kc, fromMgmt, toMgmt, via str
 		}
 		return nil
 	})
-	args := append([]string{"--kubeconfig", fromMgmt, "migrate", "cluster", "--name", "moved", "--to-kubeconfig", toMgmt,
-		"--via", via, "--key-file", m.key, "--timeout", "5m"}, flags...)
+	args := append([]string{
+		"--kubeconfig", fromMgmt, "migrate", "cluster", "--name", "moved", "--to-kubeconfig", toMgmt,
+		"--via", via, "--key-file", m.key, "--timeout", "5m",
+	}, flags...)
 	out := m.hs.mustEnv(m.env, args...)
 	t.Logf("migrate output:\n%s", out)
 	match := regexp.MustCompile(`migrated hosted cluster clusters/moved in ([0-9.]+)s; downtime ([0-9.]+)s`).FindStringSubmatch(out)

@@ -91,25 +91,7 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	root := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: pki.RootCAName}, root)
 	if err == nil {
-		// Written by an earlier pass (this phase runs before any PKI is made).
-		if err := s.verifyOwner("Secret", root.Name, root.Labels); err != nil {
-			return err
-		}
-		// What that pass found, from the Secret it made: a status read
-		// from a cache behind that pass's patch must not lose it.
-		reason, msg := hypershiftv1alpha1.ConditionReason(root.Annotations[restoredReasonAnnotation]), root.Annotations[restoredMessageAnnotation]
-		if reason == "" || msg == "" {
-			reason, msg = hypershiftv1alpha1.AsExpectedReason, "PKI and encryption key restored from "+req.URL
-		}
-		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
-		if raw := root.Annotations[restoredCARotationAnnotation]; raw != "" && caRotationOf(hc) == nil {
-			st := &hypershiftv1alpha1.CARotationStatus{}
-			if err := json.Unmarshal([]byte(raw), st); err != nil {
-				return fmt.Errorf("Secret %s annotation %s: %w", root.Name, restoredCARotationAnnotation, err)
-			}
-			setCARotation(hc, st)
-		}
-		return nil
+		return restoredEarlier(s, root, req)
 	}
 	if !apierrors.IsNotFound(err) {
 		return err
@@ -174,6 +156,29 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	}
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
 	ctrl.LoggerFrom(ctx).Info("restored PKI and encryption key", "url", req.URL, "archive", a.Manifest.Cluster, "created", a.Manifest.Created)
+	return nil
+}
+
+// restoredEarlier reports a restore an earlier pass made, from the root CA
+// Secret it wrote last: a status read from a cache behind that pass's
+// patch must not lose what it found (the condition, the CA rotation).
+func restoredEarlier(s *scope, root *corev1.Secret, req *hypershiftv1alpha1.RestoreRequest) error {
+	hc := s.hc
+	if err := s.verifyOwner("Secret", root.Name, root.Labels); err != nil {
+		return err
+	}
+	reason, msg := hypershiftv1alpha1.ConditionReason(root.Annotations[restoredReasonAnnotation]), root.Annotations[restoredMessageAnnotation]
+	if reason == "" || msg == "" {
+		reason, msg = hypershiftv1alpha1.AsExpectedReason, "PKI and encryption key restored from "+req.URL
+	}
+	conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
+	if raw := root.Annotations[restoredCARotationAnnotation]; raw != "" && caRotationOf(hc) == nil {
+		st := &hypershiftv1alpha1.CARotationStatus{}
+		if err := json.Unmarshal([]byte(raw), st); err != nil {
+			return fmt.Errorf("annotation %s of Secret %s: %w", restoredCARotationAnnotation, root.Name, err)
+		}
+		setCARotation(hc, st)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -115,7 +116,7 @@ func (m *runtimeMigration) run(t *testing.T, what, kc, fromMgmt, toMgmt, via str
 	if got, old := kubeconfigServer(t, target), kubeconfigServer(t, kc); got == old || !strings.Contains(out, strings.TrimPrefix(got, "https://")) {
 		t.Errorf("the target's kubeconfig names %s (the source's was %s); migrate printed:\n%s", got, old, out)
 	}
-	if a, b := kubeconfigCA(t, kc), kubeconfigCA(t, target); a != b {
+	if a, b := loadKubeconfig(t, kc).ca, loadKubeconfig(t, target).ca; !bytes.Equal(a, b) {
 		t.Error("the target's kubeconfig trusts another CA than the source's: the CAs were not kept")
 	}
 	targetClient := hostedClientWithTimeout(t, target, 2*time.Second)
@@ -134,10 +135,4 @@ func (m *runtimeMigration) run(t *testing.T, what, kc, fromMgmt, toMgmt, via str
 		t.Errorf("the source still has the cluster:\n%s", out)
 	}
 	return target
-}
-
-// kubeconfigCA is the certificate authority data of a kubeconfig.
-func kubeconfigCA(t *testing.T, path string) string {
-	t.Helper()
-	return string(restConfig(t, path).CAData)
 }

@@ -48,3 +48,43 @@ func TestSecretStoreAddsKonnectivityToAnExistingCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretStoreTypesFollowTheContent: key pairs with a certificate are
+// kubernetes.io/tls Secrets; the service-account signing key, whose
+// CertPEM is a public key, is Opaque (the API server warns on each create
+// of a kubernetes.io/tls Secret that holds no certificate), with the same
+// data keys, and reads back unchanged.
+func TestSecretStoreTypesFollowTheContent(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	store := SecretStore{Ctx: t.Context(), Client: c, Namespace: "clusters-a"}
+	cp, err := EnsureControlPlane(store, ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]corev1.SecretType{
+		ServiceAccountKeyName: corev1.SecretTypeOpaque,
+		RootCAName:            corev1.SecretTypeTLS,
+		AdminName:             corev1.SecretTypeTLS,
+		KonnectivityAgentName: corev1.SecretTypeTLS,
+	}
+	for name, typ := range want {
+		secret := &corev1.Secret{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "clusters-a", Name: name}, secret); err != nil {
+			t.Fatal(err)
+		}
+		if secret.Type != typ {
+			t.Errorf("%s: type %s, want %s", name, secret.Type, typ)
+		}
+	}
+	again, err := EnsureControlPlane(store, ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again.ServiceAccountKey.KeyPEM) != string(cp.ServiceAccountKey.KeyPEM) || string(again.ServiceAccountKey.CertPEM) != string(cp.ServiceAccountKey.CertPEM) {
+		t.Error("the service-account key did not read back unchanged")
+	}
+}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hypershift.dev/internal/pki"
 )
 
 // What may fail in a rotation: etcd and the API servers read the etcd CA
@@ -133,19 +134,14 @@ func checkServingFromKubeletCA(t *testing.T, hs *cli, served bool) {
 			}
 		}
 		port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
-		conn, err := tls.Dial("tcp", net.JoinHostPort(addr, fmt.Sprint(port)), &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // only reads the served certificate, checked below
+		chain, err := pki.ServedChain(t.Context(), net.JoinHostPort(addr, fmt.Sprint(port)))
 		if err != nil {
 			t.Errorf("node %s: dial its kubelet at %s:%d: %v", n.Name, addr, port, err)
 			continue
 		}
-		chain := conn.ConnectionState().PeerCertificates
-		_ = conn.Close()
-		roots, inter := x509.NewCertPool(), x509.NewCertPool()
+		roots := x509.NewCertPool()
 		roots.AddCert(ca)
-		for _, c := range chain[1:] {
-			inter.AddCert(c)
-		}
-		if _, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		if err := pki.VerifyServer(chain, roots, ""); err != nil {
 			t.Errorf("node %s: its kubelet serves a certificate issued by %q that does not verify against the new kubelet CA %q alone: %v", n.Name, chain[0].Issuer.CommonName, ca.Subject.CommonName, err)
 		}
 	}

@@ -3,8 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/pki"
 )
 
 // kubeRuntimeCARotation rotates the CAs of the kube runtime's cluster
@@ -177,20 +177,10 @@ func servedNotAfter(t *testing.T, kc string) time.Time {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := strings.TrimPrefix(cfg.Host, "https://")
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	conn, err := d.DialContext(ctx, "tcp", host)
+	chain, err := pki.ServedChain(ctx, strings.TrimPrefix(cfg.Host, "https://"))
 	if err != nil {
-		return time.Time{}
-	}
-	defer conn.Close()
-	var chain []*x509.Certificate
-	if tc, ok := conn.(*tls.Conn); ok {
-		chain = tc.ConnectionState().PeerCertificates
-	}
-	if len(chain) == 0 {
 		return time.Time{}
 	}
 	return chain[0].NotAfter

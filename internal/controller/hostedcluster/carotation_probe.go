@@ -208,36 +208,17 @@ func (a hostedAPI) whoAmI(ctx context.Context, cert pki.KeyPair) (string, error)
 	return review.Status.UserInfo.Username, nil
 }
 
-// servingChain is the certificate chain the endpoint presents.
+// servingChain is the certificate chain the endpoint presents (read, then
+// judged by verifiesWith).
 func (a hostedAPI) servingChain(ctx context.Context) ([]*x509.Certificate, error) {
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}} //nolint:gosec // only reads the chain; verified by verifiesWith
-	conn, err := d.DialContext(ctx, "tcp", a.addr)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	tlsConn, ok := conn.(*tls.Conn)
-	if !ok {
-		return nil, errors.New("not a TLS connection")
-	}
-	return tlsConn.ConnectionState().PeerCertificates, nil
+	return pki.ServedChain(ctx, a.addr)
 }
 
 // verifiesWith says whether chain's leaf verifies as a server certificate
 // against the roots in rootsPEM, with the rest of chain as intermediates.
 func verifiesWith(chain []*x509.Certificate, rootsPEM []byte) bool {
-	if len(chain) == 0 {
-		return false
-	}
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(rootsPEM) {
-		return false
-	}
-	for _, c := range chain[1:] {
-		inter.AddCert(c)
-	}
-	_, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	return err == nil
+	roots := x509.NewCertPool()
+	return roots.AppendCertsFromPEM(rootsPEM) && pki.VerifyServer(chain, roots, "") == nil
 }
 
 // nodeTrust is what every Node must report (its agent's annotations): a

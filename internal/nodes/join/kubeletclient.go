@@ -10,6 +10,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/pki"
 )
 
 // followingRESTConfig is a client configuration with the kubelet's
@@ -62,10 +64,5 @@ func (n *Node) verifyWithKubeletCAs(cs tls.ConnectionState) error {
 	for _, c := range kc.Clusters {
 		roots.AppendCertsFromPEM(c.CertificateAuthorityData)
 	}
-	inter := x509.NewCertPool()
-	for _, c := range cs.PeerCertificates[1:] {
-		inter.AddCert(c)
-	}
-	_, err = cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: cs.ServerName})
-	return err
+	return pki.VerifyServer(cs.PeerCertificates, roots, cs.ServerName)
 }

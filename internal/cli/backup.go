@@ -172,14 +172,7 @@ func (o *backupOptions) run(cmd *cobra.Command, c client.Client, key []byte) err
 // waitBackup waits until the cluster's status answers request id.
 func waitBackup(ctx context.Context, c client.Client, nn client.ObjectKey, id string, timeout time.Duration) (*hypershiftv1alpha1.BackupRecord, error) {
 	var rec *hypershiftv1alpha1.BackupRecord
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, nn, hc); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, fmt.Errorf("hosted cluster %s was deleted while waiting", nn)
-			}
-			return false, nil
-		}
+	_, err := pollCluster(ctx, c, nn, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
 		st := hc.Status.Backup
 		switch {
 		case st == nil:

@@ -78,14 +78,7 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 func waitHibernated(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, generation int64, timeout time.Duration) error {
 	start := time.Now()
 	seen := map[string]string{}
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, key, hc); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, fmt.Errorf("hosted cluster %s was deleted while waiting", key)
-			}
-			return false, nil
-		}
+	_, err := pollCluster(ctx, c, key, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
 		printConditionChanges(cmd, start, hc.Status.Conditions, seen)
 		if err := cannotRun(hc); err != nil {
 			return false, err

@@ -85,14 +85,7 @@ func caRotation(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.CARota
 func waitCARotation(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, token string, timeout time.Duration) error {
 	start := time.Now()
 	var last hypershiftv1alpha1.CARotationPhase
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, key, hc); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, fmt.Errorf("hosted cluster %s was deleted while waiting", key)
-			}
-			return false, nil
-		}
+	hc, err := pollCluster(ctx, c, key, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
 		if err := cannotRun(hc); err != nil {
 			return false, err
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -25,23 +26,13 @@ const pollInterval = 200 * time.Millisecond
 func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	start := time.Now()
 	seen := map[string]string{}
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, key, hc)
-		switch {
-		case err == nil:
-			printConditionChanges(cmd, start, hc.Status.Conditions, seen)
-			if err := cannotRun(hc); err != nil {
-				return false, err
-			}
-			cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
-			return cond != nil && cond.Status == metav1.ConditionTrue, nil
-		case apierrors.IsNotFound(err):
-			return false, fmt.Errorf("hosted cluster %s was deleted while waiting", key)
-		case ctx.Err() == nil:
-			fmt.Fprintf(cmd.ErrOrStderr(), "[%6.1fs] cannot read hosted cluster: %v (retrying)\n", time.Since(start).Seconds(), err)
+	hc, err := pollCluster(ctx, c, key, timeout, cmd.ErrOrStderr(), func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
+		printConditionChanges(cmd, start, hc.Status.Conditions, seen)
+		if err := cannotRun(hc); err != nil {
+			return false, err
 		}
-		return false, nil
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
+		return cond != nil && cond.Status == metav1.ConditionTrue, nil
 	})
 	switch {
 	case wait.Interrupted(err):
@@ -52,6 +43,29 @@ func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key
 	fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
 	fmt.Fprintf(cmd.OutOrStdout(), "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
 	return nil
+}
+
+// pollCluster reads the hosted cluster key every pollInterval and asks done
+// about it, until done says so or fails, or for at most timeout
+// (wait.Interrupted then). A deleted cluster ends the wait with an error; a
+// read that fails otherwise is retried, and said on errOut when that is set.
+// The cluster returned is the last one read, also on error.
+func pollCluster(ctx context.Context, c client.Client, key client.ObjectKey, timeout time.Duration, errOut io.Writer, done func(*hypershiftv1alpha1.HostedCluster) (bool, error)) (*hypershiftv1alpha1.HostedCluster, error) {
+	start := time.Now()
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, key, hc)
+		switch {
+		case err == nil:
+			return done(hc)
+		case apierrors.IsNotFound(err):
+			return false, fmt.Errorf("hosted cluster %s was deleted while waiting", key)
+		case errOut != nil && ctx.Err() == nil:
+			fmt.Fprintf(errOut, "[%6.1fs] cannot read hosted cluster: %v (retrying)\n", time.Since(start).Seconds(), err)
+		}
+		return false, nil
+	})
+	return hc, err
 }
 
 // cannotRun says why a hosted cluster will not become Available without a

@@ -2,7 +2,6 @@ package pki
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"fmt"
 
@@ -58,22 +57,10 @@ func (s SecretStore) Put(name string, kp KeyPair) error {
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: s.Labels},
-		Type:       secretType(kp),
+		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM},
 	}
 	return s.Client.Create(s.Ctx, secret)
-}
-
-// secretType is kubernetes.io/tls for a certificate and its key, and Opaque
-// for a pair whose CertPEM is not a certificate (the service-account
-// signing key's public key): the API server checks a kubernetes.io/tls
-// Secret's pair and warns on every create of one that is not a
-// certificate's. The data keys are the same either way.
-func secretType(kp KeyPair) corev1.SecretType {
-	if block, _ := pem.Decode(kp.CertPEM); block == nil || block.Type != "CERTIFICATE" {
-		return corev1.SecretTypeOpaque
-	}
-	return corev1.SecretTypeTLS
 }
 
 // Replace implements Store: it updates the existing Secret, so a renewal

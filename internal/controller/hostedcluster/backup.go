@@ -358,7 +358,7 @@ func (r *Reconciler) collectState(ctx context.Context, s *scope, a *backup.Archi
 		switch {
 		case sec.Name == pki.EncryptionKeyName:
 			a.Files[backup.EncryptionKeyEntry] = sec.Data["key"]
-		case sec.Type == corev1.SecretTypeTLS, sec.Name == pki.ServiceAccountKeyName:
+		case sec.Type == corev1.SecretTypeTLS:
 			data, err := json.Marshal(archivedSecret{Type: sec.Type, Data: sec.Data})
 			if err != nil {
 				return err

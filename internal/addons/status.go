@@ -7,9 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/lifecycle"
 )
 
 // PodsRunnable is False on a management plane without nodes when a
@@ -49,7 +49,10 @@ func rolloutConditions(conds *[]metav1.Condition, gen, revision int64, res *roll
 
 // updateObjectSetStatus records res on the revision.
 func (r *Reconciler) updateObjectSetStatus(ctx context.Context, set *hypershiftv1alpha1.ObjectSet, res rolloutResult) error {
-	base := set.DeepCopy()
+	patch, err := lifecycle.NewStatusPatch(set)
+	if err != nil {
+		return err
+	}
 	set.Status.ObservedGeneration = set.Generation
 	set.Status.Holding = res.hold
 	set.Status.Phases = res.phases
@@ -59,17 +62,17 @@ func (r *Reconciler) updateObjectSetStatus(ctx context.Context, set *hypershiftv
 		c.ObservedGeneration = set.Generation
 		meta.SetStatusCondition(&set.Status.Conditions, c)
 	}
-	if err := r.Client.Status().Patch(ctx, set, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("update status of ObjectSet %s/%s: %w", set.Namespace, set.Name, err)
-	}
-	return nil
+	return patch.Apply(ctx, r.Client)
 }
 
 // updateStatus records the newest revision's rollout on the
 // ObjectDeployment; res nil: paused.
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, res *rolloutResult) error {
 	od := s.od
-	base := od.DeepCopy()
+	patch, err := lifecycle.NewStatusPatch(od)
+	if err != nil {
+		return err
+	}
 	gen := od.Generation
 	if od.Spec.Paused {
 		setCondition(&od.Status.Conditions, gen, hypershiftv1alpha1.AddonPaused, true, hypershiftv1alpha1.AddonPausedReason, "spec.paused is true: nothing is applied or deleted")
@@ -95,8 +98,5 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, res *rolloutRes
 			Kind: "ObjectSet", Group: hypershiftv1alpha1.GroupVersion.Group, Version: hypershiftv1alpha1.GroupVersion.Version, Namespace: set.Namespace, Name: set.Name,
 		})
 	}
-	if err := r.Client.Status().Patch(ctx, od, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("update status of ObjectDeployment %s/%s: %w", od.Namespace, od.Name, err)
-	}
-	return nil
+	return patch.Apply(ctx, r.Client)
 }

@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -207,6 +208,9 @@ func (r *Reconciler) recordTransitions(before, after *hypershiftv1alpha1.HostedC
 	}
 }
 
+// Workers is how many HostedClusters are reconciled at a time.
+const Workers = 4
+
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -218,6 +222,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Node counts come from the cluster's NodePools.
 		Watches(&hypershiftv1alpha1.NodePool{}, handler.EnqueueRequestsFromMapFunc(nodePoolToHostedCluster),
 			builder.WithPredicates(nodeCountChanged)).
+		// Clusters are reconciled side by side: during a burst of creates
+		// one worker would make each cluster's PKI and objects in turn.
+		// Reconciles of one cluster never overlap (controller-runtime).
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Named("hostedcluster").
 		Complete(r)
 }

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -348,6 +349,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	return lifecycle.RemoveFinalizer(ctx, r.Client, hcp, Finalizer)
 }
 
+// Workers is how many HostedControlPlanes are reconciled at a time.
+const Workers = 4
+
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
@@ -356,6 +360,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&hypershiftv1alpha1.HostedControlPlane{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(pkiSecretToControlPlane), builder.WithPredicates(pkiSecretChanged)).
+		// Control planes are reconciled side by side; how many start at
+		// once is the start queue's business, not the worker count's.
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Named("hostedcontrolplane")
 	if r.Events != nil {
 		b = b.WatchesRawSource(source.Channel(r.Events, &handler.EnqueueRequestForObject{}))

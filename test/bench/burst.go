@@ -31,6 +31,8 @@ type burstResult struct {
 	MinMemAvailableMiB float64 `json:"min_mem_available_mib"`
 	// CreateS is each Available cluster's time from the first Create call.
 	CreateS dist `json:"create_to_available_s"`
+	// Management is GET of one HostedCluster every 250 ms after the creates.
+	Management mgmtLatency `json:"management_api"`
 }
 
 func runBurst(ctx context.Context, opts *options) *burstResult {
@@ -50,6 +52,7 @@ func runBurst(ctx context.Context, opts *options) *burstResult {
 	}
 	res.CreateCallsS = round3(time.Since(start).Seconds())
 	fmt.Printf("   %d Create calls took %.2fs\n", res.Clusters, res.CreateCallsS)
+	probe := startMgmtProbe(ctx, p, "b1")
 
 	availableAt := map[string]float64{}
 	res.MinMemAvailableMiB = memAvailableMiB()
@@ -95,6 +98,7 @@ func runBurst(ctx context.Context, opts *options) *burstResult {
 			break
 		}
 	}
+	res.Management = probe.stop()
 	res.Available = len(availableAt)
 	if res.Available == res.Clusters {
 		res.StopReason = "all Available"
@@ -107,7 +111,7 @@ func runBurst(ctx context.Context, opts *options) *burstResult {
 	res.CreateS = distOf(times)
 	res.PeakRSSMiB, res.PeakTotalRSSMiB = round1(res.PeakRSSMiB), round1(res.PeakTotalRSSMiB)
 	res.MinMemAvailableMiB = round1(res.MinMemAvailableMiB)
-	fmt.Printf("   %s: %d/%d Available; peak hosted RSS %.1f GiB\n", res.StopReason, res.Available, res.Clusters, res.PeakRSSMiB/1024)
+	fmt.Printf("   %s: %d/%d Available; peak hosted RSS %.1f GiB; management API %s\n", res.StopReason, res.Available, res.Clusters, res.PeakRSSMiB/1024, res.Management)
 	return res
 }
 

@@ -2,10 +2,10 @@
 // they cost: create latency against a hand-started baseline of the same
 // binary, idle footprint, recovery, a real node joining, kwokctl driving
 // the same components as a peer, control planes as pods of a cluster
-// (`hypershift install`), 1,000 simulated nodes, density, and a
-// burst of creates. It prints a table and writes JSON.
+// (`hypershift install`), 1,000 simulated nodes, density, a burst of
+// creates, and 300 hibernated clusters with 60 woken at once. It prints a table and writes JSON.
 //
-//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,hibernation,real_node_join,kube_runtime,peer,nodes_1000,density,burst]
+//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,hibernation,real_node_join,kube_runtime,peer,nodes_1000,density,burst,hibernated_300]
 //
 // Everything it starts lives in data dirs under /tmp and is stopped with
 // `hypershift down --purge` (or killed by pid) before it exits, also on
@@ -29,7 +29,7 @@ import (
 )
 
 // phaseNames in run order: the quiet measurements first, the heavy ones last.
-var phaseNames = []string{"baseline", "create", "rss", "recovery", "hibernation", "real_node_join", "kube_runtime", "peer", "nodes_1000", "density", "burst"}
+var phaseNames = []string{"baseline", "create", "rss", "recovery", "hibernation", "real_node_join", "kube_runtime", "peer", "nodes_1000", "density", "burst", "hibernated_300"}
 
 type options struct {
 	quick bool
@@ -124,6 +124,8 @@ func runPhase(ctx context.Context, opts *options, rep *report, name string) {
 		rep.Density = runDensity(ctx, opts)
 	case "burst":
 		rep.Burst = runBurst(ctx, opts)
+	case "hibernated_300":
+		rep.Sleepers = runSleepers(ctx, opts)
 	}
 }
 

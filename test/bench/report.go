@@ -27,11 +27,13 @@ type report struct {
 	Create   *createResult   `json:"create_to_available_s"`
 	Baseline *baselineResult `json:"baseline_start_s"`
 	// Ratio is create p50 / baseline p50, both from this run.
-	Ratio    *float64        `json:"create_ratio_vs_baseline"`
-	RSS      *rssResult      `json:"rss_mib_per_control_plane"`
-	IdleCPU  *cpuResult      `json:"idle_cpu_millicores_per_control_plane"`
-	Density  *densityResult  `json:"density"`
-	Burst    *burstResult    `json:"burst_100"`
+	Ratio   *float64       `json:"create_ratio_vs_baseline"`
+	RSS     *rssResult     `json:"rss_mib_per_control_plane"`
+	IdleCPU *cpuResult     `json:"idle_cpu_millicores_per_control_plane"`
+	Density *densityResult `json:"density"`
+	Burst   *burstResult   `json:"burst_100"`
+	// Sleepers is hibernated_300: 300 clusters hibernated, 60 woken.
+	Sleepers *sleepersResult `json:"hibernated_300"`
 	Peer     *peerResult     `json:"peer"`
 	Recovery *recoveryResult `json:"recovery"`
 	// Hibernation is resume and wake latency, and what a sleeping cluster costs.
@@ -151,6 +153,8 @@ func (r *report) setStatus(phase string, s status) {
 		r.Density = &densityResult{status: s}
 	case "burst":
 		r.Burst = &burstResult{status: s}
+	case "hibernated_300":
+		r.Sleepers = &sleepersResult{status: s}
 	case "nodes_1000":
 		r.Nodes = &nodesResult{status: s}
 	case "real_node_join":
@@ -194,6 +198,14 @@ func (r *report) finish(d time.Duration) {
 			value = fmt.Sprintf("%.1f s for %d", b.AllAvailableS, b.Clusters)
 		}
 		judge("burst of 100", "< 180 s", value, b.AllAvailableS > 0 && b.AllAvailableS < 180, !r.quick && b.Error == "")
+		judge("management API during burst", "p99 < 1 s", b.Management.String(), b.Management.ok(), !r.quick && b.Error == "")
+	}
+	if s := r.Sleepers; s != nil && s.Skipped == "" {
+		value := fmt.Sprintf("%d hibernated, %d of %d woken Available", s.Hibernated, s.AwakeAvailable, s.Awake)
+		if s.WakeAllS > 0 {
+			value += fmt.Sprintf(" in %.0f s", s.WakeAllS)
+		}
+		judge("300 hibernated, 60 awake", "all Available", value, s.Hibernated >= 300 && s.AwakeAvailable >= 60, !r.quick && s.Error == "")
 	}
 	if n := r.Nodes; n != nil && n.Skipped == "" {
 		value, ok := n.target()

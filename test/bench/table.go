@@ -52,6 +52,16 @@ func (r *report) printTable(w io.Writer) {
 		row("burst: all Available", b.status, v,
 			fmt.Sprintf("%s; peak RSS %.1f GiB (with management %.1f); min MemAvailable %.1f GiB; per-cluster p50 %.1f s",
 				b.StopReason, b.PeakRSSMiB/1024, b.PeakTotalRSSMiB/1024, b.MinMemAvailableMiB/1024, b.CreateS.P50))
+		row("burst: management API GET", b.status, b.Management.String(), "one HostedCluster every 250 ms while the burst ran")
+	}
+	if s := r.Sleepers; s != nil {
+		v := fmt.Sprintf("%d of %d Available", s.AwakeAvailable, s.Awake)
+		if s.WakeAllS > 0 {
+			v = fmt.Sprintf("%.1f s for %d", s.WakeAllS, s.Awake)
+		}
+		row("hibernated_300: woken Available", s.status, v,
+			fmt.Sprintf("%s; %d hibernated in %.1f s (%.1f MiB each by MemAvailable; management plane + operator RSS %.0f MiB); woken p50 %.1f s; %.0f MiB per awake cluster; GET /version p50 %.1f ms, p99 %.1f ms; CPU hosted %.0f m, management %.0f m, operator %.0f m; management API %s",
+				s.StopReason, s.Hibernated, s.AllHibernatedS, s.MiBPerHibernated, s.ManagementRSSMiB, s.WakeS.P50, s.MiBPerAwake, s.GetP50Ms, s.GetP99Ms, s.HostedCPU, s.ManagementCPU, s.OperatorCPU, s.Management))
 	}
 	if rc := r.Recovery; rc != nil {
 		recoveryRows(rc, row)
@@ -101,6 +111,9 @@ func (r *report) printErrors(w io.Writer) {
 	}
 	if r.Burst != nil {
 		errs["burst"] = r.Burst.Error
+	}
+	if r.Sleepers != nil {
+		errs["hibernated_300"] = r.Sleepers.Error
 	}
 	if r.Peer != nil {
 		errs["peer"] = r.Peer.Error

@@ -29,7 +29,7 @@ type operatorFlags struct {
 	etcdStorageClass, etcdStorageSize           string
 	releases                                    releasesFlag
 	validity                                    certValidityFlags
-	maxStarting                                 maxStartingFlag
+	processRuntime                              processRuntimeFlags
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
@@ -41,7 +41,7 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 	if err := f.validity.validate(); err != nil {
 		return kube.Options{}, err
 	}
-	if err := f.maxStarting.validate(); err != nil {
+	if err := f.processRuntime.validate(); err != nil {
 		return kube.Options{}, err
 	}
 	switch f.runtime {
@@ -53,8 +53,10 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 		}
 		return kube.Options{}, nil
 	case install.RuntimeKube:
-		if cmd.Flags().Changed(maxStartingFlagName) {
-			return kube.Options{}, fmt.Errorf("--%s needs --runtime=process: on the kube runtime the management cluster's scheduler paces starts by the pods' requests", maxStartingFlagName)
+		for _, name := range processOnlyFlags {
+			if cmd.Flags().Changed(name) {
+				return kube.Options{}, fmt.Errorf("--%s needs --runtime=process: on the kube runtime the management cluster's scheduler shares the CPU by the pods' requests and paces their starts", name)
+			}
 		}
 	default:
 		return kube.Options{}, fmt.Errorf("--runtime %q: use %s (control planes as processes of this host) or %s (as pods of the management cluster)",
@@ -136,7 +138,8 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				EndpointHost:            o.endpointHost,
 				Releases:                releases,
 				LeafCertificateValidity: o.validity.leaf, CAValidity: o.validity.ca,
-				MaxStartingControlPlanes: int(o.maxStarting),
+				MaxStartingControlPlanes: o.processRuntime.maxStarting,
+				ControlPlaneNice:         o.processRuntime.nice,
 			}
 			if o.runtime == install.RuntimeKube {
 				opts.LeaderElection = o.leaderElect
@@ -159,6 +162,6 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
 	o.releases.add(f)
 	o.validity.add(f)
-	o.maxStarting.add(f)
+	o.processRuntime.add(f)
 	return cmd
 }

@@ -25,6 +25,9 @@ func TestOperatorFlagsValidatedFirst(t *testing.T) {
 		{[]string{"--runtime=kube", "--etcd-storage-class=a/b"}, `--etcd-storage-class "a/b" is not a valid StorageClass name`},
 		{[]string{"--max-starting-control-planes=-1"}, "--max-starting-control-planes -1: use a number of control planes, or 0 for no limit"},
 		{[]string{"--runtime=kube", "--max-starting-control-planes=4"}, "--max-starting-control-planes needs --runtime=process"},
+		{[]string{"--control-plane-nice=20"}, "--control-plane-nice 20: use a nice value from 0 (same priority as the management plane) to 19 (lowest)"},
+		{[]string{"--control-plane-nice=-1"}, "--control-plane-nice -1: use a nice value from 0"},
+		{[]string{"--runtime=kube", "--control-plane-nice=5"}, "--control-plane-nice needs --runtime=process"},
 		// Valid flags get as far as looking for the cluster.
 		{[]string{"--runtime=kube", "--leader-elect", "--etcd-storage-size=20Gi"}, "no management plane found"},
 	}

@@ -28,7 +28,7 @@ type upOptions struct {
 	endpointHost   string
 	releases       releasesFlag
 	validity       certValidityFlags
-	maxStarting    maxStartingFlag
+	processRuntime processRuntimeFlags
 }
 
 func newUpCommand(g *globalOptions) *cobra.Command {
@@ -44,7 +44,7 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 			if err := o.validity.validate(); err != nil {
 				return err
 			}
-			if err := o.maxStarting.validate(); err != nil {
+			if err := o.processRuntime.validate(); err != nil {
 				return err
 			}
 			if err := o.validity.applyClientCertReload(); err != nil {
@@ -64,7 +64,7 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	o.releases.add(f)
 	o.validity.add(f)
-	o.maxStarting.add(f)
+	o.processRuntime.add(f)
 	return cmd
 }
 
@@ -90,7 +90,8 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		Releases:                 releases,
 		LeafCertificateValidity:  o.validity.leaf,
 		CAValidity:               o.validity.ca,
-		MaxStartingControlPlanes: int(o.maxStarting),
+		MaxStartingControlPlanes: o.processRuntime.maxStarting,
+		ControlPlaneNice:         o.processRuntime.nice,
 	}, log, operator.UpHooks{
 		Ready: func(kubeconfig string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n", time.Since(start).Seconds(), kubeconfig)

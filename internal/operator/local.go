@@ -32,7 +32,10 @@ type Local struct {
 // advertise address are filled in here.
 func NewLocal(layout datadir.Layout, log logr.Logger, opts Options) (*Local, error) {
 	events, notify := NewEvents()
-	hosted, err := process.New(process.Options{Root: layout.Clusters(), Releases: opts.Releases, Log: log.WithName("hosted"), OnChange: notify})
+	hosted, err := process.New(process.Options{
+		Root: layout.Clusters(), Releases: opts.Releases, Log: log.WithName("hosted"), OnChange: notify,
+		Nice: opts.ControlPlaneNice,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,10 @@ type Options struct {
 	// creation (runtime.StartQueue); zero: no limit. NewLocal makes
 	// StartQueue from it; the kube runtime leaves starts to the scheduler.
 	MaxStartingControlPlanes int
+	// ControlPlaneNice is the nice value (0-19) the process runtime gives
+	// every hosted control-plane process; zero: the same priority as the
+	// management plane.
+	ControlPlaneNice int
 	// StartQueue admits cold starts of hosted control planes; nil: none.
 	StartQueue *runtime.StartQueue
 	// Clock is the time backup schedules are judged at; nil: time.Now

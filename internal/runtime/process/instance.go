@@ -64,6 +64,8 @@ type instance struct {
 	onChange func()
 	// ready reports whether another instance of the control plane is ready.
 	ready func(name string) bool
+	// nice is the priority its processes start with (Options.Nice).
+	nice int
 
 	mu     sync.Mutex
 	spec   runtime.Spec
@@ -390,6 +392,10 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	pid := cmd.Process.Pid
+	if err := lowerPriority(pid, in.nice); err != nil {
+		// It still runs, at the usual priority: worth a line, not a failure.
+		in.log.Error(err, "lower the CPU priority", "pid", pid, "nice", in.nice)
+	}
 	startTime, err := procStartTime(pid)
 	if err != nil {
 		_ = cmd.Process.Kill()

@@ -33,6 +33,7 @@ type Runtime struct {
 	releases *release.Catalog
 	log      logr.Logger
 	onChange func(ref runtime.ControlPlaneRef)
+	nice     int
 
 	mu     sync.Mutex
 	planes map[runtime.ControlPlaneRef]map[string]*instance
@@ -55,6 +56,12 @@ type Options struct {
 	Log      logr.Logger
 	// OnChange is called when an instance of a control plane changes phase.
 	OnChange func(ref runtime.ControlPlaneRef)
+	// Nice (0-19) lowers the CPU priority of every process this runtime
+	// starts: its nice value and, on kernels that group each session for
+	// scheduling (autogroup), its session's group — each process runs in a
+	// session of its own. Processes adopted from an earlier run keep the
+	// priority they were started with.
+	Nice int
 }
 
 // New returns a process runtime.
@@ -66,6 +73,9 @@ func New(opts Options) (*Runtime, error) {
 		}
 		opts.Binary = exe
 	}
+	if opts.Nice < 0 || opts.Nice > 19 {
+		return nil, fmt.Errorf("nice %d: use 0 to 19", opts.Nice)
+	}
 	if err := os.MkdirAll(opts.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", opts.Root, err)
 	}
@@ -75,6 +85,7 @@ func New(opts Options) (*Runtime, error) {
 		releases:  opts.Releases,
 		log:       opts.Log,
 		onChange:  opts.OnChange,
+		nice:      opts.Nice,
 		planes:    map[runtime.ControlPlaneRef]map[string]*instance{},
 		usedPorts: map[int]bool{},
 	}
@@ -267,6 +278,7 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 		}
 		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.command, spec,
 			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref), r.readiness(ref))
+		in.nice = r.nice
 		plane[spec.Name] = in
 		go in.run()
 	}

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"hypershift.dev/internal/controller/conditions"
 )
@@ -45,8 +47,15 @@ func (p Pass) Run(ctx context.Context, reconcile, remove func(context.Context) (
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if err := patch.Apply(ctx, p.Client); err != nil && reterr == nil {
+		err := patch.Apply(ctx, p.Client)
+		switch {
+		case err == nil:
+		case reterr == nil:
 			reterr = err
+		case isTerminal(reterr):
+			// A terminal error is not retried, but the status that
+			// reports it was not written: retry for that, naming both.
+			reterr = fmt.Errorf("%w (after: %s)", err, reterr.Error())
 		}
 	}()
 	if deleting {
@@ -59,6 +68,11 @@ func (p Pass) Run(ctx context.Context, reconcile, remove func(context.Context) (
 		return ctrl.Result{RequeueAfter: pausedFor}, nil
 	}
 	return reconcile(ctx)
+}
+
+// isTerminal reports a reconcile.TerminalError, which is not retried.
+func isTerminal(err error) bool {
+	return errors.Is(err, reconcile.TerminalError(nil))
 }
 
 // RemoveFinalizer lets the object go. An object already gone is done.

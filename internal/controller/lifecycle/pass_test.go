@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -13,10 +14,13 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/scheme"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -132,5 +136,48 @@ func TestPass(t *testing.T) {
 	}
 	if err := c.Get(ctx, key, &hypershiftv1alpha1.NodePool{}); !apierrors.IsNotFound(err) {
 		t.Errorf("NodePool still there after its finalizer went: %v", err)
+	}
+}
+
+// TestPassRetriesATerminalErrorWhoseStatusWasNotWritten: a terminal error
+// is not retried, so a pass that returns one must have written the status
+// that reports it; when that write fails, the pass returns an error that
+// is retried.
+func TestPassRetriesATerminalErrorWhoseStatusWasNotWritten(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
+		t.Fatal(err)
+	}
+	np := &hypershiftv1alpha1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "pool", Finalizers: []string{finalizer}},
+		Spec: hypershiftv1alpha1.NodePoolSpec{
+			ClusterName: "c", Replicas: ptr.To[int32](0),
+			Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
+		},
+	}
+	if err := env.Client.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("status write refused")
+	ww, err := client.NewWithWatch(env.RESTConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(ww, interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return refused
+		},
+	})
+	p := lifecycle.Pass{Client: c, Object: np, Finalizer: finalizer, Conditions: &np.Status.Conditions, Now: time.Now()}
+	_, err = p.Run(ctx, func(context.Context) (ctrl.Result, error) {
+		conditions.Set(&np.Status.Conditions, np.Generation, hypershiftv1alpha1.ValidConfiguration, false, hypershiftv1alpha1.InvalidConfigurationReason, "bad")
+		return ctrl.Result{}, reconcile.TerminalError(errors.New("invalid spec"))
+	}, nil)
+	if !errors.Is(err, refused) {
+		t.Fatalf("pass error %v does not carry the failed status write", err)
+	}
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Errorf("pass error %v is terminal: the status write would never be retried", err)
 	}
 }

@@ -75,6 +75,11 @@ func (p *StatusPatch) Apply(ctx context.Context, c client.Client) error {
 		if err = c.Get(ctx, key, latest); err != nil {
 			break
 		}
+		// An object deleted and made again under the same name is not the
+		// one this pass looked at: its changes do not belong there.
+		if latest.GetUID() != p.obj.GetUID() {
+			return nil
+		}
 		err = p.carryOver(ctx, c, latest, after)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -89,7 +94,7 @@ func (p *StatusPatch) carryOver(ctx context.Context, c client.Client, latest cli
 	if err != nil {
 		return err
 	}
-	merged := MergeStatus(p.before, after, current)
+	merged := MergeStatus(p.before, after, current, time.Now())
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(latest)
 	if err != nil {
 		return err
@@ -120,10 +125,11 @@ func patchStatus(ctx context.Context, c client.Client, obj client.Object, base m
 // MergeStatus returns current with the changes from before to after: the
 // conditions whose type the change set, changed or removed are taken from
 // after (keeping current's lastTransitionTime where the status is the
-// same), the others stay as current has them; any other top-level field
+// same, and now where it differs from current's), the others stay as
+// current has them; any other top-level field
 // that changed is taken from after (or removed), the rest stays as current
 // has it.
-func MergeStatus(before, after, current map[string]any) map[string]any {
+func MergeStatus(before, after, current map[string]any, now time.Time) map[string]any {
 	out := map[string]any{}
 	for k, v := range current {
 		out[k] = runtime.DeepCopyJSONValue(v)
@@ -142,7 +148,7 @@ func MergeStatus(before, after, current map[string]any) map[string]any {
 			out[k] = runtime.DeepCopyJSONValue(a)
 		}
 	}
-	conds := mergeConditions(asList(before["conditions"]), asList(after["conditions"]), asList(current["conditions"]))
+	conds := mergeConditions(asList(before["conditions"]), asList(after["conditions"]), asList(current["conditions"]), now)
 	if len(conds) == 0 {
 		delete(out, "conditions")
 	} else {
@@ -153,7 +159,7 @@ func MergeStatus(before, after, current map[string]any) map[string]any {
 
 // mergeConditions applies the per-type changes from before to after onto
 // current, keeping current's order and appending new types in after's.
-func mergeConditions(before, after, current []any) []any {
+func mergeConditions(before, after, current []any, now time.Time) []any {
 	byType := func(l []any) map[string]any {
 		m := map[string]any{}
 		for _, c := range l {
@@ -181,7 +187,7 @@ func mergeConditions(before, after, current []any) []any {
 		case !changed(t):
 			out = append(out, runtime.DeepCopyJSONValue(c))
 		case inA:
-			out = append(out, keepTransitionTime(ac, c))
+			out = append(out, transitionTime(ac, c, now))
 		}
 	}
 	for _, c := range after {
@@ -192,15 +198,22 @@ func mergeConditions(before, after, current []any) []any {
 	return out
 }
 
-// keepTransitionTime returns a copy of next that keeps cur's
-// lastTransitionTime when both report the same status: a condition the
-// server already has in that status did not transition again.
-func keepTransitionTime(next, cur any) any {
+// transitionTime returns a copy of next with its lastTransitionTime judged
+// against cur, the server's: the same status keeps cur's time (it did not
+// transition again); another status transitions now, whatever time the
+// stale pass carried (it may be older than cur's).
+func transitionTime(next, cur any, now time.Time) any {
 	out := runtime.DeepCopyJSONValue(next)
 	n, okN := out.(map[string]any)
 	c, okC := cur.(map[string]any)
-	if okN && okC && n["status"] == c["status"] && c["lastTransitionTime"] != nil {
+	if !okN || !okC {
+		return out
+	}
+	switch {
+	case n["status"] == c["status"] && c["lastTransitionTime"] != nil:
 		n["lastTransitionTime"] = c["lastTransitionTime"]
+	case n["status"] != c["status"] && n["lastTransitionTime"] != nil:
+		n["lastTransitionTime"] = now.UTC().Format(time.RFC3339)
 	}
 	return out
 }

@@ -52,6 +52,12 @@ func TestMergeStatus(t *testing.T) {
 		current: `{"conditions":[{"type":"A","status":"True","reason":"Old","lastTransitionTime":"2026-01-01T00:00:00Z"}]}`,
 		merged:  `{"conditions":[{"type":"A","status":"True","reason":"New","lastTransitionTime":"2026-01-01T00:00:00Z"}]}`,
 	}, {
+		name:    "a status other than the server's transitions now, not at the stale pass's time",
+		before:  `{"conditions":[{"type":"A","status":"False","message":"old","lastTransitionTime":"2026-01-01T00:00:00Z"}]}`,
+		after:   `{"conditions":[{"type":"A","status":"False","message":"new","lastTransitionTime":"2026-01-01T00:00:00Z"}]}`,
+		current: `{"conditions":[{"type":"A","status":"True","lastTransitionTime":"2026-01-02T00:00:00Z"}]}`,
+		merged:  `{"conditions":[{"type":"A","status":"False","message":"new","lastTransitionTime":"2026-01-03T04:05:06Z"}]}`,
+	}, {
 		name:    "fields: changed ones are written, removed ones go, others stay",
 		before:  `{"version":"1.36","replicas":1,"gone":"x"}`,
 		after:   `{"version":"1.37","replicas":1}`,
@@ -65,7 +71,8 @@ func TestMergeStatus(t *testing.T) {
 		merged:  `{"x":1}`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lifecycle.MergeStatus(status(t, tc.before), status(t, tc.after), status(t, tc.current))
+			now := time.Date(2026, 1, 3, 4, 5, 6, 0, time.UTC)
+			got := lifecycle.MergeStatus(status(t, tc.before), status(t, tc.after), status(t, tc.current), now)
 			if want := status(t, tc.merged); !equality.Semantic.DeepEqual(got, want) {
 				g, _ := json.Marshal(got)
 				t.Errorf("merged\n got %s\nwant %s", g, tc.merged)
@@ -138,5 +145,55 @@ func TestStatusPatchFromStaleCopy(t *testing.T) {
 	}
 	if got.Status.Version != "1.37.1" || got.Status.Replicas != 2 {
 		t.Errorf("fields: version %q (want the other pass's 1.37.1), replicas %d (want 2)", got.Status.Version, got.Status.Replicas)
+	}
+}
+
+// TestStatusPatchSkipsARecreatedObject: a pass over an object that was
+// deleted and made again under the same name meanwhile writes nothing to
+// the new one.
+func TestStatusPatchSkipsARecreatedObject(t *testing.T) {
+	env := testenv.Start(t)
+	c, ctx := env.Client, t.Context()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
+		t.Fatal(err)
+	}
+	pool := func() *hypershiftv1alpha1.NodePool {
+		return &hypershiftv1alpha1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "pool"},
+			Spec: hypershiftv1alpha1.NodePoolSpec{
+				ClusterName: "c", Replicas: ptr.To[int32](0),
+				Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
+			},
+		}
+	}
+	old := pool()
+	if err := c.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	p, err := lifecycle.NewStatusPatch(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, pool()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, pool()); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&old.Status.Conditions, metav1.Condition{
+		Type: hypershiftv1alpha1.NodePoolReady.String(), Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now(),
+	})
+	if err := p.Apply(ctx, c); err != nil {
+		t.Fatalf("apply over a re-created object: %v", err)
+	}
+	got := &hypershiftv1alpha1.NodePool{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(old), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID == old.UID {
+		t.Fatal("the pool was not made again")
+	}
+	if len(got.Status.Conditions) != 0 {
+		t.Errorf("the old pool's pass wrote into the new one: %+v", got.Status.Conditions)
 	}
 }

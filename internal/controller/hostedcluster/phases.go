@@ -276,9 +276,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		r.Metrics.forget(s.hc)
 	}
 	r.backupJobs().forget(s.hc.UID)
-	for _, typ := range mirrored {
-		r.emitted.Delete(string(s.hc.UID) + "/" + typ.String())
-	}
+	prefix := string(s.hc.UID) + "/"
+	r.emitted.Range(func(key, _ any) bool {
+		if k, ok := key.(string); ok && strings.HasPrefix(k, prefix) {
+			r.emitted.Delete(key)
+		}
+		return true
+	})
 	controllerutil.RemoveFinalizer(s.hc, Finalizer)
 	if err := r.Client.Update(ctx, s.hc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -58,6 +58,12 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 	if err := reader.List(ctx, all); err != nil {
 		return false, fmt.Errorf("list Services for their node ports: %w", err)
 	}
+	// A pin not yet taken by a Service (its control plane has not applied
+	// them) holds its port too.
+	namespaces := &corev1.NamespaceList{}
+	if err := reader.List(ctx, namespaces); err != nil {
+		return false, fmt.Errorf("list namespaces for their pinned node ports: %w", err)
+	}
 	for name, port := range ports {
 		if port < minNodePort || port > maxNodePort {
 			return false, fmt.Errorf("port %d of %s is outside the node port range %d-%d (an archive of a plane that publishes on host ports)", port, name, minNodePort, maxNodePort)
@@ -68,6 +74,9 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 					return false, fmt.Errorf("node port %d of %s is used by Service %s/%s", port, name, svc.Namespace, svc.Name)
 				}
 			}
+		}
+		if holder := pinnedBy(namespaces.Items, ref.Namespace, port); holder != "" {
+			return false, fmt.Errorf("node port %d of %s is pinned by namespace %s", port, name, holder)
 		}
 	}
 	raw, err := json.Marshal(ports)
@@ -84,6 +93,27 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 		return false, fmt.Errorf("record the pinned node ports on namespace %s: %w", ref.Namespace, err)
 	}
 	return true, nil
+}
+
+// pinnedBy names the namespace other than own whose pin annotation holds
+// port; "" when none does.
+func pinnedBy(namespaces []corev1.Namespace, own string, port int) string {
+	for _, ns := range namespaces {
+		raw, ok := ns.Annotations[PinnedNodePortsAnnotation]
+		if !ok || ns.Name == own {
+			continue
+		}
+		pins := map[string]int{}
+		if json.Unmarshal([]byte(raw), &pins) != nil {
+			continue
+		}
+		for _, p := range pins {
+			if p == port {
+				return ns.Name
+			}
+		}
+	}
+	return ""
 }
 
 // withPinnedNodePorts gives the NodePorts of specs that leave their node

@@ -190,6 +190,16 @@ func testPinnedNodePort(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 	if err == nil || !strings.Contains(err.Error(), ref.Namespace+"/kube-apiserver-https-published") {
 		t.Errorf("PinPorts of a node port in use: %v, want an error naming the Service that holds it", err)
 	}
+	// A pin whose control plane has no Service yet holds its port too.
+	const held = 31790
+	if ok, err := rt.PinPorts(other, map[string]int{components.EndpointPort: held}); err != nil || !ok {
+		t.Fatalf("PinPorts(%s) = %v, %v; want true", other.Namespace, ok, err)
+	}
+	third := runtime.ControlPlaneRef{Namespace: "kube-public", Name: "third"}
+	_, err = rt.PinPorts(third, map[string]int{components.EndpointPort: held})
+	if err == nil || !strings.Contains(err.Error(), "pinned by namespace "+other.Namespace) {
+		t.Errorf("PinPorts of a node port another namespace pinned: %v, want an error naming that namespace", err)
+	}
 }
 
 // TestStatusOfAFailingRestore: an etcd pod whose restore init container

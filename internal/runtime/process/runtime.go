@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -179,6 +181,13 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 	if _, err := os.Stat(path); err == nil {
 		return false, nil
 	}
+	// A port another control plane of this runtime holds (one that is
+	// queued or hibernated listens on nothing) is refused, not shared.
+	for _, name := range slices.Sorted(maps.Keys(ports)) {
+		if r.usedPorts[ports[name]] {
+			return false, fmt.Errorf("port %d of %s is held by another control plane of this management plane", ports[name], name)
+		}
+	}
 	data, err := json.Marshal(ports)
 	if err != nil {
 		return false, err
@@ -186,7 +195,29 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 	if err := os.MkdirAll(r.Dir(ref), 0o700); err != nil {
 		return false, fmt.Errorf("create %s: %w", r.Dir(ref), err)
 	}
-	return true, atomicfile.Write(path, data, 0o600)
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return false, err
+	}
+	for _, port := range ports {
+		r.usedPorts[port] = true
+	}
+	return true, nil
+}
+
+// releasePorts gives the ports of ref's ports.json back, before the file
+// goes. The caller holds r.mu.
+func (r *Runtime) releasePorts(ref runtime.ControlPlaneRef) {
+	data, err := os.ReadFile(filepath.Join(r.Dir(ref), "ports.json"))
+	if err != nil {
+		return
+	}
+	ports := map[string]int{}
+	if json.Unmarshal(data, &ports) != nil {
+		return
+	}
+	for _, port := range ports {
+		delete(r.usedPorts, port)
+	}
 }
 
 // UnpinPorts implements runtime.PortUnpinner: the control plane's
@@ -206,6 +237,7 @@ func (r *Runtime) UnpinPorts(ref runtime.ControlPlaneRef) error {
 	case len(entries) != 1 || entries[0].Name() != "ports.json" || !entries[0].Type().IsRegular():
 		return nil
 	}
+	r.releasePorts(ref)
 	if err := os.Remove(filepath.Join(dir, "ports.json")); err != nil {
 		return fmt.Errorf("unpin ports of %s: %w", dir, err)
 	}
@@ -410,6 +442,9 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 		return err
 	}
 	r.Stop(ctx, ref)
+	r.mu.Lock()
+	r.releasePorts(ref)
+	r.mu.Unlock()
 	if err := os.RemoveAll(r.Dir(ref)); err != nil {
 		return fmt.Errorf("remove %s: %w", r.Dir(ref), err)
 	}

@@ -43,3 +43,39 @@ func TestUnpinPortsRemovesOnlyThePin(t *testing.T) {
 		}
 	}
 }
+
+// TestPinPortsRefusesAHeldPort: a restored control plane cannot pin a port
+// that another control plane of the same runtime holds, even while that
+// one listens on nothing; once the holder is deleted the port is free to
+// pin again.
+func TestPinPortsRefusesAHeldPort(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	holder := runtime.ControlPlaneRef{Namespace: "clusters-a", Name: "a"}
+	ports, err := rt.Ports(t.Context(), holder, []string{"endpoint"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := runtime.ControlPlaneRef{Namespace: "clusters-b", Name: "b"}
+	pinned, err := rt.PinPorts(restored, map[string]int{"endpoint": ports["endpoint"]})
+	if err == nil || pinned {
+		t.Fatalf("PinPorts of a held port = %v, %v; want an error", pinned, err)
+	}
+	if _, statErr := os.Stat(rt.Dir(restored) + "/ports.json"); !os.IsNotExist(statErr) {
+		t.Errorf("a refused pin left ports.json behind (%v)", statErr)
+	}
+	// A pinned port is held too: a new control plane is not handed it.
+	third := runtime.ControlPlaneRef{Namespace: "clusters-c", Name: "c"}
+	if _, err := rt.PinPorts(third, map[string]int{"endpoint": 31002}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.PinPorts(restored, map[string]int{"endpoint": 31002}); err == nil {
+		t.Error("two control planes pinned the same port")
+	}
+
+	if err := rt.Delete(t.Context(), holder); err != nil {
+		t.Fatal(err)
+	}
+	if pinned, err := rt.PinPorts(restored, map[string]int{"endpoint": ports["endpoint"]}); err != nil || !pinned {
+		t.Errorf("PinPorts of a deleted control plane's port = %v, %v; want it pinned", pinned, err)
+	}
+}

@@ -39,6 +39,9 @@ type options struct {
 	root  string // repository root
 	// tmp is the prefix of every data dir: short, for unix socket paths.
 	tmp string
+	// upArgs are passed to every `hypershift up` of the bench, so that a
+	// lever behind a flag is measured on and off with one binary.
+	upArgs []string
 }
 
 func main() {
@@ -166,7 +169,9 @@ func parseFlags() (*options, error) {
 	flag.BoolVar(&opts.quick, "quick", false, "fewer and smaller runs (a few minutes)")
 	flag.StringVar(&opts.bin, "bin", defaultBin, "hypershift binary, relative to the repository root")
 	flag.StringVar(&opts.out, "out", "bench/out/latest.json", "JSON report, relative to the repository root")
+	upArgs := flag.String("up-args", "", "flags added to every `hypershift up`, space-separated (e.g. --control-plane-nice=0)")
 	flag.Parse()
+	opts.upArgs = strings.Fields(*upArgs)
 	if flag.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}

@@ -34,13 +34,14 @@ const clusterNamespace = "clusters"
 type plane struct {
 	bin     string
 	dataDir string
+	upArgs  []string
 	client  client.Client
 }
 
 func startPlane(ctx context.Context, opts *options, dataDir string) (*plane, error) {
-	p := &plane{bin: opts.bin, dataDir: dataDir}
+	p := &plane{bin: opts.bin, dataDir: dataDir, upArgs: opts.upArgs}
 	start := time.Now()
-	if out, err := p.hypershift(ctx, "up", "--detach", "--metrics-bind-address", "0"); err != nil {
+	if out, err := p.up(ctx); err != nil {
 		p.stop() // a half-started plane is still ours to remove
 		return nil, fmt.Errorf("start management plane in %s: %w\n%s", dataDir, err, out)
 	}
@@ -85,6 +86,12 @@ func (p *plane) stop() {
 // hypershift runs the CLI against this plane's data dir. The child gets its
 // own process group so a terminal's Ctrl-C reaches only the bench, which
 // then cleans up in order.
+// up starts (or resumes) the plane in the background with the bench's
+// --up-args.
+func (p *plane) up(ctx context.Context) ([]byte, error) {
+	return p.hypershift(ctx, append([]string{"up", "--detach", "--metrics-bind-address", "0"}, p.upArgs...)...)
+}
+
 func (p *plane) hypershift(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, p.bin, append([]string{"--data-dir", p.dataDir}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

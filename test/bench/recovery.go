@@ -149,7 +149,7 @@ func restartManagement(ctx context.Context, p *plane, cluster string, ok func(co
 		}
 	}
 	start := time.Now()
-	if out, err := p.hypershift(ctx, "up", "--detach", "--metrics-bind-address", "0"); err != nil {
+	if out, err := p.up(ctx); err != nil {
 		return 0, 0, 0, fmt.Errorf("up: %w\n%s", err, out)
 	}
 	if err := p.waitAvailable(ctx, cluster, 2*time.Minute, nil); err != nil {

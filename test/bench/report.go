@@ -23,6 +23,8 @@ type report struct {
 	DurationS float64 `json:"duration_s"`
 	Mode      string  `json:"mode"`
 	Machine   machine `json:"machine"`
+	// UpArgs are the flags --up-args added to every `hypershift up`.
+	UpArgs []string `json:"up_args,omitempty"`
 
 	Create   *createResult   `json:"create_to_available_s"`
 	Baseline *baselineResult `json:"baseline_start_s"`
@@ -76,6 +78,7 @@ func newReport(opts *options) *report {
 		Schema:    1,
 		StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Mode:      "full",
+		UpArgs:    opts.upArgs,
 		quick:     opts.quick,
 	}
 	if opts.quick {

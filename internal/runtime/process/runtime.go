@@ -100,18 +100,24 @@ func New(opts Options) (*Runtime, error) {
 func (r *Runtime) reserveKnownPorts() {
 	files, _ := filepath.Glob(filepath.Join(r.root, "*", "ports.json"))
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		ports := map[string]int{}
-		if json.Unmarshal(data, &ports) != nil {
-			continue
-		}
-		for _, p := range ports {
+		for _, p := range readPortsFile(f) {
 			r.usedPorts[p] = true
 		}
 	}
+}
+
+// readPortsFile returns the ports a ports.json holds; none when it cannot
+// be read.
+func readPortsFile(path string) map[string]int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	ports := map[string]int{}
+	if json.Unmarshal(data, &ports) != nil {
+		return nil
+	}
+	return ports
 }
 
 // Dir returns the directory of a control plane.
@@ -207,15 +213,7 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 // releasePorts gives the ports of ref's ports.json back, before the file
 // goes. The caller holds r.mu.
 func (r *Runtime) releasePorts(ref runtime.ControlPlaneRef) {
-	data, err := os.ReadFile(filepath.Join(r.Dir(ref), "ports.json"))
-	if err != nil {
-		return
-	}
-	ports := map[string]int{}
-	if json.Unmarshal(data, &ports) != nil {
-		return
-	}
-	for _, port := range ports {
+	for _, port := range readPortsFile(filepath.Join(r.Dir(ref), "ports.json")) {
 		delete(r.usedPorts, port)
 	}
 }

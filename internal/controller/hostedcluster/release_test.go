@@ -2,6 +2,7 @@ package hostedcluster_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,9 +84,16 @@ func TestHostedClusterOfUnavailableRelease(t *testing.T) {
 	c := env.Client
 	ctx := t.Context()
 	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "ancient", hypershiftv1alpha1.NonePlatform, "v1.20.0")
-	if err := c.Create(ctx, hc.DeepCopy()); err == nil || !strings.Contains(err.Error(), "spec.kubernetesVersion: v1.20.0 is not available in this installation") {
-		t.Fatalf("create at v1.20.0: %v, want refused by the runtime admission policy", err)
-	}
+	// The operator writes the policy as it starts, and the API server
+	// enforces it once its informer has it: until then a dry run passes.
+	const refused = "spec.kubernetesVersion: v1.20.0 is not available in this installation"
+	testenv.Eventually(t, 30*time.Second, "create at v1.20.0 refused by the runtime admission policy", func() (bool, error) {
+		err := c.Create(ctx, hc.DeepCopy(), client.DryRunAll)
+		if err == nil {
+			return false, errors.New("a dry-run create was accepted")
+		}
+		return strings.Contains(err.Error(), refused), err
+	})
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: install.RuntimePolicyName}}
 	if err := c.Delete(ctx, binding); err != nil {
 		t.Fatal(err)

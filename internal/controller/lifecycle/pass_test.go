@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +20,6 @@ import (
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/scheme"
-	"hypershift.dev/internal/testenv"
 )
 
 const finalizer = "hypershift.dev/test"
@@ -30,21 +28,8 @@ const finalizer = "hypershift.dev/test"
 // finalizer, pausing, the one status patch, and the delete path's status
 // and finalizer.
 func TestPass(t *testing.T) {
-	env := testenv.Start(t)
+	env, np := startWithPool(t)
 	c, ctx := env.Client, t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
-	np := &hypershiftv1alpha1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "pool"},
-		Spec: hypershiftv1alpha1.NodePoolSpec{
-			ClusterName: "c", Replicas: ptr.To[int32](0),
-			Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
-		},
-	}
-	if err := c.Create(ctx, np); err != nil {
-		t.Fatal(err)
-	}
 	key := client.ObjectKeyFromObject(np)
 	type step = func(context.Context, *hypershiftv1alpha1.NodePool) (ctrl.Result, error)
 	pass := func(reconcile, remove step) (ctrl.Result, error) {
@@ -144,21 +129,8 @@ func TestPass(t *testing.T) {
 // that reports it; when that write fails, the pass returns an error that
 // is retried.
 func TestPassRetriesATerminalErrorWhoseStatusWasNotWritten(t *testing.T) {
-	env := testenv.Start(t)
+	env, np := startWithPool(t)
 	ctx := t.Context()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
-	np := &hypershiftv1alpha1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "pool", Finalizers: []string{finalizer}},
-		Spec: hypershiftv1alpha1.NodePoolSpec{
-			ClusterName: "c", Replicas: ptr.To[int32](0),
-			Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
-		},
-	}
-	if err := env.Client.Create(ctx, np); err != nil {
-		t.Fatal(err)
-	}
 	refused := errors.New("status write refused")
 	ww, err := client.NewWithWatch(env.RESTConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {

@@ -5,16 +5,13 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/lifecycle"
-	"hypershift.dev/internal/testenv"
 )
 
 func status(t *testing.T, s string) map[string]any {
@@ -86,21 +83,8 @@ func TestMergeStatus(t *testing.T) {
 // field) conflicts on its resourceVersion, then carries its own changes
 // over to the server's object instead of overwriting the list.
 func TestStatusPatchFromStaleCopy(t *testing.T) {
-	env := testenv.Start(t)
+	env, np := startWithPool(t)
 	c, ctx := env.Client, t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
-	np := &hypershiftv1alpha1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "pool"},
-		Spec: hypershiftv1alpha1.NodePoolSpec{
-			ClusterName: "c", Replicas: ptr.To[int32](0),
-			Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
-		},
-	}
-	if err := c.Create(ctx, np); err != nil {
-		t.Fatal(err)
-	}
 	key := client.ObjectKeyFromObject(np)
 	read := func() *hypershiftv1alpha1.NodePool {
 		got := &hypershiftv1alpha1.NodePool{}
@@ -152,32 +136,16 @@ func TestStatusPatchFromStaleCopy(t *testing.T) {
 // deleted and made again under the same name meanwhile writes nothing to
 // the new one.
 func TestStatusPatchSkipsARecreatedObject(t *testing.T) {
-	env := testenv.Start(t)
+	env, old := startWithPool(t)
 	c, ctx := env.Client, t.Context()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
-		t.Fatal(err)
-	}
-	pool := func() *hypershiftv1alpha1.NodePool {
-		return &hypershiftv1alpha1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "pool"},
-			Spec: hypershiftv1alpha1.NodePoolSpec{
-				ClusterName: "c", Replicas: ptr.To[int32](0),
-				Platform: hypershiftv1alpha1.NodePoolPlatform{Type: hypershiftv1alpha1.NonePlatform},
-			},
-		}
-	}
-	old := pool()
-	if err := c.Create(ctx, old); err != nil {
-		t.Fatal(err)
-	}
 	p, err := lifecycle.NewStatusPatch(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Delete(ctx, pool()); err != nil {
+	if err := c.Delete(ctx, newPool()); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, pool()); err != nil {
+	if err := c.Create(ctx, newPool()); err != nil {
 		t.Fatal(err)
 	}
 	meta.SetStatusCondition(&old.Status.Conditions, metav1.Condition{

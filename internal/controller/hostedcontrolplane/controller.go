@@ -95,6 +95,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Client: r.Client, Object: hcp, Finalizer: Finalizer,
 		Conditions: &hcp.Status.Conditions, PausedUntil: hcp.Spec.PausedUntil, Now: time.Now(),
 	}
+	// A start's slot is released once the pass has written Available, not
+	// when the phase saw the API serve: the next start in line, which the
+	// release wakes (and another worker may run at once), must not begin
+	// while the status still says this one is starting.
+	defer func() {
+		if s.available && r.StartQueue != nil {
+			r.StartQueue.Started(s.ref)
+		}
+	}()
 	return pass.Run(ctx,
 		func(ctx context.Context) (ctrl.Result, error) {
 			// Each phase needs what the one before made.
@@ -218,10 +227,7 @@ func (r *Reconciler) reconcileStatus(_ context.Context, s *scope) (ctrl.Result, 
 	}
 	d := r.updateStatus(s.hcp, s.ref, waiting)
 	r.updateVersionStatus(s, time.Now())
-	s.available = d.available
-	if d.available && r.StartQueue != nil {
-		r.StartQueue.Started(s.ref)
-	}
+	s.available = d.available // releases a start's slot when the pass ends
 	setAwakeCondition(s.hcp, d.available)
 	s.hcp.Status.ObservedGeneration = s.hcp.Generation
 	if !d.allRunning {

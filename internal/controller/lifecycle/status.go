@@ -126,9 +126,8 @@ func patchStatus(ctx context.Context, c client.Client, obj client.Object, base m
 // conditions whose type the change set, changed or removed are taken from
 // after (keeping current's lastTransitionTime where the status is the
 // same, and now where it differs from current's), the others stay as
-// current has them; any other top-level field
-// that changed is taken from after (or removed), the rest stays as current
-// has it.
+// current has them; any other top-level field that changed is taken from
+// after (or removed), the rest stays as current has it.
 func MergeStatus(before, after, current map[string]any, now time.Time) map[string]any {
 	out := map[string]any{}
 	for k, v := range current {

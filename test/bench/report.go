@@ -172,13 +172,7 @@ func (r *report) finish(d time.Duration) {
 	r.DurationS = round1(d.Seconds())
 	r.Machine.LoadAvgEnd = loadavg()
 	createP50 := r.setRatio()
-	judge := func(name, goal, value string, ok bool, known bool) {
-		t := target{Name: name, Goal: goal, Value: value}
-		if known {
-			t.Met = &ok
-		}
-		r.Targets = append(r.Targets, t)
-	}
+	judge := r.judge
 	if createP50 > 0 {
 		judge("create p50", "≤ 3 s", fmt.Sprintf("%.2f s", createP50), createP50 <= 3, true)
 	}
@@ -191,6 +185,25 @@ func (r *report) finish(d time.Duration) {
 			judge("RSS, single-process plane", "≤ 256 MiB", fmt.Sprintf("%.0f MiB", sp.P50), sp.P50 <= 256, true)
 		}
 	}
+	r.judgeScale()
+	if n := r.Nodes; n != nil && n.Skipped == "" {
+		value, ok := n.target()
+		judge("1,000 simulated nodes", "1,000 Ready, agent < 1 core", value, ok, !r.quick && n.Error == "")
+	}
+}
+
+// judge records a target; known false: this run cannot tell.
+func (r *report) judge(name, goal, value string, ok bool, known bool) {
+	t := target{Name: name, Goal: goal, Value: value}
+	if known {
+		t.Met = &ok
+	}
+	r.Targets = append(r.Targets, t)
+}
+
+// judgeScale judges the density, burst and hibernated_300 targets.
+func (r *report) judgeScale() {
+	judge := r.judge
 	if d := r.Density; d != nil && d.Skipped == "" {
 		judge("density", "60 control planes on 2 cores / 24 GiB", fmt.Sprintf("%d (%s)", d.Reached, d.StopReason),
 			d.Reached >= 60, !r.quick && d.Error == "")
@@ -209,10 +222,6 @@ func (r *report) finish(d time.Duration) {
 			value += fmt.Sprintf(" in %.0f s", s.WakeAllS)
 		}
 		judge("300 hibernated, 60 awake", "all Available", value, s.Hibernated >= 300 && s.AwakeAvailable >= 60, !r.quick && s.Error == "")
-	}
-	if n := r.Nodes; n != nil && n.Skipped == "" {
-		value, ok := n.target()
-		judge("1,000 simulated nodes", "1,000 Ready, agent < 1 core", value, ok, !r.quick && n.Error == "")
 	}
 }
 

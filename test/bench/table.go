@@ -39,30 +39,7 @@ func (r *report) printTable(w io.Writer) {
 		row("create / baseline (p50)", status{}, fmt.Sprintf("%.2f×", *r.Ratio), "")
 	}
 	r.footprintRows(row)
-	if d := r.Density; d != nil {
-		row("density: control planes Available", d.status, fmt.Sprintf("%d of %d", d.Reached, d.Target),
-			fmt.Sprintf("stop: %s; per control plane: MemAvailable drop %.0f MiB, PSS %.0f MiB, summed RSS %.0f MiB; hosted RSS %.1f GiB, total %.1f GiB; GET /version p50 %.1f ms; create p50 %.2f s, max %.2f s; CPU hosted %.0f m, management %.0f m, operator %.0f m",
-				d.StopReason, d.MarginalMiB, d.HostedPSSMiB, d.HostedRSSPerMiB, d.HostedRSSMiB/1024, d.TotalRSSMiB/1024, d.GetP50Ms, d.CreateS.P50, d.CreateS.Max, d.HostedCPU, d.ManagementCPU, d.OperatorCPU))
-	}
-	if b := r.Burst; b != nil {
-		v := fmt.Sprintf("%d/%d Available", b.Available, b.Clusters)
-		if b.AllAvailableS > 0 {
-			v = fmt.Sprintf("%.1f s for %d", b.AllAvailableS, b.Clusters)
-		}
-		row("burst: all Available", b.status, v,
-			fmt.Sprintf("%s; peak RSS %.1f GiB (with management %.1f); min MemAvailable %.1f GiB; per-cluster p50 %.1f s",
-				b.StopReason, b.PeakRSSMiB/1024, b.PeakTotalRSSMiB/1024, b.MinMemAvailableMiB/1024, b.CreateS.P50))
-		row("burst: management API GET", b.status, b.Management.String(), "one HostedCluster every 250 ms while the burst ran")
-	}
-	if s := r.Sleepers; s != nil {
-		v := fmt.Sprintf("%d of %d Available", s.AwakeAvailable, s.Awake)
-		if s.WakeAllS > 0 {
-			v = fmt.Sprintf("%.1f s for %d", s.WakeAllS, s.Awake)
-		}
-		row("hibernated_300: woken Available", s.status, v,
-			fmt.Sprintf("%s; %d hibernated in %.1f s (%.1f MiB each by MemAvailable; management plane + operator RSS %.0f MiB); woken p50 %.1f s; %.0f MiB per awake cluster; GET /version p50 %.1f ms, p99 %.1f ms; CPU hosted %.0f m, management %.0f m, operator %.0f m; management API %s",
-				s.StopReason, s.Hibernated, s.AllHibernatedS, s.MiBPerHibernated, s.ManagementRSSMiB, s.WakeS.P50, s.MiBPerAwake, s.GetP50Ms, s.GetP99Ms, s.HostedCPU, s.ManagementCPU, s.OperatorCPU, s.Management))
-	}
+	r.scaleRows(row)
 	if rc := r.Recovery; rc != nil {
 		recoveryRows(rc, row)
 	}
@@ -269,4 +246,32 @@ func kubeRuntimeRows(k *kubeRuntimeResult, row func(name string, s status, value
 	}
 	row("kube runtime: operator pods working set", k.status, fmt.Sprintf("%v MiB", u.OperatorWorkingSetMiB),
 		fmt.Sprintf("CPU %v millicores", u.OperatorCPUMillicores))
+}
+
+// scaleRows prints density, burst_100 and hibernated_300.
+func (r *report) scaleRows(row func(name string, s status, value, notes string)) {
+	if d := r.Density; d != nil {
+		row("density: control planes Available", d.status, fmt.Sprintf("%d of %d", d.Reached, d.Target),
+			fmt.Sprintf("stop: %s; per control plane: MemAvailable drop %.0f MiB, PSS %.0f MiB, summed RSS %.0f MiB; hosted RSS %.1f GiB, total %.1f GiB; GET /version p50 %.1f ms; create p50 %.2f s, max %.2f s; CPU hosted %.0f m, management %.0f m, operator %.0f m",
+				d.StopReason, d.MarginalMiB, d.HostedPSSMiB, d.HostedRSSPerMiB, d.HostedRSSMiB/1024, d.TotalRSSMiB/1024, d.GetP50Ms, d.CreateS.P50, d.CreateS.Max, d.HostedCPU, d.ManagementCPU, d.OperatorCPU))
+	}
+	if b := r.Burst; b != nil {
+		v := fmt.Sprintf("%d/%d Available", b.Available, b.Clusters)
+		if b.AllAvailableS > 0 {
+			v = fmt.Sprintf("%.1f s for %d", b.AllAvailableS, b.Clusters)
+		}
+		row("burst: all Available", b.status, v,
+			fmt.Sprintf("%s; peak RSS %.1f GiB (with management %.1f); min MemAvailable %.1f GiB; per-cluster p50 %.1f s",
+				b.StopReason, b.PeakRSSMiB/1024, b.PeakTotalRSSMiB/1024, b.MinMemAvailableMiB/1024, b.CreateS.P50))
+		row("burst: management API GET", b.status, b.Management.String(), "one HostedCluster every 250 ms while the burst ran")
+	}
+	if s := r.Sleepers; s != nil {
+		v := fmt.Sprintf("%d of %d Available", s.AwakeAvailable, s.Awake)
+		if s.WakeAllS > 0 {
+			v = fmt.Sprintf("%.1f s for %d", s.WakeAllS, s.Awake)
+		}
+		row("hibernated_300: woken Available", s.status, v,
+			fmt.Sprintf("%s; %d hibernated in %.1f s (%.1f MiB each by MemAvailable; management plane + operator RSS %.0f MiB); woken p50 %.1f s; %.0f MiB per awake cluster; GET /version p50 %.1f ms, p99 %.1f ms; CPU hosted %.0f m, management %.0f m, operator %.0f m; management API %s",
+				s.StopReason, s.Hibernated, s.AllHibernatedS, s.MiBPerHibernated, s.ManagementRSSMiB, s.WakeS.P50, s.MiBPerAwake, s.GetP50Ms, s.GetP99Ms, s.HostedCPU, s.ManagementCPU, s.OperatorCPU, s.Management))
+	}
 }

@@ -99,12 +99,11 @@ func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (b
 // port; "" when none does.
 func pinnedBy(namespaces []corev1.Namespace, own string, port int) string {
 	for _, ns := range namespaces {
-		raw, ok := ns.Annotations[PinnedNodePortsAnnotation]
-		if !ok || ns.Name == own {
+		if ns.Name == own {
 			continue
 		}
-		pins := map[string]int{}
-		if json.Unmarshal([]byte(raw), &pins) != nil {
+		pins, err := pinsOf(&ns)
+		if err != nil {
 			continue
 		}
 		for _, p := range pins {
@@ -127,15 +126,28 @@ func (r *Runtime) withPinnedNodePorts(ctx context.Context, ref runtime.ControlPl
 		}
 		return nil, fmt.Errorf("namespace %s: %w", ref.Namespace, err)
 	}
+	pins, err := pinsOf(ns)
+	if err != nil {
+		return nil, err
+	}
+	if pins == nil {
+		return specs, nil
+	}
+	return pinNodePorts(specs, pins), nil
+}
+
+// pinsOf reads a namespace's PinnedNodePortsAnnotation; nil when it has
+// none.
+func pinsOf(ns *corev1.Namespace) (map[string]int, error) {
 	raw, ok := ns.Annotations[PinnedNodePortsAnnotation]
 	if !ok {
-		return specs, nil
+		return nil, nil
 	}
 	pins := map[string]int{}
 	if err := json.Unmarshal([]byte(raw), &pins); err != nil {
-		return nil, fmt.Errorf("namespace %s: annotation %s: %w", ref.Namespace, PinnedNodePortsAnnotation, err)
+		return nil, fmt.Errorf("namespace %s: annotation %s: %w", ns.Name, PinnedNodePortsAnnotation, err)
 	}
-	return pinNodePorts(specs, pins), nil
+	return pins, nil
 }
 
 // pinNodePorts is withPinnedNodePorts' pure part.

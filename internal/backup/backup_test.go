@@ -165,7 +165,7 @@ func startEtcd(t *testing.T, p etcdPKI, dataDir string, m RestoreMember, clientP
 
 func etcdClient(t *testing.T, p etcdPKI, endpoint string) *clientv3.Client {
 	t.Helper()
-	tlsConfig, err := EtcdTLS{CAPEM: p.ca.CertPEM, CertPEM: p.client.CertPEM, KeyPEM: p.client.KeyPEM}.config()
+	tlsConfig, err := EtcdTLS{CAPEM: p.ca.CertPEM, CertPEM: p.client.CertPEM, KeyPEM: p.client.KeyPEM}.Config()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,9 @@ type EtcdTLS struct {
 	CAPEM, CertPEM, KeyPEM []byte
 }
 
-// config builds the client TLS config in memory: etcd's transport.TLSInfo
+// Config builds the client TLS config in memory: etcd's transport.TLSInfo
 // would read the files at every handshake, and these are never on disk.
-func (t EtcdTLS) config() (*tls.Config, error) {
+func (t EtcdTLS) Config() (*tls.Config, error) {
 	cert, err := tls.X509KeyPair(t.CertPEM, t.KeyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client key pair: %w", err)
@@ -39,7 +39,7 @@ func (t EtcdTLS) config() (*tls.Config, error) {
 // (the member's backend at one revision, not a copy of its files) and
 // returns it with the member's etcd version.
 func Snapshot(ctx context.Context, endpoints []string, creds EtcdTLS) (data []byte, version string, err error) {
-	tlsConfig, err := creds.config()
+	tlsConfig, err := creds.Config()
 	if err != nil {
 		return nil, "", fmt.Errorf("etcd client TLS: %w", err)
 	}

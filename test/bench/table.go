@@ -28,7 +28,11 @@ func (r *report) printTable(w io.Writer) {
 	}
 	if b := r.Baseline; b != nil {
 		row("baseline etcd+apiserver start p50", b.status, fmt.Sprintf("%.2f s", b.P50),
-			fmt.Sprintf("n=%d; etcd /health %.2f s, apiserver serving %.2f s (p50); %.1f CPU-s to ready", b.N, b.EtcdReadyP50, b.ServingP50, b.CPUSecondsP50))
+			fmt.Sprintf("n=%d; etcd /health %.2f s, apiserver serving %.2f s (p50); %.2f CPU-s to ready", b.N, b.EtcdReadyP50, b.ServingP50, b.CPUSecondsP50))
+		if sd := b.Seeded; sd != nil && b.Error == "" && b.Skipped == "" {
+			row("  the same start, seeded, p50", status{}, fmt.Sprintf("%.2f s", sd.P50),
+				fmt.Sprintf("%.2f CPU-s to ready", sd.CPUSecondsP50))
+		}
 	}
 	if c := r.Create; c != nil {
 		row("create → Available p50/p90/max", c.status, fmt.Sprintf("%.2f / %.2f / %.2f s", c.P50, c.P90, c.Max),

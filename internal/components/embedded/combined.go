@@ -54,6 +54,7 @@ func runCombined(ctx context.Context, args []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 3)
+	go seed(ctx, groups[KubeAPIServer])
 	go func() {
 		errc <- wrap(KubeAPIServer, runCobra(ctx, apiserverapp.NewAPIServerCommand(), groups[KubeAPIServer]))
 	}()

@@ -39,6 +39,7 @@ func Components() components.Registry {
 	return components.Registry{
 		{Name: Etcd, Main: runEtcd},
 		{Name: KubeAPIServer, Main: func(ctx context.Context, args []string) error {
+			go seed(ctx, args)
 			return runCobra(ctx, apiserverapp.NewAPIServerCommand(), args)
 		}},
 		{Name: KubeControllerManager, Main: func(ctx context.Context, args []string) error {

@@ -85,8 +85,9 @@ type Spec struct {
 	// one host every instance shares both; the kube runtime makes it a
 	// container of that component's pods.
 	Beside string `json:"-"`
-	// Requests is what the instance uses at rest; the kube runtime asks the
-	// scheduler for it.
+	// Requests is what the kube runtime asks the scheduler for: above the
+	// instance's use at rest, with room for its start and for load
+	// (docs/kube-runtime.md gives both).
 	Requests Resources `json:"-"`
 	// Publish lists the ports clients outside the control plane reach, and
 	// how (Runtime.Published says where).

@@ -52,7 +52,7 @@ func runBurst(ctx context.Context, opts *options) *burstResult {
 	}
 	res.CreateCallsS = round3(time.Since(start).Seconds())
 	fmt.Printf("   %d Create calls took %.2fs\n", res.Clusters, res.CreateCallsS)
-	probe := startMgmtProbe(ctx, p, "b1")
+	probe := startMgmtProbe(ctx, p.client, "b1")
 
 	availableAt := map[string]float64{}
 	res.MinMemAvailableMiB = memAvailableMiB()
@@ -77,7 +77,7 @@ func runBurst(ctx context.Context, opts *options) *burstResult {
 			res.PeakRSSMiB = max(res.PeakRSSMiB, hosted)
 			res.PeakTotalRSSMiB = max(res.PeakTotalRSSMiB, total)
 		}
-		if err := markAvailable(ctx, p, start, availableAt); err != nil && ctx.Err() == nil {
+		if err := markAvailable(ctx, p.client, start, availableAt); err != nil && ctx.Err() == nil {
 			fmt.Printf("   list hosted clusters: %v (retrying)\n", err)
 		}
 		if time.Since(lastPrint) >= 10*time.Second {
@@ -127,9 +127,9 @@ func createAll(ctx context.Context, p *plane, n int) error {
 }
 
 // markAvailable records when each cluster was first seen Available.
-func markAvailable(ctx context.Context, p *plane, start time.Time, availableAt map[string]float64) error {
+func markAvailable(ctx context.Context, c client.Client, start time.Time, availableAt map[string]float64) error {
 	list := &hypershiftv1alpha1.HostedClusterList{}
-	if err := p.client.List(ctx, list, client.InNamespace(clusterNamespace)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(clusterNamespace)); err != nil {
 		return err
 	}
 	now := time.Since(start).Seconds()

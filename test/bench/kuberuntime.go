@@ -39,6 +39,8 @@ type kubeRuntimeResult struct {
 	DestroyS *dist `json:"destroy_s,omitempty"`
 	// Usage is what the kubelet measured of the kept control planes' pods.
 	Usage *kubeUsage `json:"usage,omitempty"`
+	// Burst is clusters created at once after the rounds.
+	Burst *kubeBurst `json:"burst,omitempty"`
 }
 
 // kubeRuntimeCounts is how many clusters are created one after another,
@@ -166,7 +168,7 @@ func kubeRuntimeFlow(ctx context.Context, opts *options, p *plane, nodeRoot, nod
 		}
 		fmt.Printf("   %s destroyed after %.2fs\n", name, destroys[len(destroys)-1])
 	}
-	return nil
+	return runKubeBurst(ctx, opts, p, kube, nodeRoot, mgmt, res)
 }
 
 // kubeRuntimeSetup makes the management cluster (a None cluster with this

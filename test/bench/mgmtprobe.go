@@ -32,7 +32,7 @@ type mgmtLatency struct {
 	Failures int     `json:"failures"`
 }
 
-func startMgmtProbe(ctx context.Context, p *plane, name string) *mgmtProbe {
+func startMgmtProbe(ctx context.Context, c client.Client, name string) *mgmtProbe {
 	ctx, cancel := context.WithCancel(ctx)
 	m := &mgmtProbe{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -43,7 +43,7 @@ func startMgmtProbe(ctx context.Context, p *plane, name string) *mgmtProbe {
 		for {
 			reqCtx, cancelReq := context.WithTimeout(ctx, 10*time.Second)
 			start := time.Now()
-			err := p.client.Get(reqCtx, key, &hypershiftv1alpha1.HostedCluster{})
+			err := c.Get(reqCtx, key, &hypershiftv1alpha1.HostedCluster{})
 			cancelReq()
 			if ctx.Err() != nil {
 				return

@@ -71,7 +71,7 @@ func runSleepers(ctx context.Context, opts *options) *sleepersResult {
 	}
 	res.CreateCallsS = round3(time.Since(start).Seconds())
 	fmt.Printf("   %d Create calls (hibernated) took %.2fs\n", res.Clusters, res.CreateCallsS)
-	probe := startMgmtProbe(ctx, p, name(0))
+	probe := startMgmtProbe(ctx, p.client, name(0))
 	defer func() { res.Management = probe.stop() }()
 
 	res.Hibernated, err = waitCount(ctx, p, res.Clusters, time.Duration(opts.scaled(10, 3))*time.Minute, start, isHibernated, "Hibernated", nil)

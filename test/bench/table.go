@@ -236,6 +236,9 @@ func kubeRuntimeRows(k *kubeRuntimeResult, row func(name string, s status, value
 	if d := k.DestroyS; d != nil {
 		row("kube runtime: destroy --wait p50/max", k.status, fmt.Sprintf("%.2f / %.2f s", d.P50, d.Max), fmt.Sprintf("n=%d", d.N))
 	}
+	if b := k.Burst; b != nil {
+		kubeBurstRows(b, k.status, row)
+	}
 	u := k.Usage
 	if u == nil {
 		return
@@ -250,6 +253,17 @@ func kubeRuntimeRows(k *kubeRuntimeResult, row func(name string, s status, value
 	}
 	row("kube runtime: operator pods working set", k.status, fmt.Sprintf("%v MiB", u.OperatorWorkingSetMiB),
 		fmt.Sprintf("CPU %v millicores", u.OperatorCPUMillicores))
+}
+
+func kubeBurstRows(b *kubeBurst, s status, row func(name string, s status, value, notes string)) {
+	p50 := 0.0
+	if b.AvailableS != nil {
+		p50 = b.AvailableS.P50
+	}
+	row("kube runtime: burst, Available in window", s, fmt.Sprintf("%d of %d", b.Available, b.Clusters),
+		fmt.Sprintf("created at once; window %.0f s; p50 %.1f s; %d clusters with %d pods Pending: %q", b.WindowS, p50, b.PendingClusters, b.PendingPods, b.Unschedulable))
+	row("kube runtime: burst, node CPU requests", s, fmt.Sprintf("%d of %d m", b.RequestedCPUMillicores, b.NodeCPUMillicores),
+		fmt.Sprintf("one control plane requests %d m; management API %s", b.ControlPlaneCPUMillicores, b.Management))
 }
 
 // scaleRows prints density, burst_100 and hibernated_300.

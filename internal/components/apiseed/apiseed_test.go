@@ -278,22 +278,25 @@ func objectsOf(ctx context.Context, t *testing.T, env *testenv.Env) planeObjects
 		}
 	}
 	all := metav1.ListOptions{}
-	l1, err := cs.CoreV1().Namespaces().List(ctx, all)
-	add("namespaces", l1, err)
-	l2, err := cs.RbacV1().ClusterRoles().List(ctx, all)
-	add("clusterroles", l2, err)
-	l3, err := cs.RbacV1().ClusterRoleBindings().List(ctx, all)
-	add("clusterrolebindings", l3, err)
-	l4, err := cs.RbacV1().Roles("").List(ctx, all)
-	add("roles", l4, err)
-	l5, err := cs.RbacV1().RoleBindings("").List(ctx, all)
-	add("rolebindings", l5, err)
-	l6, err := cs.SchedulingV1().PriorityClasses().List(ctx, all)
-	add("priorityclasses", l6, err)
-	l7, err := cs.FlowcontrolV1().FlowSchemas().List(ctx, all)
-	add("flowschemas", l7, err)
-	l8, err := cs.FlowcontrolV1().PriorityLevelConfigurations().List(ctx, all)
-	add("prioritylevelconfigurations", l8, err)
+	lists := []struct {
+		resource string
+		list     func() (runtime.Object, error)
+	}{
+		{"namespaces", func() (runtime.Object, error) { return cs.CoreV1().Namespaces().List(ctx, all) }},
+		{"clusterroles", func() (runtime.Object, error) { return cs.RbacV1().ClusterRoles().List(ctx, all) }},
+		{"clusterrolebindings", func() (runtime.Object, error) { return cs.RbacV1().ClusterRoleBindings().List(ctx, all) }},
+		{"roles", func() (runtime.Object, error) { return cs.RbacV1().Roles("").List(ctx, all) }},
+		{"rolebindings", func() (runtime.Object, error) { return cs.RbacV1().RoleBindings("").List(ctx, all) }},
+		{"priorityclasses", func() (runtime.Object, error) { return cs.SchedulingV1().PriorityClasses().List(ctx, all) }},
+		{"flowschemas", func() (runtime.Object, error) { return cs.FlowcontrolV1().FlowSchemas().List(ctx, all) }},
+		{"prioritylevelconfigurations", func() (runtime.Object, error) {
+			return cs.FlowcontrolV1().PriorityLevelConfigurations().List(ctx, all)
+		}},
+	}
+	for _, l := range lists {
+		list, err := l.list()
+		add(l.resource, list, err)
+	}
 	return out
 }
 

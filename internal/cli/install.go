@@ -60,6 +60,9 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 			if err := install.WaitCRDs(cmd.Context(), c, objs); err != nil {
 				return err
 			}
+			if err := install.WaitPoliciesEnforced(cmd.Context(), c, install.RuntimeKube, opts.Versions); err != nil {
+				return err
+			}
 			if err := install.WaitOperator(cmd.Context(), c, objs, timeout); err != nil {
 				return err
 			}
@@ -74,7 +77,7 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&opts.StorageClassName, "storage-class", "", "StorageClass of etcd's volumes (default: the cluster's default StorageClass)")
 	f.Int32Var(&opts.Replicas, "replicas", 2, "replicas of the operator (one leads, the others stand by)")
 	releases.add(f)
-	f.BoolVar(&wait, "wait", true, "wait until the CRDs are served and the operator Deployment is available")
+	f.BoolVar(&wait, "wait", true, "wait until the CRDs are served, the admission policies enforced and the operator Deployment available")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait: how long to wait for the operator")
 	return cmd
 }

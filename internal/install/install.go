@@ -75,13 +75,15 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	}
 	policy, binding := namespaceLengthPolicy()
 	objs = append(objs, policy, binding)
-	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
-	objs = append(objs, policy, binding)
 	policy, binding = nodeReleasePolicy(opts.Runtime, opts.Versions)
 	objs = append(objs, policy, binding)
 	policy, binding = nodePoolSkewPolicy()
 	objs = append(objs, policy, binding)
 	policy, binding = controlPlaneSkewPolicy()
+	objs = append(objs, policy, binding)
+	// Last: WaitPoliciesEnforced probes it to know that every policy
+	// before it is in force too.
+	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
 	objs = append(objs, policy, binding)
 	if opts.Runtime == RuntimeKube && !opts.apiOnly {
 		objs = append(objs, operatorObjects(opts)...)
@@ -106,6 +108,9 @@ func Install(ctx context.Context, c client.Client) error {
 // API creates or updates the API objects of a runtime that runs versions
 // (APIObjects) and waits until the CRDs are served. The policies come
 // after the CRDs are served: those with a paramKind need its resource.
+// Whoever may create HostedClusters then waits for the policies with
+// WaitPoliciesEnforced (`up`, `install`); the operator, which may not,
+// re-applies what `install` applied and waited for.
 func API(ctx context.Context, c client.Client, runtime string, versions []string) error {
 	objs, err := APIObjects(runtime, versions)
 	if err != nil {

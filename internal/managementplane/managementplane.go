@@ -155,6 +155,10 @@ func (p *Plane) serve(ctx context.Context, kc []byte) error {
 	if err := install.API(ctx, c, install.RuntimeProcess, p.versions); err != nil {
 		return fmt.Errorf("install hypershift.dev API: %w", err)
 	}
+	// Usable means invalid specs are refused, not admitted for a second.
+	if err := install.WaitPoliciesEnforced(ctx, c, install.RuntimeProcess, p.versions); err != nil {
+		return err
+	}
 	// Written last: its presence tells other commands the plane is usable.
 	return atomicfile.Write(p.Kubeconfig, kc, 0o600)
 }

@@ -59,14 +59,16 @@ func runBaseline(ctx context.Context, opts *options) *baselineResult {
 	checks := map[string][]float64{}
 	// Bare and seeded starts alternate, so a change of the machine's load
 	// meanwhile weighs on both alike.
+runs:
 	for i := 1; i <= opts.scaled(5, 3) && ctx.Err() == nil; i++ {
 		for _, seeded := range []bool{false, true} {
 			dir := fmt.Sprintf("%s-base/%d", opts.tmp, i)
 			tl, err := startBaseline(ctx, opts.bin, dir, seeded)
 			_ = os.RemoveAll(filepath.Dir(dir))
 			if err != nil {
+				// The runs so far are still reported.
 				res.Error = err.Error()
-				return res
+				break runs
 			}
 			kind := "bare"
 			if seeded {

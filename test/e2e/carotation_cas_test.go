@@ -21,20 +21,25 @@ import (
 // What may fail in a rotation: etcd and the API servers read the etcd CA
 // only at start, so DropOld restarts them (docs/security.md, "CA
 // rotation"), one at a time, etcd first: a single API server cannot
-// restart without a gap; a highly available control plane keeps serving. outage is the longest time /readyz did not answer (asked every
-// 100 ms); failed counts requests of the followed admin kubeconfig (a
-// create and a get every 100 ms, 5 s each, so a refused port fails ten a
-// second); unreachable the node checks (one a second) the API server did
-// not answer. Measured per rotation: single replica 6 failed, 2
-// unreachable, 8.2–8.9 s without an answer; HA 0 failed, 0 unreachable,
-// 0–0.2 s. The budgets are about twice that.
+// restart without a gap; a highly available control plane keeps serving.
+// outage is the longest time /readyz did not answer (asked every 100 ms);
+// every failed request and unanswered node check must also fall in one
+// window of that length (plus a request's 5 s timeout). failed counts
+// requests of the followed admin kubeconfig (a create and a get every
+// 100 ms, 5 s each, so a refused port fails up to ten a second);
+// unreachable the node checks (one a second) the API server did not
+// answer. Measured per rotation: single replica 6–44 failed, 2–9
+// unreachable, 7.8–13.3 s without an answer (13.3 s on a loaded 2-core CI
+// machine); HA 0 failed, 0 unreachable, 0–0.2 s. A single replica's
+// counts are bounded by its window (ten and one a second); HA's budgets
+// are about twice what was measured.
 type restartBudget struct {
 	outage              time.Duration
 	failed, unreachable int
 }
 
 var (
-	singleReplicaRestartBudget   = restartBudget{outage: 18 * time.Second, failed: 20, unreachable: 4}
+	singleReplicaRestartBudget   = restartBudget{outage: 18 * time.Second, failed: 180, unreachable: 18}
 	highlyAvailableRestartBudget = restartBudget{outage: 2 * time.Second, failed: 2, unreachable: 1}
 )
 

@@ -125,6 +125,9 @@ type rotationRun struct {
 	// unreachable: samples where the API server did not answer it.
 	nodeProblems []string
 	unreachable  int
+	// failures spans every failed request of the followed admin
+	// kubeconfig and every unanswered node check.
+	failures window
 	// outage is the longest time /readyz of the endpoint, asked every
 	// 100 ms with a 1 s timeout, did not answer.
 	outage  time.Duration
@@ -168,6 +171,7 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 				mu.Lock()
 				if errors.Is(err, errListNodes) {
 					run.unreachable++
+					run.failures.add(time.Now())
 				} else {
 					run.nodeProblems = append(run.nodeProblems, time.Now().Format("15:04:05")+" "+err.Error())
 				}
@@ -251,6 +255,9 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 	cancel()
 	wg.Wait()
 	run.ok, run.failed, _, run.errs = admin.result()
+	admin.mu.Lock()
+	run.failures.merge(admin.failures)
+	admin.mu.Unlock()
 	// Every phase the controller entered, from its Events (a phase can
 	// pass between two samples).
 	events, err := hostedClient(t, mgmtKubeconfig).CoreV1().Events("clusters").List(t.Context(), metav1.ListOptions{})
@@ -277,6 +284,11 @@ func (run *rotationRun) check(t *testing.T, budget restartBudget) {
 	if run.outage > budget.outage {
 		t.Errorf("the endpoint did not answer /readyz for %s, want at most %s", run.outage.Round(100*time.Millisecond), budget.outage)
 	}
+	// One restart: every failure falls in one window as long as the
+	// outage allowed, plus the 5 s a request may wait before it fails.
+	if span := run.failures.span(); span > budget.outage+5*time.Second {
+		t.Errorf("requests and node checks failed over %s (%s), want one window of at most %s", span.Round(100*time.Millisecond), run.failures, budget.outage+5*time.Second)
+	}
 	if run.failed > budget.failed || run.ok < 50 {
 		t.Errorf("%d requests through the followed admin kubeconfig failed (of %d), want at most %d: %s", run.failed, run.ok+run.failed, budget.failed, strings.Join(run.errs, "; "))
 	}
@@ -299,6 +311,34 @@ func (run *rotationRun) check(t *testing.T, budget restartBudget) {
 	if len(run.nodeProblems) > 0 {
 		t.Errorf("nodes were not all Ready in %d samples: %s", len(run.nodeProblems), strings.Join(firstOf(run.nodeProblems, 5), "; "))
 	}
+}
+
+// window is the time from a first event to a last one.
+type window struct{ first, last time.Time }
+
+func (w *window) add(at time.Time) {
+	if w.first.IsZero() || at.Before(w.first) {
+		w.first = at
+	}
+	if at.After(w.last) {
+		w.last = at
+	}
+}
+
+func (w *window) merge(o window) {
+	if !o.first.IsZero() {
+		w.add(o.first)
+		w.add(o.last)
+	}
+}
+
+func (w window) span() time.Duration { return w.last.Sub(w.first) }
+
+func (w window) String() string {
+	if w.first.IsZero() {
+		return "none"
+	}
+	return w.first.Format("15:04:05.000") + " to " + w.last.Format("15:04:05.000")
 }
 
 func firstOf(s []string, n int) []string {

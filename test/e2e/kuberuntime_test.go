@@ -87,11 +87,8 @@ func TestKubeRuntime(t *testing.T) {
 		})
 	})
 	t.Run("dump cluster reads the control plane's pods and their logs", func(t *testing.T) {
-		// After etcd's restart the API server may still turn not ready
-		// for a probe period; the dump reads the hosted API too.
-		eventually(t, 2*time.Minute, "inner's API server pod ready for 10 s", func() error {
-			return readyFor(t, mgmt, ns, "kube-apiserver", 10*time.Second)
-		})
+		// The dump reads the hosted API too.
+		waitSteadyAfterEtcdRestart(t, mgmt, inner, ns)
 		dump := filepath.Join(t.TempDir(), "dump")
 		r := hs.run("--kubeconfig", mgmt, "dump", "cluster", "inner", "-o", dump)
 		if r.err != nil {
@@ -114,12 +111,7 @@ func TestKubeRuntime(t *testing.T) {
 		}
 	})
 	t.Run("the operator's pods are deleted and the hosted API never stops", func(t *testing.T) {
-		// After etcd's restart the API server's pod may still turn not
-		// ready for a probe period (its /readyz failed while etcd was
-		// away): start from a pod that has been ready for a while.
-		eventually(t, 2*time.Minute, "inner's API server pod ready for 10 s", func() error {
-			return readyFor(t, mgmt, ns, "kube-apiserver", 10*time.Second)
-		})
+		waitSteadyAfterEtcdRestart(t, mgmt, inner, ns)
 		poll := pollAPI(t, inner)
 		deletePods(t, mgmt, "hypershift", "")
 		eventually(t, 3*time.Minute, "the operator to be available again", func() error {
@@ -243,6 +235,37 @@ func deletePods(t *testing.T, kc, ns, component string) {
 
 // readyFor says why not every pod of component in ns has been Ready for at
 // least d, or nil when they have.
+// waitSteadyAfterEtcdRestart waits until the API server's pod has been
+// ready for 10 s and the hosted API, through its node port, has answered
+// /readyz for longer than the pod's readiness probe takes to fail (three
+// failures 5 s apart). After etcd's restart the API server's pod can still
+// turn not ready, and the node port refuse connections, for a probe
+// period: the failures counted while etcd was away stay counted until a
+// probe succeeds, and a pod that was ready before etcd went away passes
+// the first check at once.
+func waitSteadyAfterEtcdRestart(t *testing.T, mgmt, hosted, ns string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "inner's API server pod ready for 10 s", func() error {
+		return readyFor(t, mgmt, ns, "kube-apiserver", 10*time.Second)
+	})
+	cs := hostedClientWithTimeout(t, hosted, 2*time.Second)
+	var since time.Time
+	eventually(t, 2*time.Minute, "inner's /readyz to answer for 20 s in a row", func() error {
+		err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(t.Context()).Error()
+		switch {
+		case err != nil:
+			since = time.Time{}
+			return err
+		case since.IsZero():
+			since = time.Now()
+		}
+		if d := time.Since(since); d < 20*time.Second {
+			return fmt.Errorf("answered for %s", d.Round(time.Second))
+		}
+		return nil
+	})
+}
+
 func readyFor(t *testing.T, kc, ns, component string, d time.Duration) error {
 	t.Helper()
 	out, err := kubectl(t, kc, "-n", ns, "get", "pods", "-l", "hypershift.dev/component="+component, "-o",

@@ -149,6 +149,8 @@ type adminFollower struct {
 	kubeconfigs int
 	ok, failed  int
 	errs        []string
+	// failures is the window from the first failed request to the last.
+	failures window
 }
 
 // refresh reads the admin kubeconfig Secret through the management plane
@@ -207,6 +209,7 @@ func (a *adminFollower) request(ctx context.Context) {
 		a.mu.Lock()
 		if err != nil {
 			a.failed++
+			a.failures.add(time.Now())
 			a.errs = append(a.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
 		} else {
 			a.ok++

@@ -233,8 +233,6 @@ func deletePods(t *testing.T, kc, ns, component string) {
 	t.Logf("%s", strings.TrimSpace(out))
 }
 
-// readyFor says why not every pod of component in ns has been Ready for at
-// least d, or nil when they have.
 // waitSteadyAfterEtcdRestart waits until the API server's pod has been
 // ready for 10 s and the hosted API, through its node port, has answered
 // /readyz for longer than the pod's readiness probe takes to fail (three
@@ -266,6 +264,8 @@ func waitSteadyAfterEtcdRestart(t *testing.T, mgmt, hosted, ns string) {
 	})
 }
 
+// readyFor says why not every pod of component in ns has been Ready for at
+// least d, or nil when they have.
 func readyFor(t *testing.T, kc, ns, component string, d time.Duration) error {
 	t.Helper()
 	out, err := kubectl(t, kc, "-n", ns, "get", "pods", "-l", "hypershift.dev/component="+component, "-o",

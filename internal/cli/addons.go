@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,29 +18,21 @@ import (
 
 // newGetAddonsCommand lists ObjectDeployments (docs/addons.md).
 func newGetAddonsCommand(g *globalOptions) *cobra.Command {
-	var namespace string
-	cmd := &cobra.Command{
+	return newListCommand(g, &cobra.Command{
 		Use:     "addons",
 		Aliases: []string{"addon", "objectdeployments"},
 		Short:   "List addons (ObjectDeployments) of every namespace (or of --namespace) and what holds each rollout",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			list := &hypershiftv1alpha1.ObjectDeploymentList{}
-			return printList(cmd, g, namespace, list,
-				"No addons. Apply an ObjectDeployment into a control-plane namespace (docs/addons.md).",
-				"NAMESPACE\tNAME\tREVISION\tAVAILABLE\tPROGRESSING\tHELD BY\tAGE",
-				func(w io.Writer) {
-					for _, od := range list.Items {
-						fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", od.Namespace, od.Name, od.Status.Revision,
-							addonCondition(od.Status.Conditions, hypershiftv1alpha1.AddonAvailable),
-							addonCondition(od.Status.Conditions, hypershiftv1alpha1.AddonProgressing),
-							heldBy(od.Status.Holding), duration.HumanDuration(time.Since(od.CreationTimestamp.Time)))
-					}
-				})
-		},
-	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
-	return cmd
+	},
+		"No addons. Apply an ObjectDeployment into a control-plane namespace (docs/addons.md).",
+		"NAMESPACE\tNAME\tREVISION\tAVAILABLE\tPROGRESSING\tHELD BY\tAGE",
+		func(w io.Writer, list *hypershiftv1alpha1.ObjectDeploymentList) {
+			for _, od := range list.Items {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", od.Namespace, od.Name, od.Status.Revision,
+					conditionStatus(od.Status.Conditions, hypershiftv1alpha1.AddonAvailable),
+					conditionStatus(od.Status.Conditions, hypershiftv1alpha1.AddonProgressing),
+					heldBy(od.Status.Holding), duration.HumanDuration(time.Since(od.CreationTimestamp.Time)))
+			}
+		})
 }
 
 // newDescribeAddonCommand shows an ObjectDeployment's revisions and phases.
@@ -51,12 +41,7 @@ func newDescribeAddonCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "addon NAME",
 		Short: "Show an addon's conditions, what holds its rollout, and each revision's phases",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return fmt.Errorf("name the addon: `hypershift describe addon NAME -n NAMESPACE`")
-			}
-			return nil
-		},
+		Args:  exactlyOneArg("name the addon: `hypershift describe addon NAME -n NAMESPACE`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -105,13 +90,6 @@ func printAddon(out io.Writer, od *hypershiftv1alpha1.ObjectDeployment, sets []h
 		}
 	}
 	return w.Flush()
-}
-
-func addonCondition(conds []metav1.Condition, typ hypershiftv1alpha1.ConditionType) string {
-	if c := meta.FindStatusCondition(conds, typ.String()); c != nil {
-		return string(c.Status)
-	}
-	return "Unknown"
 }
 
 // heldBy is "phase: object" of what holds a rollout, or "-".

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -120,6 +119,26 @@ func writeRequestSecret(ctx context.Context, c client.Client, hc *hypershiftv1al
 	return secret.Name, nil
 }
 
+// newBackupRequest writes the request Secret of a backup of hc to rawURL
+// (see requestSecretData) and returns the request naming it, and that
+// request as the value of the backup request annotation.
+func newBackupRequest(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster, rawURL string, key []byte) (hypershiftv1alpha1.BackupRequest, string, error) {
+	data, err := requestSecretData(rawURL, key)
+	if err != nil {
+		return hypershiftv1alpha1.BackupRequest{}, "", err
+	}
+	secretName, err := writeRequestSecret(ctx, c, hc, "backup", data)
+	if err != nil {
+		return hypershiftv1alpha1.BackupRequest{}, "", err
+	}
+	req := hypershiftv1alpha1.BackupRequest{ID: newRequestID(), URL: rawURL, Secret: secretName}
+	raw, err := json.Marshal(req) //nolint:gosec // names the Secret, holds none of it
+	if err != nil {
+		return hypershiftv1alpha1.BackupRequest{}, "", err
+	}
+	return req, string(raw), nil
+}
+
 func newRequestID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -128,28 +147,16 @@ func newRequestID() string {
 
 func (o *backupOptions) run(cmd *cobra.Command, c client.Client, key []byte) error {
 	ctx := cmd.Context()
-	hc := &hypershiftv1alpha1.HostedCluster{}
 	nn := client.ObjectKey{Namespace: o.namespace, Name: o.name}
-	if err := c.Get(ctx, nn, hc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", nn)
-		}
-		return err
-	}
-	data, err := requestSecretData(o.to, key)
+	hc, err := getHostedCluster(ctx, c, nn)
 	if err != nil {
 		return err
 	}
-	secretName, err := writeRequestSecret(ctx, c, hc, "backup", data)
+	req, raw, err := newBackupRequest(ctx, c, hc, o.to, key)
 	if err != nil {
 		return err
 	}
-	req := hypershiftv1alpha1.BackupRequest{ID: newRequestID(), URL: o.to, Secret: secretName}
-	raw, err := json.Marshal(req) //nolint:gosec // names the Secret, holds none of it
-	if err != nil {
-		return err
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{hypershiftv1alpha1.BackupRequestAnnotation: string(raw)}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{hypershiftv1alpha1.BackupRequestAnnotation: raw}}})
 	if err != nil {
 		return err
 	}

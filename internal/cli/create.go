@@ -318,11 +318,8 @@ func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
 }
 
 func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey) ([]byte, error) {
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	if err := c.Get(ctx, key, hc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
-		}
+	hc, err := getHostedCluster(ctx, c, key)
+	if err != nil {
 		return nil, err
 	}
 	ref := hc.Status.KubeConfig

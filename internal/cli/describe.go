@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,12 +27,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 	cluster := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Show a hosted cluster's conditions, components, endpoints and recent events",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return fmt.Errorf("name the cluster: `hypershift describe cluster NAME`")
-			}
-			return nil
-		},
+		Args:  exactlyOneArg("name the cluster: `hypershift describe cluster NAME`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -41,11 +35,8 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
-			hc := &hypershiftv1alpha1.HostedCluster{}
-			if err := c.Get(ctx, key, hc); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
-				}
+			hc, err := getHostedCluster(ctx, c, key)
+			if err != nil {
 				return err
 			}
 			hcp := &hypershiftv1alpha1.HostedControlPlane{}

@@ -34,11 +34,8 @@ func newDestroyCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			key := client.ObjectKey{Namespace: namespace, Name: name}
-			hc := &hypershiftv1alpha1.HostedCluster{}
-			if err := c.Get(cmd.Context(), key, hc); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
-				}
+			hc, err := getHostedCluster(cmd.Context(), c, key)
+			if err != nil {
 				return err
 			}
 			if err := c.Delete(cmd.Context(), hc); client.IgnoreNotFound(err) != nil {

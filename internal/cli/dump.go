@@ -72,7 +72,7 @@ func newDumpCommand(g *globalOptions) *cobra.Command {
 				ProcessRoot: g.localProcessRoot(), LogLines: logLines, HostedTimeout: hostedTimeout,
 			})
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
+				return clusterNotFound(key)
 			}
 			if err != nil {
 				return err

@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,57 +23,91 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Use:   "get",
 		Short: "List hosted clusters",
 	}
-	var namespace string
-	clusters := &cobra.Command{
+	clusters := newListCommand(g, &cobra.Command{
 		Use:     "clusters",
 		Aliases: []string{"cluster", "hostedclusters"},
 		Short:   "List hosted clusters of every namespace (or of --namespace)",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			list := &hypershiftv1alpha1.HostedClusterList{}
-			return printList(cmd, g, namespace, list,
-				"No hosted clusters. Create one with `hypershift create cluster none --name NAME --wait`.",
-				"NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tHIBERNATION\tNODES (READY/ALL)\tENDPOINT\tAGE",
-				func(w io.Writer) {
-					for _, hc := range list.Items {
-						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
-							availability(hc.Status),
-							conditionStatus(hc.Status, hypershiftv1alpha1.Progressing),
-							hibernationState(hc.Status),
-							hc.Status.ReadyNodeCount, hc.Status.NodeCount,
-							orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
-					}
-				})
-		},
-	}
-	clusters.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
+	},
+		"No hosted clusters. Create one with `hypershift create cluster none --name NAME --wait`.",
+		"NAMESPACE\tNAME\tVERSION\tAVAILABLE\tPROGRESSING\tHIBERNATION\tNODES (READY/ALL)\tENDPOINT\tAGE",
+		func(w io.Writer, list *hypershiftv1alpha1.HostedClusterList) {
+			for _, hc := range list.Items {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", hc.Namespace, hc.Name, orDash(hc.Status.Version),
+					availability(hc.Status),
+					conditionStatus(hc.Status.Conditions, hypershiftv1alpha1.Progressing),
+					hibernationState(hc.Status),
+					hc.Status.ReadyNodeCount, hc.Status.NodeCount,
+					orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
+			}
+		})
 	cmd.AddCommand(clusters, newGetAddonsCommand(g))
 	return cmd
 }
 
-// printList lists into list the objects of namespace (every namespace when
-// it is empty) and prints them as a table of header and the rows print
-// writes, or empty when there are none.
-func printList(cmd *cobra.Command, g *globalOptions, namespace string, list client.ObjectList, empty, header string, print func(w io.Writer)) error {
-	c, err := g.client()
-	if err != nil {
-		return err
+// newListCommand completes cmd (its Use, Aliases and Short set) as a
+// command that lists the objects of every namespace (or of --namespace)
+// into a new list L and prints them as a table of header and the rows
+// print writes, or empty when there are none.
+func newListCommand[T any, L interface {
+	*T
+	client.ObjectList
+}](g *globalOptions, cmd *cobra.Command, empty, header string, print func(w io.Writer, list L)) *cobra.Command {
+	var namespace string
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		list := L(new(T))
+		if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
+			return err
+		}
+		if meta.LenList(list) == 0 {
+			fmt.Fprintln(cmd.OutOrStdout(), empty)
+			return nil
+		}
+		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+		fmt.Fprintln(w, header)
+		print(w, list)
+		return w.Flush()
 	}
-	if err := c.List(cmd.Context(), list, client.InNamespace(namespace)); err != nil {
-		return err
-	}
-	if meta.LenList(list) == 0 {
-		fmt.Fprintln(cmd.OutOrStdout(), empty)
-		return nil
-	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
-	fmt.Fprintln(w, header)
-	print(w)
-	return w.Flush()
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
+	return cmd
 }
 
-func conditionStatus(s hypershiftv1alpha1.HostedClusterStatus, typ hypershiftv1alpha1.ConditionType) string {
-	if c := meta.FindStatusCondition(s.Conditions, typ.String()); c != nil {
+// getHostedCluster reads the hosted cluster key; one that is not there is
+// clusterNotFound, any other error is returned as it is.
+func getHostedCluster(ctx context.Context, c client.Client, key client.ObjectKey) (*hypershiftv1alpha1.HostedCluster, error) {
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := c.Get(ctx, key, hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, clusterNotFound(key)
+		}
+		return nil, err
+	}
+	return hc, nil
+}
+
+// clusterNotFound is the error for a hosted cluster key that is not there.
+func clusterNotFound(key client.ObjectKey) error {
+	return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
+}
+
+// exactlyOneArg accepts exactly one argument; else it fails with msg (what
+// to name, and how).
+func exactlyOneArg(msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return errors.New(msg)
+		}
+		return nil
+	}
+}
+
+// conditionStatus is the status of condition typ of conds, or "Unknown".
+func conditionStatus(conds []metav1.Condition, typ hypershiftv1alpha1.ConditionType) string {
+	if c := meta.FindStatusCondition(conds, typ.String()); c != nil {
 		return string(c.Status)
 	}
 	return "Unknown"
@@ -81,7 +119,7 @@ func availability(s hypershiftv1alpha1.HostedClusterStatus) string {
 	if q := s.StartQueue; q != nil {
 		return fmt.Sprintf("Queued (%d of %d)", q.Position, q.Length)
 	}
-	return conditionStatus(s, hypershiftv1alpha1.Available)
+	return conditionStatus(s.Conditions, hypershiftv1alpha1.Available)
 }
 
 func orDash(s string) string {

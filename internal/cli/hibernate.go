@@ -34,12 +34,7 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 	cluster := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: short + " (spec.hibernation.enabled)",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return fmt.Errorf("name the cluster: `hypershift %s cluster NAME`", verb)
-			}
-			return nil
-		},
+		Args:  exactlyOneArg(fmt.Sprintf("name the cluster: `hypershift %s cluster NAME`", verb)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -51,7 +46,7 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 			patch := fmt.Appendf(nil, `{"spec":{"hibernation":{"enabled":%t}}}`, !resume)
 			if err := c.Patch(cmd.Context(), hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
+					return clusterNotFound(key)
 				}
 				return err
 			}

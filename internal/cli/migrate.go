@@ -167,7 +167,7 @@ func (m *migration) checkSource(ctx context.Context) (*hypershiftv1alpha1.Hosted
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	if err := m.src.Get(ctx, m.nn, hc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", m.nn)
+			return nil, clusterNotFound(m.nn)
 		}
 		return nil, fmt.Errorf("read hosted cluster %s: %w", m.nn, err)
 	}
@@ -336,20 +336,11 @@ func (m *migration) finalBackup(ctx context.Context) (*hypershiftv1alpha1.Backup
 	if err := m.src.Get(ctx, m.nn, hc); err != nil {
 		return nil, fmt.Errorf("read hosted cluster %s: %w", m.nn, err)
 	}
-	data, err := requestSecretData(m.o.via, m.key)
+	req, raw, err := newBackupRequest(ctx, m.src, hc, m.o.via, m.key)
 	if err != nil {
 		return nil, err
 	}
-	secretName, err := writeRequestSecret(ctx, m.src, hc, "backup", data)
-	if err != nil {
-		return nil, err
-	}
-	req := hypershiftv1alpha1.BackupRequest{ID: newRequestID(), URL: m.o.via, Secret: secretName}
-	raw, err := json.Marshal(req) //nolint:gosec // the name of a Secret, not its data
-	if err != nil {
-		return nil, err
-	}
-	if err := m.patchSource(ctx, map[string]any{hypershiftv1alpha1.BackupRequestAnnotation: string(raw)}); err != nil {
+	if err := m.patchSource(ctx, map[string]any{hypershiftv1alpha1.BackupRequestAnnotation: raw}); err != nil {
 		return nil, fmt.Errorf("request the final backup of %s: %w", m.nn, err)
 	}
 	return waitBackup(ctx, m.src, m.nn, req.ID, m.o.timeout)

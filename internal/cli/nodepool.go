@@ -258,26 +258,18 @@ func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client,
 }
 
 func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
-	var namespace string
-	cmd := &cobra.Command{
+	return newListCommand(g, &cobra.Command{
 		Use:     "nodepools",
 		Aliases: []string{"nodepool", "np"},
 		Short:   "List NodePools of every namespace (or of --namespace) with their node counts",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			list := &hypershiftv1alpha1.NodePoolList{}
-			return printList(cmd, g, namespace, list,
-				"No node pools. Create one with `hypershift create nodepool --cluster-name CLUSTER --replicas N`.",
-				"NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tVERSION\tAGE\tMESSAGE",
-				func(w io.Writer) {
-					for i := range list.Items {
-						printNodePool(w, &list.Items[i])
-					}
-				})
-		},
-	}
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
-	return cmd
+	},
+		"No node pools. Create one with `hypershift create nodepool --cluster-name CLUSTER --replicas N`.",
+		"NAMESPACE\tNAME\tCLUSTER\tDESIRED\tCURRENT\tREADY\tVERSION\tAGE\tMESSAGE",
+		func(w io.Writer, list *hypershiftv1alpha1.NodePoolList) {
+			for i := range list.Items {
+				printNodePool(w, &list.Items[i])
+			}
+		})
 }
 
 // printNodePool writes the table row of a NodePool: desired replicas (or

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,11 +38,8 @@ func newRotateCommand(g *globalOptions) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			key := client.ObjectKey{Namespace: namespace, Name: name}
-			hc := &hypershiftv1alpha1.HostedCluster{}
-			if err := c.Get(ctx, key, hc); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
-				}
+			hc, err := getHostedCluster(ctx, c, key)
+			if err != nil {
 				return err
 			}
 			if st := caRotation(hc); st != nil && st.Phase != hypershiftv1alpha1.CARotationDone {

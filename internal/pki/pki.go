@@ -168,6 +168,24 @@ func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	return cert, nil
 }
 
+// ParseCertificates decodes every certificate of a PEM bundle, in order;
+// blocks of another type and certificates that do not parse are skipped.
+func ParseCertificates(bundle []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for rest := bundle; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return out
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil {
+			out = append(out, c)
+		}
+	}
+}
+
 // CACertHash is the kubeadm-style discovery hash (--ca-cert-hash) of the
 // first certificate of caPEM; see PublicKeyHash.
 func CACertHash(caPEM []byte) (string, error) {

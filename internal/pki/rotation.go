@@ -124,9 +124,9 @@ func isCrossSigned(certPEM []byte, ca, by KeyPair) bool {
 // consumer that re-reads it sees the same key and certificate.
 func StripCrossSignedChains(store Store, cas []string) ([]string, error) {
 	var stripped []string
-	del, ok := store.(Deleter)
-	if !ok {
-		return nil, fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	del, err := deleterOf(store)
+	if err != nil {
+		return nil, err
 	}
 	for _, ca := range cas {
 		if _, ok, err := store.Get(PreviousName(ca)); err != nil || ok {
@@ -165,6 +165,16 @@ type Deleter interface {
 	Delete(name string) error
 }
 
+// deleterOf is store as a Deleter; a store that cannot delete cannot have
+// its CAs rotated.
+func deleterOf(store Store) (Deleter, error) {
+	del, ok := store.(Deleter)
+	if !ok {
+		return nil, fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	}
+	return del, nil
+}
+
 // StartCARotation makes a successor (NAME-next) for each CA of cas that has
 // none; an existing one is kept, so a repeated call is harmless. The new
 // CA's name carries its creation time so that old and new differ in subject.
@@ -187,9 +197,9 @@ func StartCARotation(store Store, cas []string, validity time.Duration, now time
 // replaced one as NAME-previous. Every step can be repeated, so a crash
 // between two of them is finished by the next call.
 func PromoteNextCAs(store Store, cas []string) error {
-	del, ok := store.(Deleter)
-	if !ok {
-		return fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	del, err := deleterOf(store)
+	if err != nil {
+		return err
 	}
 	for _, ca := range cas {
 		next, hasNext, err := store.Get(NextName(ca))
@@ -225,9 +235,9 @@ func PromoteNextCAs(store Store, cas []string) error {
 // DropPreviousCAs deletes the replaced CAs, keys included: from then on
 // nothing they signed is trusted.
 func DropPreviousCAs(store Store, cas []string) error {
-	del, ok := store.(Deleter)
-	if !ok {
-		return fmt.Errorf("this PKI store cannot delete key pairs, so its CAs cannot be rotated")
+	del, err := deleterOf(store)
+	if err != nil {
+		return err
 	}
 	for _, ca := range cas {
 		if readOnce(ca) {

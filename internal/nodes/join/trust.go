@@ -336,20 +336,9 @@ func signerIn(certPEM []byte, cas []*x509.Certificate) *x509.Certificate {
 	return nil
 }
 
+// certificatesIn is the certificates of a PEM bundle (pki.ParseCertificates).
 func certificatesIn(bundle []byte) []*x509.Certificate {
-	var out []*x509.Certificate
-	for rest := bundle; ; {
-		var block *pem.Block
-		if block, rest = pem.Decode(rest); block == nil {
-			return out
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		if c, err := x509.ParseCertificate(block.Bytes); err == nil {
-			out = append(out, c)
-		}
-	}
+	return pki.ParseCertificates(bundle)
 }
 
 func encodeCertificates(certs []*x509.Certificate) string {

@@ -324,18 +324,24 @@ func (a *Agent) applyConfig(obj any) {
 }
 
 func (a *Agent) stopAll() {
-	a.mu.Lock()
-	all := make([]*node, 0, len(a.nodes))
-	for _, n := range a.nodes {
-		all = append(all, n)
-	}
-	a.mu.Unlock()
+	all := a.allNodes()
 	for _, n := range all {
 		n.cancel()
 	}
 	for _, n := range all {
 		<-n.done
 	}
+}
+
+// allNodes is a snapshot of the agent's nodes.
+func (a *Agent) allNodes() []*node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	all := make([]*node, 0, len(a.nodes))
+	for _, n := range a.nodes {
+		all = append(all, n)
+	}
+	return all
 }
 
 func (a *Agent) node(name string) *node {

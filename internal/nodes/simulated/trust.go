@@ -53,22 +53,16 @@ func (a *Agent) checkTrust(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("join information: %w", err)
 	}
-	clientCAs := parseCertificates([]byte(info.Data[bootstrap.JoinInfoClientCA]))
+	clientCAs := pki.ParseCertificates([]byte(info.Data[bootstrap.JoinInfoClientCA]))
 	if len(clientCAs) == 0 {
 		return nil // published by an older operator: nothing to follow
 	}
-	kubeletCAs := parseCertificates([]byte(info.Data[bootstrap.JoinInfoKubeletCA]))
+	kubeletCAs := pki.ParseCertificates([]byte(info.Data[bootstrap.JoinInfoKubeletCA]))
 	var roots []string
-	for _, c := range parseCertificates(a.caPEM) {
+	for _, c := range pki.ParseCertificates(a.caPEM) {
 		roots = append(roots, pki.PublicKeyHash(c))
 	}
-	a.mu.Lock()
-	nodes := make([]*node, 0, len(a.nodes))
-	for _, n := range a.nodes {
-		nodes = append(nodes, n)
-	}
-	a.mu.Unlock()
-	for _, n := range nodes {
+	for _, n := range a.allNodes() {
 		if !n.isJoined() {
 			continue
 		}
@@ -200,17 +194,4 @@ func signerOf(certPEM []byte, cas []*x509.Certificate) *x509.Certificate {
 		}
 	}
 	return nil
-}
-
-func parseCertificates(bundle []byte) []*x509.Certificate {
-	var out []*x509.Certificate
-	for rest := bundle; ; {
-		var block *pem.Block
-		if block, rest = pem.Decode(rest); block == nil {
-			return out
-		}
-		if c, err := x509.ParseCertificate(block.Bytes); err == nil && block.Type == "CERTIFICATE" {
-			out = append(out, c)
-		}
-	}
 }

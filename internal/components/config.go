@@ -199,9 +199,25 @@ func (cfg Config) publish(p runtime.Publish, name, port string) []runtime.Publis
 // of start-up (docs/performance.md, "Levers").
 const goGC = "GOGC=50"
 
-// hostedEnv is the environment of a hosted control plane's etcd and API
-// servers; the management plane keeps the Go defaults.
-func (cfg Config) hostedEnv() []string {
+// goMaxProcs runs Go code on one thread at a time: an idle process then
+// has no second scheduler thread to wake, spin and park on each timer
+// (docs/performance.md, "One scheduler thread for the lighter hosted
+// processes").
+const goMaxProcs = "GOMAXPROCS=1"
+
+// hostedEnv is the environment of a hosted control plane's processes
+// other than the API server: goMaxProcs and extra. The management plane
+// keeps the Go defaults.
+func (cfg Config) hostedEnv(extra ...string) []string {
+	if cfg.Management {
+		return nil
+	}
+	return append([]string{goMaxProcs}, extra...)
+}
+
+// hostedGCEnv is the hosted API server's environment: goGC, on every
+// core.
+func (cfg Config) hostedGCEnv() []string {
 	if cfg.Management {
 		return nil
 	}

@@ -115,6 +115,7 @@ func renderKubeControllerManager(cfg Config, i int) (runtime.Spec, error) {
 		Files:     files,
 		Ports:     map[string]int{"https": cfg.Ports[name]},
 		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
+		Env:       cfg.hostedEnv(),
 		Requests:  runtime.Resources{MilliCPU: 50, MemoryBytes: 128 << 20},
 	}, nil
 }
@@ -134,6 +135,7 @@ func renderKubeScheduler(cfg Config, i int) (runtime.Spec, error) {
 		Files:     kubeconfigFiles(kc, cfg.PKI.KubeScheduler),
 		Ports:     map[string]int{"https": cfg.Ports[name]},
 		Readiness: runtime.Probe{Scheme: "https", Port: cfg.Ports[name], Path: "/healthz"},
+		Env:       cfg.hostedEnv(),
 		Requests:  runtime.Resources{MilliCPU: 20, MemoryBytes: 64 << 20},
 	}, nil
 }

@@ -119,6 +119,7 @@ func renderKonnectivityServer(cfg Config, name string, servers int) (runtime.Spe
 		// before any agent connects (a cluster without nodes has none).
 		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/healthz"},
 		Publish:   cfg.publish(cfg.Konnectivity, KonnectivityPort, PublishedKonnectivityPort),
+		Env:       cfg.hostedEnv(),
 		Requests:  runtime.Resources{MilliCPU: 10, MemoryBytes: 32 << 20},
 	}, nil
 }

@@ -61,6 +61,7 @@ func renderReleaseServer(cfg Config) runtime.Spec {
 		Publish: cfg.publish(cfg.ReleaseServerPublish, ReleaseServerPort, PublishedReleaseServerPort),
 		// Any answer (a 401 to the unauthenticated probe) means it serves.
 		Readiness: runtime.Probe{Scheme: "https", Host: cfg.endpointHost(), Port: port, Path: "/healthz"},
+		Env:       cfg.hostedEnv(),
 		Requests:  runtime.Resources{MilliCPU: 5, MemoryBytes: 16 << 20},
 	}
 }

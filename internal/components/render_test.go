@@ -387,3 +387,41 @@ func TestKubeletCertificateValidity(t *testing.T) {
 		}
 	}
 }
+
+// A hosted API server (alone or folded into one process) keeps every core:
+// its start is the create and it serves the tenant's nodes. Every other
+// hosted process runs Go on one thread; etcd and the API server collect at
+// GOGC=50; the management plane keeps the Go defaults.
+func TestGoRuntimeEnv(t *testing.T) {
+	ha := testConfig()
+	ha.Replicas, ha.Ports = HighlyAvailable, testPorts(HighlyAvailable)
+	single := testConfig()
+	single.SingleProcess = true
+	for name, cfg := range map[string]Config{"single replica": testConfig(), "highly available": ha, "single process": single} {
+		specs, err := Render(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			apiServer := s.Component == KubeAPIServer || s.Component == KubeControlPlane
+			if got := slices.Contains(s.Env, goMaxProcs); got == apiServer {
+				t.Errorf("%s: %s has env %v: GOMAXPROCS=1 %v, want %v", name, s.Name, s.Env, got, !apiServer)
+			}
+			wantGC := apiServer || s.Component == Etcd
+			if got := slices.Contains(s.Env, goGC); got != wantGC {
+				t.Errorf("%s: %s has env %v: GOGC=50 %v, want %v", name, s.Name, s.Env, got, wantGC)
+			}
+		}
+	}
+	mgmt := testConfig()
+	mgmt.Management = true
+	specs, err := Render(mgmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		if len(s.Env) != 0 {
+			t.Errorf("management plane: %s has env %v, want the Go defaults", s.Name, s.Env)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/pki"
 )
 
 // kubeletServingCurrent is the kubelet's current serving certificate and
@@ -76,7 +77,7 @@ func (n *Node) renewStaleServingCertificate(ctx context.Context, cfg *rest.Confi
 // chainFor is cross when it certifies the key that signed leaf (the new
 // CA, cross-signed by the old one), else nothing.
 func chainFor(leafPEM, cross []byte) []byte {
-	leaves, crosses := certificatesIn(leafPEM), certificatesIn(cross)
+	leaves, crosses := pki.ParseCertificates(leafPEM), pki.ParseCertificates(cross)
 	if len(leaves) == 0 || len(crosses) == 0 || leaves[0].CheckSignatureFrom(crosses[0]) != nil {
 		return nil
 	}

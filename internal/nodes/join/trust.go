@@ -86,12 +86,12 @@ func (n *Node) publishedTrust(ctx context.Context) (publishedTrust, error) {
 		return publishedTrust{}, fmt.Errorf("join information: %w", err)
 	}
 	p := publishedTrust{
-		roots:              certificatesIn([]byte(info.Data[bootstrap.JoinInfoCA])),
-		clientCAs:          certificatesIn([]byte(info.Data[bootstrap.JoinInfoClientCA])),
-		kubeletCAs:         certificatesIn([]byte(info.Data[bootstrap.JoinInfoKubeletCA])),
+		roots:              pki.ParseCertificates([]byte(info.Data[bootstrap.JoinInfoCA])),
+		clientCAs:          pki.ParseCertificates([]byte(info.Data[bootstrap.JoinInfoClientCA])),
+		kubeletCAs:         pki.ParseCertificates([]byte(info.Data[bootstrap.JoinInfoKubeletCA])),
 		kubeletCrossSigned: []byte(info.Data[bootstrap.JoinInfoKubeletCACrossSigned]),
 	}
-	for _, c := range slices.Concat(p.roots, p.clientCAs, p.kubeletCAs, certificatesIn(p.kubeletCrossSigned)) {
+	for _, c := range slices.Concat(p.roots, p.clientCAs, p.kubeletCAs, pki.ParseCertificates(p.kubeletCrossSigned)) {
 		if !c.IsCA || c.KeyUsage&x509.KeyUsageCertSign == 0 {
 			return publishedTrust{}, fmt.Errorf("join information holds %q, which is not a CA certificate", c.Subject.CommonName)
 		}
@@ -125,7 +125,7 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 	if err != nil {
 		return err
 	}
-	if clientBundle != encodeCertificates(certificatesIn([]byte(n.ClientCA))) {
+	if clientBundle != encodeCertificates(pki.ParseCertificates([]byte(n.ClientCA))) {
 		n.ClientCA, changed = clientBundle, true
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.KubeletKubeconfig())
@@ -177,7 +177,7 @@ func (n *Node) syncTrust(ctx context.Context, apply func(context.Context, []runt
 // followRootBundle writes a changed root CA bundle into the kubelet's
 // kubeconfig.
 func (n *Node) followRootBundle(kc *clientcmdapi.Config, roots string, log logr.Logger) (bool, error) {
-	if roots == encodeCertificates(certificatesIn([]byte(n.CA))) {
+	if roots == encodeCertificates(pki.ParseCertificates([]byte(n.CA))) {
 		return false, nil
 	}
 	for _, cluster := range kc.Clusters {
@@ -324,7 +324,7 @@ func (n *Node) noteTrust(ctx context.Context, cfg *rest.Config, roots, clientCAs
 
 // signerIn is the CA of cas that signed the first certificate of certPEM.
 func signerIn(certPEM []byte, cas []*x509.Certificate) *x509.Certificate {
-	certs := certificatesIn(certPEM)
+	certs := pki.ParseCertificates(certPEM)
 	if len(certs) == 0 {
 		return nil
 	}
@@ -334,11 +334,6 @@ func signerIn(certPEM []byte, cas []*x509.Certificate) *x509.Certificate {
 		}
 	}
 	return nil
-}
-
-// certificatesIn is the certificates of a PEM bundle (pki.ParseCertificates).
-func certificatesIn(bundle []byte) []*x509.Certificate {
-	return pki.ParseCertificates(bundle)
 }
 
 func encodeCertificates(certs []*x509.Certificate) string {

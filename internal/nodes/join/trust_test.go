@@ -19,7 +19,7 @@ func TestRenewStaleServingCertificateLeavesCurrentAlone(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(n.DataDir, "kubelet-pki"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	published := publishedTrust{kubeletCAs: append(certificatesIn(newCA.CertPEM), certificatesIn(oldCA.CertPEM)...)}
+	published := publishedTrust{kubeletCAs: append(pki.ParseCertificates(newCA.CertPEM), pki.ParseCertificates(oldCA.CertPEM)...)}
 	if got, err := n.renewStaleServingCertificate(t.Context(), nil, published); err != nil || got != nil {
 		t.Fatalf("without a serving certificate: renewed %d bytes, %v", len(got), err)
 	}
@@ -73,7 +73,7 @@ func TestServingChainFor(t *testing.T) {
 		roots, inter := x509.NewCertPool(), x509.NewCertPool()
 		roots.AppendCertsFromPEM(root.CertPEM)
 		inter.AppendCertsFromPEM(chain)
-		if _, err := certificatesIn(leaf.CertPEM)[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		if _, err := pki.ParseCertificates(leaf.CertPEM)[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 			t.Errorf("the new serving certificate with its chain does not verify against the %s kubelet CA: %v", name, err)
 		}
 	}

@@ -30,7 +30,6 @@ const (
 	livenessTimeout = time.Minute
 	stopGrace       = 10 * time.Second
 	probeFast       = 200 * time.Millisecond
-	probeSlow       = 2 * time.Second
 	// A ready instance is reported Unhealthy after this many probe failures
 	// in a row, so one slow answer does not flap its conditions.
 	failureThreshold = 3
@@ -66,6 +65,9 @@ type instance struct {
 	ready func(name string) bool
 	// nice is the priority its processes start with (Options.Nice).
 	nice int
+	// probePeriod is how often a ready process is probed
+	// (Options.ProbePeriod).
+	probePeriod time.Duration
 
 	mu     sync.Mutex
 	spec   runtime.Spec
@@ -466,7 +468,7 @@ func (in *instance) watch(p *proc) (action, error) {
 			wasReady = true
 			failingSince = time.Time{}
 			failures = 0
-			interval = probeSlow
+			interval = in.probePeriod
 			in.update(func(s *runtime.InstanceStatus) {
 				s.Phase = runtime.Running
 				s.Message = ""

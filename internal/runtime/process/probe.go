@@ -17,10 +17,10 @@ import (
 
 // reconnectEvery is how many probes share one connection before the next
 // opens a new one: a probe over a kept-alive connection costs the
-// component no TLS handshake (two a second per control plane otherwise,
-// a good part of an idle API server's CPU), and a fresh handshake now and
-// then still verifies the certificate the component serves now.
-const reconnectEvery = 15
+// component no TLS handshake, and a fresh handshake now and then (once a
+// minute at the default probe period) still verifies the certificate the
+// component serves now.
+const reconnectEvery = 6
 
 // prober runs one readiness probe over a kept-alive connection.
 type prober struct {

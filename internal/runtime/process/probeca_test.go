@@ -12,6 +12,7 @@ import (
 
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -57,7 +58,11 @@ func TestReadinessProbeFollowsItsCA(t *testing.T) {
 	ctx := context.Background()
 	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
 	spec.Readiness = runtime.Probe{Scheme: "https", Host: "127.0.0.1", Port: port, Path: "/", CAPEM: oldCA.CertPEM}
-	rt := newRuntime(t, root)
+	// A short probe period, so that the window below spans several probes.
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), ProbePeriod: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer rt.Release()
 	if err := rt.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)
@@ -86,7 +91,7 @@ func TestReadinessProbeFollowsItsCA(t *testing.T) {
 	if err := rt.Apply(ctx, ref, []runtime.Spec{only}); err != nil {
 		t.Fatal(err)
 	}
-	// Several probe periods (2 s when ready; three failures in a row
+	// Several probe periods (1 s when ready; three failures in a row
 	// would make it Unhealthy).
 	for end := time.Now().Add(7 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if s := status(rt, ref); s.Phase != runtime.Running || s.PID != pid {

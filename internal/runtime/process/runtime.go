@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -30,6 +31,7 @@ type Runtime struct {
 	log      logr.Logger
 	onChange func(ref runtime.ControlPlaneRef)
 	nice     int
+	period   time.Duration
 
 	mu     sync.Mutex
 	planes map[runtime.ControlPlaneRef]map[string]*instance
@@ -58,7 +60,20 @@ type Options struct {
 	// session of its own. Processes adopted from an earlier run keep the
 	// priority they were started with.
 	Nice int
+	// ProbePeriod is how often a ready instance's readiness is probed;
+	// zero: DefaultProbePeriod. An instance not ready yet, or failing, is
+	// probed faster whatever this is.
+	ProbePeriod time.Duration
 }
+
+// DefaultProbePeriod is how often a ready instance is probed: the
+// kubelet's default period. Each probe is a request the component serves
+// (the API server's /readyz runs all its checks, one of them a read from
+// etcd), and at one every 2 s the probes were about a seventh of an idle
+// control plane's CPU (docs/performance.md). A process that exits is seen
+// at once whatever the period; the period bounds how long a hung one goes
+// unnoticed.
+const DefaultProbePeriod = 10 * time.Second
 
 // New returns a process runtime.
 func New(opts Options) (*Runtime, error) {
@@ -72,6 +87,12 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Nice < 0 || opts.Nice > 19 {
 		return nil, fmt.Errorf("nice %d: use 0 to 19", opts.Nice)
 	}
+	if opts.ProbePeriod < 0 {
+		return nil, fmt.Errorf("probe period %s: use a positive duration, or zero for the default", opts.ProbePeriod)
+	}
+	if opts.ProbePeriod == 0 {
+		opts.ProbePeriod = DefaultProbePeriod
+	}
 	if err := os.MkdirAll(opts.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", opts.Root, err)
 	}
@@ -82,6 +103,7 @@ func New(opts Options) (*Runtime, error) {
 		log:       opts.Log,
 		onChange:  opts.OnChange,
 		nice:      opts.Nice,
+		period:    opts.ProbePeriod,
 		planes:    map[runtime.ControlPlaneRef]map[string]*instance{},
 		usedPorts: map[int]bool{},
 	}
@@ -122,7 +144,7 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 		}
 		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.command, spec,
 			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref), r.readiness(ref))
-		in.nice = r.nice
+		in.nice, in.probePeriod = r.nice, r.period
 		plane[spec.Name] = in
 		go in.run()
 	}

@@ -127,7 +127,7 @@ func runDensity(ctx context.Context, opts *options) *densityResult {
 	}
 	res.CreateS = distOf(creates)
 	if res.Reached > 0 && ctx.Err() == nil {
-		fps, err := measureFootprints(ctx, []string{p.dataDir + "/clusters/", p.dataDir + "/management/", p.dataDir + " "})
+		fps, err := measureFootprints(ctx, []string{p.dataDir + "/clusters/", p.dataDir + "/management/", p.dataDir + " "}, cpuWindow)
 		if err == nil {
 			res.HostedCPU, res.ManagementCPU, res.OperatorCPU = round1(fps[0].cpuMillicores), round1(fps[1].cpuMillicores), round1(fps[2].cpuMillicores)
 			fmt.Printf("   CPU over %s at the end: hosted %.0f, management plane %.0f, operator %.0f millicores\n",

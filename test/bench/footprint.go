@@ -9,7 +9,10 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
-// cpuWindow is how long idle CPU is measured.
+// cpuWindow is how long CPU is measured at the end of a phase under load
+// (density, hibernated_300, nodes_1000). Idle control planes are measured
+// over options.idleWindow instead: a process runtime probes a ready
+// component every 10 s, so a 10 s window would hold zero or one probe.
 const cpuWindow = 10 * time.Second
 
 // footprint is what one control plane's processes use: memory at the start
@@ -93,12 +96,12 @@ func runFootprint(ctx context.Context, opts *options, p *plane) (*rssResult, *cp
 	if err := sleep(ctx, opts.settle()); err != nil {
 		return failBoth(rss, cpu, err)
 	}
-	fps, err := measureFootprints(ctx, dirs)
+	fps, err := measureFootprints(ctx, dirs, opts.idleWindow())
 	if err != nil {
 		return failBoth(rss, cpu, err)
 	}
-	rss.memorySummary, cpu.cpuSummary = summarize(fps[:n], opts.settle())
-	singleRSS, singleCPU := summarize(fps[n:], opts.settle())
+	rss.memorySummary, cpu.cpuSummary = summarize(fps[:n], opts.settle(), opts.idleWindow())
+	singleRSS, singleCPU := summarize(fps[n:], opts.settle(), opts.idleWindow())
 	rss.SingleProcess, cpu.SingleProcess = &singleRSS, &singleCPU
 	fmt.Printf("   RSS per control plane p50 %.0f MiB (anon %.0f, PSS %.0f) %s\n", rss.P50, rss.AnonP50, rss.PSSP50, formatComponents(rss.ByComponentP50, "%.0f"))
 	fmt.Printf("   single process: RSS p50 %.0f MiB (anon %.0f, PSS %.0f) %s\n", singleRSS.P50, singleRSS.AnonP50, singleRSS.PSSP50, formatComponents(singleRSS.ByComponentP50, "%.0f"))
@@ -112,8 +115,8 @@ func failBoth(rss *rssResult, cpu *cpuResult, err error) (*rssResult, *cpuResult
 }
 
 // measureFootprints measures the processes of each pattern at once: memory
-// now, CPU over the next cpuWindow.
-func measureFootprints(ctx context.Context, patterns []string) ([]footprint, error) {
+// now, CPU over the next window.
+func measureFootprints(ctx context.Context, patterns []string, window time.Duration) ([]footprint, error) {
 	groups := make([][]proc, len(patterns))
 	for i, pattern := range patterns {
 		groups[i] = findProcs(pattern)
@@ -121,12 +124,12 @@ func measureFootprints(ctx context.Context, patterns []string) ([]footprint, err
 			return nil, fmt.Errorf("no process has %s on its command line", pattern)
 		}
 	}
-	return measureGroups(ctx, groups)
+	return measureGroups(ctx, groups, window)
 }
 
 // measureGroups measures groups of processes at once: memory now, CPU over
-// the next cpuWindow. A process that exits meanwhile counts no CPU.
-func measureGroups(ctx context.Context, groups [][]proc) ([]footprint, error) {
+// the next window. A process that exits meanwhile counts no CPU.
+func measureGroups(ctx context.Context, groups [][]proc, window time.Duration) ([]footprint, error) {
 	type sample struct {
 		proc
 		ticks uint64
@@ -146,7 +149,7 @@ func measureGroups(ctx context.Context, groups [][]proc) ([]footprint, error) {
 		}
 	}
 	start := time.Now()
-	if err := sleep(ctx, cpuWindow); err != nil {
+	if err := sleep(ctx, window); err != nil {
 		return nil, err
 	}
 	elapsed := time.Since(start).Seconds()
@@ -172,7 +175,7 @@ func measureGroups(ctx context.Context, groups [][]proc) ([]footprint, error) {
 	return out, nil
 }
 
-func summarize(fps []footprint, after time.Duration) (memorySummary, cpuSummary) {
+func summarize(fps []footprint, after, window time.Duration) (memorySummary, cpuSummary) {
 	var rss, anon, pss, cpu []float64
 	compRSS, compAnon, compCPU := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for _, fp := range fps {
@@ -200,7 +203,7 @@ func summarize(fps []footprint, after time.Duration) (memorySummary, cpuSummary)
 		P50:            round1(median(cpu)),
 		Samples:        roundAll(cpu),
 		ByComponentP50: medians(compCPU),
-		WindowS:        cpuWindow.Seconds(),
+		WindowS:        window.Seconds(),
 	}
 	return mem, cpuSum
 }

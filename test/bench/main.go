@@ -236,6 +236,16 @@ func (o *options) scaled(full, quick int) int {
 	return full
 }
 
+// idleWindow is how long idle control planes' CPU is measured (rss,
+// peer): long enough to hold several of each component's 10 s readiness
+// probes.
+func (o *options) idleWindow() time.Duration {
+	if o.quick {
+		return 20 * time.Second
+	}
+	return 60 * time.Second
+}
+
 func (o *options) settle() time.Duration {
 	if o.quick {
 		return 15 * time.Second

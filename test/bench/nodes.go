@@ -175,7 +175,7 @@ func measureNodes(ctx context.Context, p *plane, kube kubernetes.Interface, clus
 	if len(agents) != 1 {
 		return fmt.Errorf("want one %s process under %s, found %d", simulated.Component, p.dataDir, len(agents))
 	}
-	fps, err := measureGroups(ctx, [][]proc{agents, findProcs(p.clusterDir(cluster))})
+	fps, err := measureGroups(ctx, [][]proc{agents, findProcs(p.clusterDir(cluster))}, cpuWindow)
 	if err != nil {
 		return err
 	}

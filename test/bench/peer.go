@@ -91,12 +91,12 @@ func runPeer(ctx context.Context, opts *options) *peerResult {
 		res.Error = err.Error()
 		return res
 	}
-	fps, err := measureFootprints(ctx, []string{k.clusterDir(last)})
+	fps, err := measureFootprints(ctx, []string{k.clusterDir(last)}, opts.idleWindow())
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	res.RSS, res.IdleCPU = summarize(fps, opts.settle())
+	res.RSS, res.IdleCPU = summarize(fps, opts.settle(), opts.idleWindow())
 	fmt.Printf("   RSS %.0f MiB (anon %.0f, PSS %.0f) %s; idle CPU %.1f millicores\n",
 		res.RSS.P50, res.RSS.AnonP50, res.RSS.PSSP50, formatComponents(res.RSS.ByComponentP50, "%.0f"), res.IdleCPU.P50)
 	return res

@@ -136,7 +136,7 @@ func runSleepers(ctx context.Context, opts *options) *sleepersResult {
 		lat = append(lat, l...)
 	}
 	res.GetP50Ms, res.GetP99Ms = round1(median(lat)), round1(percentile(lat, 99))
-	if fps, err := measureFootprints(ctx, []string{p.dataDir + "/clusters/", p.dataDir + "/management/", p.dataDir + " "}); err == nil {
+	if fps, err := measureFootprints(ctx, []string{p.dataDir + "/clusters/", p.dataDir + "/management/", p.dataDir + " "}, cpuWindow); err == nil {
 		res.HostedCPU, res.ManagementCPU, res.OperatorCPU = round1(fps[0].cpuMillicores), round1(fps[1].cpuMillicores), round1(fps[2].cpuMillicores)
 	}
 	res.MemAvailableEndMiB = round1(memAvailableMiB())

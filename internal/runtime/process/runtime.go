@@ -68,11 +68,10 @@ type Options struct {
 
 // DefaultProbePeriod is how often a ready instance is probed: the
 // kubelet's default period. Each probe is a request the component serves
-// (the API server's /readyz runs all its checks, one of them a read from
-// etcd), and at one every 2 s the probes were about a seventh of an idle
-// control plane's CPU (docs/performance.md). A process that exits is seen
-// at once whatever the period; the period bounds how long a hung one goes
-// unnoticed.
+// (the API server's /readyz runs all its checks, etcd's among them), and at
+// one every 2 s the probes were about a seventh of an idle control plane's
+// CPU (docs/performance.md). A process that exits is seen at once whatever
+// the period; the period bounds how long a hung one goes unnoticed.
 const DefaultProbePeriod = 10 * time.Second
 
 // New returns a process runtime.

@@ -20,6 +20,8 @@ const cpuWindow = 10 * time.Second
 type footprint struct {
 	rssMiB, anonMiB, pssMiB, cpuMillicores float64
 	byComponent                            map[string]componentUsage
+	// window is how long CPU was measured.
+	window time.Duration
 }
 
 type componentUsage struct {
@@ -100,8 +102,8 @@ func runFootprint(ctx context.Context, opts *options, p *plane) (*rssResult, *cp
 	if err != nil {
 		return failBoth(rss, cpu, err)
 	}
-	rss.memorySummary, cpu.cpuSummary = summarize(fps[:n], opts.settle(), opts.idleWindow())
-	singleRSS, singleCPU := summarize(fps[n:], opts.settle(), opts.idleWindow())
+	rss.memorySummary, cpu.cpuSummary = summarize(fps[:n], opts.settle())
+	singleRSS, singleCPU := summarize(fps[n:], opts.settle())
 	rss.SingleProcess, cpu.SingleProcess = &singleRSS, &singleCPU
 	fmt.Printf("   RSS per control plane p50 %.0f MiB (anon %.0f, PSS %.0f) %s\n", rss.P50, rss.AnonP50, rss.PSSP50, formatComponents(rss.ByComponentP50, "%.0f"))
 	fmt.Printf("   single process: RSS p50 %.0f MiB (anon %.0f, PSS %.0f) %s\n", singleRSS.P50, singleRSS.AnonP50, singleRSS.PSSP50, formatComponents(singleRSS.ByComponentP50, "%.0f"))
@@ -155,7 +157,7 @@ func measureGroups(ctx context.Context, groups [][]proc, window time.Duration) (
 	elapsed := time.Since(start).Seconds()
 	out := make([]footprint, len(groups))
 	for i, samples := range before {
-		fp := footprint{byComponent: map[string]componentUsage{}}
+		fp := footprint{byComponent: map[string]componentUsage{}, window: window}
 		for _, s := range samples {
 			u := fp.byComponent[s.component]
 			u.rssMiB += s.mem.rss / 1024
@@ -175,7 +177,7 @@ func measureGroups(ctx context.Context, groups [][]proc, window time.Duration) (
 	return out, nil
 }
 
-func summarize(fps []footprint, after, window time.Duration) (memorySummary, cpuSummary) {
+func summarize(fps []footprint, after time.Duration) (memorySummary, cpuSummary) {
 	var rss, anon, pss, cpu []float64
 	compRSS, compAnon, compCPU := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for _, fp := range fps {
@@ -203,7 +205,7 @@ func summarize(fps []footprint, after, window time.Duration) (memorySummary, cpu
 		P50:            round1(median(cpu)),
 		Samples:        roundAll(cpu),
 		ByComponentP50: medians(compCPU),
-		WindowS:        window.Seconds(),
+		WindowS:        fps[0].window.Seconds(),
 	}
 	return mem, cpuSum
 }

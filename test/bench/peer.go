@@ -96,7 +96,7 @@ func runPeer(ctx context.Context, opts *options) *peerResult {
 		res.Error = err.Error()
 		return res
 	}
-	res.RSS, res.IdleCPU = summarize(fps, opts.settle(), opts.idleWindow())
+	res.RSS, res.IdleCPU = summarize(fps, opts.settle())
 	fmt.Printf("   RSS %.0f MiB (anon %.0f, PSS %.0f) %s; idle CPU %.1f millicores\n",
 		res.RSS.P50, res.RSS.AnonP50, res.RSS.PSSP50, formatComponents(res.RSS.ByComponentP50, "%.0f"), res.IdleCPU.P50)
 	return res

@@ -12,7 +12,6 @@ import (
 
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
-	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -59,10 +58,7 @@ func TestReadinessProbeFollowsItsCA(t *testing.T) {
 	spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
 	spec.Readiness = runtime.Probe{Scheme: "https", Host: "127.0.0.1", Port: port, Path: "/", CAPEM: oldCA.CertPEM}
 	// A short probe period, so that the window below spans several probes.
-	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), ProbePeriod: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := newRuntimeProbing(t, root, time.Second)
 	defer rt.Release()
 	if err := rt.Apply(ctx, ref, []runtime.Spec{spec}); err != nil {
 		t.Fatal(err)

@@ -52,10 +52,7 @@ func TestReadyProbePeriod(t *testing.T) {
 			ref := runtime.ControlPlaneRef{Namespace: "ns-q", Name: "q"}
 			spec := etcdSpec(t, filepath.Join(root, ref.Namespace))
 			spec.Readiness = runtime.Probe{Scheme: "http", Host: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, Path: "/"}
-			rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), ProbePeriod: tt.period})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt := newRuntimeProbing(t, root, tt.period)
 			defer rt.Release()
 			if err := rt.Apply(context.Background(), ref, []runtime.Spec{spec}); err != nil {
 				t.Fatal(err)

@@ -56,7 +56,14 @@ func etcdSpec(t *testing.T, dir string, extra ...string) runtime.Spec {
 
 func newRuntime(t *testing.T, root string) *process.Runtime {
 	t.Helper()
-	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger()})
+	return newRuntimeProbing(t, root, 0)
+}
+
+// newRuntimeProbing is newRuntime with a ready instance probed every
+// period (0: the default).
+func newRuntimeProbing(t *testing.T, root string, period time.Duration) *process.Runtime {
+	t.Helper()
+	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger(), ProbePeriod: period})
 	if err != nil {
 		t.Fatal(err)
 	}

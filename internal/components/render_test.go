@@ -425,3 +425,47 @@ func TestGoRuntimeEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchCacheOffOnlyForTheUncached: a hosted API server turns the watch
+// cache off for uncachedResources and for none of WatchCached; the
+// management plane's API server keeps every cache.
+func TestWatchCacheOffOnlyForTheUncached(t *testing.T) {
+	for _, r := range WatchCached {
+		if slices.Contains(uncachedResources, r) {
+			t.Errorf("%s is both cached and uncached", r)
+		}
+	}
+	watchCacheSizes := func(cfg Config) string {
+		specs, err := Render(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			if s.Component != KubeAPIServer {
+				continue
+			}
+			for _, a := range s.Args {
+				if v, ok := strings.CutPrefix(a, "--watch-cache-sizes="); ok {
+					return v
+				}
+			}
+		}
+		return ""
+	}
+	var off []string
+	for _, size := range strings.Split(watchCacheSizes(testConfig()), ",") {
+		r, ok := strings.CutSuffix(size, "#0")
+		if !ok {
+			t.Errorf("hosted --watch-cache-sizes entry %q does not turn a cache off", size)
+		}
+		off = append(off, r)
+	}
+	if !slices.Equal(off, uncachedResources) {
+		t.Errorf("hosted API server turns off the caches of %v, want %v", off, uncachedResources)
+	}
+	mgmt := testConfig()
+	mgmt.Management = true
+	if got := watchCacheSizes(mgmt); got != "" {
+		t.Errorf("management API server has --watch-cache-sizes=%s, want every cache", got)
+	}
+}

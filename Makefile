@@ -89,7 +89,7 @@ test: deps build ## Run every test: unit, controller (real API server), golden, 
 
 .PHONY: update-golden
 update-golden: ## Regenerate golden files.
-	$(GO) test ./internal/components/... ./internal/cli/... ./internal/nodes/join/... ./internal/dataplane/... ./internal/runtime/kube/... -update
+	$(GO) test ./internal/components ./internal/cli/... ./internal/nodes/join/... ./internal/dataplane/... ./internal/runtime/kube/... -update
 
 .PHONY: demo
 demo: deps build ## Management plane + one hosted cluster, used with kubectl.

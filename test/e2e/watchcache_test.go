@@ -14,8 +14,10 @@ import (
 // TestWatchCacheKeptForWhatNodesUse: a hosted API server keeps a watch
 // cache for exactly the resources nodes use (components.WatchCached), as
 // its own apiserver_watch_cache_resource_version series show, and a
-// controller's watch of an uncached resource still sees its changes: the
-// controller manager makes CoreDNS's ReplicaSet from its Deployment.
+// controller's watch of an uncached resource still sees its changes: once
+// the controller manager has made CoreDNS's ReplicaSet (its informers have
+// listed), a Deployment created afterwards reaches it through the watch
+// and gets a ReplicaSet too.
 func TestWatchCacheKeptForWhatNodesUse(t *testing.T) {
 	hs := upCLI(t)
 	hs.must("create", "cluster", "none", "--name", "w", "--wait", "--timeout", "3m")
@@ -45,11 +47,16 @@ func TestWatchCacheKeptForWhatNodesUse(t *testing.T) {
 		t.Errorf("watch caches of the hosted API server:\n got %v\nwant %v", cached, want)
 	}
 
-	eventually(t, time.Minute, "the CoreDNS ReplicaSet", func() error {
-		out, err := kubectl(t, kc, "-n", "kube-system", "get", "replicasets", "-l", "k8s-app=kube-dns", "-o", "name")
-		if err != nil || strings.TrimSpace(out) == "" {
-			return errorf("no ReplicaSet of the coredns Deployment: %q %v", out, err)
+	replicaSet := func(namespace, selector string) func() error {
+		return func() error {
+			out, err := kubectl(t, kc, "-n", namespace, "get", "replicasets", "-l", selector, "-o", "name")
+			if err != nil || strings.TrimSpace(out) == "" {
+				return errorf("no ReplicaSet for %s in %s: %q %v", selector, namespace, out, err)
+			}
+			return nil
 		}
-		return nil
-	})
+	}
+	eventually(t, time.Minute, "the CoreDNS ReplicaSet", replicaSet("kube-system", "k8s-app=kube-dns"))
+	mustKubectl(t, kc, "create", "deployment", "watched", "--image=registry.example/pause:1")
+	eventually(t, time.Minute, "a ReplicaSet of a Deployment created later", replicaSet("default", "app=watched"))
 }

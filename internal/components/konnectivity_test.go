@@ -16,10 +16,8 @@ import (
 func egressSocket(t *testing.T, dir string, s runtime.Spec) string {
 	t.Helper()
 	var file string
-	for _, a := range s.Args {
-		if v, ok := strings.CutPrefix(a, "--egress-selector-config-file="); ok {
-			file = strings.TrimPrefix(v, filepath.Join(dir, s.Name)+"/")
-		}
+	if v, ok := flagValue(s.Args, "--egress-selector-config-file"); ok {
+		file = strings.TrimPrefix(v, filepath.Join(dir, s.Name)+"/")
 	}
 	for _, f := range s.Files {
 		if file == "" || f.Path != file {
@@ -65,10 +63,8 @@ func serverSocket(t *testing.T, specs []runtime.Spec) string {
 			continue
 		}
 		n++
-		for _, a := range s.Args {
-			if v, ok := strings.CutPrefix(a, "--uds-name="); ok {
-				socket = v
-			}
+		if v, ok := flagValue(s.Args, "--uds-name"); ok {
+			socket = v
 		}
 	}
 	if n != 1 {

@@ -441,13 +441,8 @@ func TestWatchCacheOffOnlyForTheUncached(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range specs {
-			if s.Component != KubeAPIServer {
-				continue
-			}
-			for _, a := range s.Args {
-				if v, ok := strings.CutPrefix(a, "--watch-cache-sizes="); ok {
-					return v
-				}
+			if v, ok := flagValue(s.Args, "--watch-cache-sizes"); ok && s.Component == KubeAPIServer {
+				return v
 			}
 		}
 		return ""
@@ -468,4 +463,14 @@ func TestWatchCacheOffOnlyForTheUncached(t *testing.T) {
 	if got := watchCacheSizes(mgmt); got != "" {
 		t.Errorf("management API server has --watch-cache-sizes=%s, want every cache", got)
 	}
+}
+
+// flagValue is the value of the last --flag=value among args.
+func flagValue(args []string, flag string) (value string, found bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			value, found = v, true
+		}
+	}
+	return value, found
 }

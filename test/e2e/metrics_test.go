@@ -111,10 +111,7 @@ func scrape(url string) (map[string]*dto.MetricFamily, error) {
 func seriesOf(f *dto.MetricFamily, want map[string]string) []*dto.Metric {
 	var out []*dto.Metric
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		match := true
 		for k, v := range want {
 			if labels[k] != v {
@@ -126,6 +123,15 @@ func seriesOf(f *dto.MetricFamily, want map[string]string) []*dto.Metric {
 		}
 	}
 	return out
+}
+
+// labelsOf returns m's labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
 }
 
 // value is the one series of name with labels want: a gauge's or a

@@ -30,10 +30,7 @@ func TestWatchCacheKeptForWhatNodesUse(t *testing.T) {
 	}
 	var cached []string
 	for _, m := range families["apiserver_watch_cache_resource_version"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		name := labels["resource"]
 		if labels["group"] != "" {
 			name += "." + labels["group"]

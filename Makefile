@@ -81,11 +81,28 @@ verify: generate ## Regenerate and fail on any diff; vet; lint.
 deps: ## Install what the tests need from Debian's packages (when root).
 	@./hack/install-deps.sh
 
+$(BIN)/testreport: $(wildcard hack/testreport/*.go)
+	$(GO) build -o $@ ./hack/testreport
+
+# go test's -json stream goes through testreport, which prints what fails as
+# it comes, keeps the stream (test.json) and ends with where the time went
+# (report.txt: each package, the 25 slowest tests, the skips and why) and
+# the line `N passed, N failed, N skipped`.
+run_tests = $(GO) test -json -count=1 $(1) 2>&1 | $(BIN)/testreport \
+	-json $(BIN)/test-artifacts/$(2).json -report $(BIN)/test-artifacts/$(2)-report.txt | tee $(BIN)/$(2).log
+
 .PHONY: test
-test: deps build ## Run every test: unit, controller (real API server), golden, e2e.
+test: deps build $(BIN)/testreport ## Run every test: unit, controller (real API server), golden, e2e.
 	@mkdir -p $(BIN)/test-artifacts
-	$(GO) test -race -count=1 -p $(TEST_PARALLEL) -timeout 60m -artifacts -outputdir $(BIN)/test-artifacts ./... 2>&1 | tee $(BIN)/test.log
-	@echo "test log: $(BIN)/test.log"
+	$(call run_tests,-race -p $(TEST_PARALLEL) -timeout 60m -artifacts -outputdir $(BIN)/test-artifacts ./...,test)
+	@echo "test log: $(BIN)/test.log; time report: $(BIN)/test-artifacts/test-report.txt"
+
+.PHONY: unit
+# No management plane, no hypershift binary, no root: every package but the
+# end-to-end tests, with -short (testenv skips what needs the binary).
+unit: $(BIN)/testreport ## Quick feedback: the tests that need no binary, no management plane, no root.
+	@mkdir -p $(BIN)/test-artifacts
+	$(call run_tests,-short $$($(GO) list ./... | grep -v '^hypershift.dev/test/'),unit)
 
 .PHONY: update-golden
 update-golden: ## Regenerate golden files.

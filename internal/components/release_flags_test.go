@@ -15,6 +15,9 @@ import (
 // it (testenv imports this package, so it cannot be used here).
 func hypershiftBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs the hypershift binary (make test runs it)")
+	}
 	if b := os.Getenv("HYPERSHIFT_BIN"); b != "" {
 		return b
 	}

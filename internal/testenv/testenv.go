@@ -27,9 +27,13 @@ import (
 
 // Binary returns the hypershift binary under test: $HYPERSHIFT_BIN, or
 // bin/hypershift at the module root. A missing binary fails the test with
-// what to run.
+// what to run. Under -short (`make unit`) the test is skipped: it runs the
+// binary or a management plane, which `make test` does.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs the hypershift binary or a management plane (make test runs it)")
+	}
 	if b := os.Getenv("HYPERSHIFT_BIN"); b != "" {
 		return b
 	}

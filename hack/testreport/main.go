@@ -1,0 +1,67 @@
+// Command testreport reads `go test -json` on standard input, prints what a
+// person needs while the tests run (package results, and the whole output of
+// every test that fails), keeps the raw stream, and ends with where the time
+// went: each package's wall time, the slowest tests, the skipped tests with
+// their reasons, and the closing line `N passed, N failed, N skipped`.
+//
+// It exits non-zero when a test or package failed, a package did not build,
+// or no test ran at all.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	jsonPath := flag.String("json", "", "also write the raw `go test -json` stream to this file")
+	reportPath := flag.String("report", "", "also write the closing report to this file")
+	slowest := flag.Int("slowest", 25, "how many of the slowest tests the report lists")
+	flag.Parse()
+	if err := run(os.Stdin, os.Stdout, *jsonPath, *reportPath, *slowest); err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in io.Reader, out io.Writer, jsonPath, reportPath string, slowest int) error {
+	var raw io.Writer = io.Discard
+	if jsonPath != "" {
+		f, err := create(jsonPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		raw = f
+	}
+	s := newSummary(out)
+	if err := s.read(in, raw); err != nil {
+		return err
+	}
+	report := s.report(slowest)
+	fmt.Fprint(out, report)
+	if reportPath != "" {
+		f, err := create(reportPath)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(f, report); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return s.verdict()
+}
+
+func create(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(path)
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// event is one line of `go test -json` (cmd/test2json's TestEvent), or of
+// the build output that `go test -json` interleaves (ImportPath set).
+type event struct {
+	Time        time.Time
+	Action      string
+	Package     string
+	Test        string
+	Elapsed     float64
+	Output      string
+	FailedBuild string
+	ImportPath  string
+}
+
+type testKey struct{ pkg, test string }
+
+type testResult struct {
+	testKey
+	action  string // pass, fail or skip
+	elapsed float64
+	reason  string // why a skipped test skipped
+}
+
+type packageResult struct {
+	name    string
+	start   time.Time
+	action  string
+	elapsed float64
+	tests   int
+}
+
+// summary follows one `go test -json` stream.
+type summary struct {
+	out      io.Writer
+	first    time.Time
+	output   map[testKey][]string // a running test's output, kept until it ends
+	tests    []testResult
+	packages map[string]*packageResult
+	builds   []string // packages that did not build
+}
+
+func newSummary(out io.Writer) *summary {
+	return &summary{out: out, output: map[testKey][]string{}, packages: map[string]*packageResult{}}
+}
+
+// read consumes the stream, copying every line to raw and printing what
+// a person should see as it comes.
+func (s *summary) read(in io.Reader, raw io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if _, err := raw.Write(append(line, '\n')); err != nil {
+			return err
+		}
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			// Not an event: the go command's own messages.
+			fmt.Fprintf(s.out, "%s\n", line)
+			continue
+		}
+		s.handle(e)
+	}
+	return sc.Err()
+}
+
+func (s *summary) handle(e event) {
+	if s.first.IsZero() && !e.Time.IsZero() {
+		s.first = e.Time
+	}
+	switch {
+	case e.ImportPath != "":
+		s.build(e)
+	case e.Test == "":
+		s.pkg(e)
+	default:
+		s.test(e)
+	}
+}
+
+func (s *summary) build(e event) {
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(s.out, e.Output)
+	case "build-fail":
+		s.builds = append(s.builds, e.ImportPath)
+	}
+}
+
+func (s *summary) pkg(e event) {
+	p := s.packages[e.Package]
+	if p == nil {
+		p = &packageResult{name: e.Package, start: e.Time}
+		s.packages[e.Package] = p
+	}
+	switch e.Action {
+	case "output":
+		if e.Output != "PASS\n" {
+			fmt.Fprint(s.out, e.Output)
+		}
+	case "pass", "fail", "skip":
+		p.action, p.elapsed = e.Action, e.Elapsed
+		if e.FailedBuild != "" {
+			s.builds = append(s.builds, e.FailedBuild)
+		}
+	}
+}
+
+func (s *summary) test(e event) {
+	k := testKey{e.Package, e.Test}
+	switch e.Action {
+	case "output":
+		s.output[k] = append(s.output[k], e.Output)
+	case "pass", "fail", "skip":
+		lines := s.output[k]
+		delete(s.output, k)
+		r := testResult{testKey: k, action: e.Action, elapsed: e.Elapsed}
+		switch e.Action {
+		case "fail":
+			fmt.Fprint(s.out, strings.Join(lines, ""))
+		case "skip":
+			r.reason = skipReason(lines)
+		}
+		s.tests = append(s.tests, r)
+		if p := s.packages[e.Package]; p != nil {
+			p.tests++
+		}
+	}
+}
+
+// skipReason is what a skipped test logged, without the framework's lines.
+func skipReason(lines []string) string {
+	var parts []string
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
+			continue
+		}
+		parts = append(parts, l)
+	}
+	reason := strings.Join(parts, " ")
+	if len(reason) > 240 {
+		reason = reason[:240] + "…"
+	}
+	return reason
+}
+
+func (s *summary) counts() (passed, failed, skipped int) {
+	for _, r := range s.tests {
+		switch r.action {
+		case "pass":
+			passed++
+		case "fail":
+			failed++
+		case "skip":
+			skipped++
+		}
+	}
+	return passed, failed, skipped
+}
+
+// report is where the time went, ending with the closing line.
+func (s *summary) report(slowest int) string {
+	var b strings.Builder
+	var pkgs []*packageResult
+	for _, p := range s.packages {
+		if p.tests > 0 || p.action == "fail" {
+			pkgs = append(pkgs, p)
+		}
+	}
+	sort.Slice(pkgs, func(i, j int) bool {
+		if pkgs[i].elapsed != pkgs[j].elapsed {
+			return pkgs[i].elapsed > pkgs[j].elapsed
+		}
+		return pkgs[i].name < pkgs[j].name
+	})
+	fmt.Fprintf(&b, "\n== time by package (wall time, slowest first; start is after the first event)\n")
+	for _, p := range pkgs {
+		fmt.Fprintf(&b, "%9.1fs  start +%-8s %-4s %4d tests  %s\n", p.elapsed, s.offset(p.start), p.action, p.tests, p.name)
+	}
+
+	var top []testResult
+	for _, r := range s.tests {
+		if !strings.Contains(r.test, "/") && r.action != "skip" {
+			top = append(top, r)
+		}
+	}
+	sort.SliceStable(top, func(i, j int) bool { return top[i].elapsed > top[j].elapsed })
+	if len(top) > slowest {
+		top = top[:slowest]
+	}
+	fmt.Fprintf(&b, "\n== the %d slowest tests\n", len(top))
+	for _, r := range top {
+		fmt.Fprintf(&b, "%9.1fs  %-4s %s %s\n", r.elapsed, r.action, r.pkg, r.test)
+	}
+
+	var skips, fails []string
+	for _, r := range s.tests {
+		switch r.action {
+		case "skip":
+			skips = append(skips, fmt.Sprintf("  %s %s: %s", r.pkg, r.test, r.reason))
+		case "fail":
+			fails = append(fails, fmt.Sprintf("  %s %s (%.1fs)", r.pkg, r.test, r.elapsed))
+		}
+	}
+	if len(skips) > 0 {
+		fmt.Fprintf(&b, "\n== skipped, with their reasons\n%s\n", strings.Join(skips, "\n"))
+	}
+	for _, name := range s.builds {
+		fails = append(fails, "  "+name+" did not build")
+	}
+	for _, p := range pkgs {
+		if p.action == "fail" && p.tests == 0 {
+			fails = append(fails, "  "+p.name+" failed outside any test")
+		}
+	}
+	if len(fails) > 0 {
+		fmt.Fprintf(&b, "\n== failed\n%s\n", strings.Join(fails, "\n"))
+	}
+	passed, failed, skipped := s.counts()
+	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	return b.String()
+}
+
+func (s *summary) offset(t time.Time) string {
+	if t.IsZero() || s.first.IsZero() {
+		return "?"
+	}
+	d := t.Sub(s.first).Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// verdict is the run's outcome: an error when anything failed or nothing ran.
+func (s *summary) verdict() error {
+	passed, failed, skipped := s.counts()
+	var failedPackages int
+	for _, p := range s.packages {
+		if p.action == "fail" {
+			failedPackages++
+		}
+	}
+	switch {
+	case failed > 0 || failedPackages > 0 || len(s.builds) > 0:
+		return fmt.Errorf("%d tests failed, %d packages failed, %d did not build", failed, failedPackages, len(s.builds))
+	case passed+skipped == 0:
+		return errors.New("no test ran")
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A real `go test -json` run of a package with a passing test, a failing
+// subtest, a skipped test and a slow one: the report counts every test and
+// subtest, prints the failing test's output, names the skip's reason, and
+// the run fails.
+func TestReportOfARealRun(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "go.mod"), "module example.test/sample\n\ngo 1.26\n")
+	write(t, filepath.Join(dir, "sample_test.go"), `package sample
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPasses(t *testing.T) {}
+
+func TestSlow(t *testing.T) { time.Sleep(300 * time.Millisecond) }
+
+func TestHasSubtests(t *testing.T) {
+	t.Run("good", func(t *testing.T) {})
+	t.Run("bad", func(t *testing.T) { t.Log("the evidence"); t.Error("broken on purpose") })
+}
+
+func TestSkips(t *testing.T) { t.Skip("needs a thing this host lacks") }
+`)
+	cmd := exec.Command(goBin, "test", "-json", "-count=1", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	stream, _ := cmd.CombinedOutput() // the run fails on purpose
+
+	var out bytes.Buffer
+	jsonPath := filepath.Join(dir, "artifacts", "test.json")
+	reportPath := filepath.Join(dir, "artifacts", "report.txt")
+	err = run(bytes.NewReader(stream), &out, jsonPath, reportPath, 2)
+	if err == nil || !strings.Contains(err.Error(), "1 packages failed") {
+		t.Errorf("run returned %v, want the failed package named", err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"the evidence",      // the failing subtest's output
+		"broken on purpose", // and its error
+		"needs a thing this host lacks",
+		"TestSlow",
+		"example.test/sample TestHasSubtests/bad (", // in the list of failures
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "=== RUN   TestPasses") || strings.Contains(got, "=== RUN   TestSlow") {
+		t.Errorf("output shows the framework's RUN lines of passing tests:\n%s", got)
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if last := lines[len(lines)-1]; last != "3 passed, 2 failed, 1 skipped" {
+		t.Errorf("closing line %q, want 3 passed (TestPasses, TestSlow, good), 2 failed (bad and its parent), 1 skipped", last)
+	}
+	// The slowest list is cut at 2 and starts with the slow test.
+	slow := got[strings.Index(got, "== the 2 slowest tests"):]
+	if first := strings.Split(slow, "\n")[1]; !strings.Contains(first, "TestSlow") {
+		t.Errorf("slowest test listed first is %q, want TestSlow", first)
+	}
+	if raw, err := os.ReadFile(jsonPath); err != nil || !bytes.Equal(raw, stream) {
+		t.Errorf("the raw stream was not kept as it came (err %v)", err)
+	}
+	if report, err := os.ReadFile(reportPath); err != nil || !strings.HasSuffix(string(report), "3 passed, 2 failed, 1 skipped\n") {
+		t.Errorf("report file: %v\n%s", err, report)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name, stream, want string
+	}{
+		{"passes", `{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0.1}` + "\n", ""},
+		{"nothing ran", `{"Action":"skip","Package":"p","Elapsed":0}` + "\n", "no test ran"},
+		{"build failure", `{"ImportPath":"p [p.test]","Action":"build-output","Output":"p/x.go:1: syntax error\n"}
+{"ImportPath":"p [p.test]","Action":"build-fail"}
+{"Action":"fail","Package":"p","Elapsed":0,"FailedBuild":"p [p.test]"}
+`, "did not build"},
+		{"not json is printed, not fatal", "go: downloading x v1\n" + `{"Action":"pass","Package":"p","Test":"TestA","Elapsed":0.1}` + "\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(strings.NewReader(tc.stream), &out, "", "", 25)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("failed: %v\n%s", err, out.String())
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("returned %v, want %q\n%s", err, tc.want, out.String())
+			}
+		})
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

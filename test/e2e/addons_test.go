@@ -85,6 +85,7 @@ spec:
 // credentials that cannot read an undeclared Secret, revision 2 removing
 // what it dropped, and deletion on both sides.
 func TestAddons(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	hs.must("create", "cluster", "none", "--name", "a", "--wait", "--timeout", "4m")
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")

@@ -38,6 +38,7 @@ const backupObjects = 300
 // through an in-process GCS server (fake-gcs-server) and once through
 // Azurite.
 func TestBackupRestore(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := newCLI(t)
 	up := func() { hs.must("up", "--detach", "--metrics-bind-address", "0") }
 	up()
@@ -280,6 +281,7 @@ func (c *cli) runEnv(env []string, args ...string) result {
 // one is gone: the nodes are Ready again on the new plane, and the admin
 // kubeconfig saved from the first works (the API port was free, so kept).
 func TestBackupRestoreSecondPlane(t *testing.T) {
+	ownDirAndPorts(t)
 	first := newCLI(t)
 	first.must("up", "--detach", "--metrics-bind-address", "0")
 	t.Cleanup(func() { first.run("down", "--purge") })
@@ -358,6 +360,7 @@ func TestBackupRestoreSecondPlane(t *testing.T) {
 // of the three etcd members gets its own data dir from the one snapshot,
 // they form a quorum again (writes work), and the objects are there.
 func TestBackupRestoreHighlyAvailable(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	hs.must("create", "cluster", "none", "--name", "h", "--availability-policy", "HighlyAvailable", "--wait", "--timeout", "4m")
 	saved := t.TempDir()

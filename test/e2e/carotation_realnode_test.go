@@ -17,12 +17,13 @@ import (
 )
 
 // TestCARotationRealNode rotates the CAs of a cluster whose node is
-// this host (run it under `flock /tmp/hypershift-host.lock`): besides what
+// this host (a wholeHost test: one at a time): besides what
 // TestCARotation checks, the node stays Ready throughout, a pod started
 // before keeps running (same container, no restart), and `kubectl logs`
 // and `exec` work afterwards with the new admin kubeconfig (through the
 // Konnectivity tunnel of the new Konnectivity CA).
 func TestCARotationRealNode(t *testing.T) {
+	quietWholeHost(t)
 	if os.Geteuid() != 0 {
 		t.Skip("skipping the real node: not root, and containerd and the kubelet need root")
 	}

@@ -28,6 +28,7 @@ import (
 // and is refused once the rotation is Done, and the etcd and Konnectivity
 // CAs are replaced too.
 func TestCARotation(t *testing.T) {
+	quiet(t)
 	hs := upCLI(t)
 	hs.must("create", "cluster", "simulated", "--name", "c", "--node-pool-replicas", "3", "--wait", "--timeout", "4m")
 	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
@@ -88,6 +89,7 @@ func caRotationToken(t *testing.T, hs *cli) string {
 // restart, the API servers and etcd members restart once, in DropOld, for
 // the etcd CA, one at a time, so requests go on.
 func TestCARotationHighlyAvailable(t *testing.T) {
+	quiet(t)
 	hs := upCLI(t)
 	hs.must("create", "cluster", "simulated", "--name", "c", "--availability-policy", "HighlyAvailable", "--node-pool-replicas", "1", "--wait", "--timeout", "5m")
 	kc := filepath.Join(hs.dataDir, "c.kubeconfig")

@@ -26,6 +26,7 @@ import (
 // two isolated hosted clusters used with kubectl, bad input, destroy, and
 // the management plane going down and coming back.
 func TestHostedClusters(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := newCLI(t)
 	metricsPort := testenv.FreePort(t)
 	hs.must("up", "--detach", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
@@ -335,6 +336,7 @@ func upPID(t *testing.T, dataDir string) int {
 // reach it — and still on no other interface; the control plane's own
 // components reach their API server there too.
 func TestEndpointHostAddress(t *testing.T) {
+	ownDirAndPorts(t)
 	ip := hostnet.HostIPv4()
 	if ip == nil {
 		t.Skip("this host has no non-loopback IPv4 address")

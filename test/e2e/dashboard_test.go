@@ -21,6 +21,7 @@ import (
 // the other row stays as it was. Screenshots of the fleet and of the
 // cluster's page are kept as test artifacts.
 func TestDashboard(t *testing.T) {
+	ownDirAndPorts(t)
 	browser := chromiumPath(t)
 	hs := upCLI(t)
 	for _, name := range []string{"w1", "w2"} {

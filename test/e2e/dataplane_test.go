@@ -21,6 +21,7 @@ import (
 // scaled to zero by hand or a deleted kube-dns Service comes back. A
 // cluster without nodes serves its API but says its DNS pods wait for one.
 func TestDataPlane(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 

@@ -21,6 +21,7 @@ import (
 // holds its last log lines with the failure, and no private key, token or
 // Secret value of the cluster is anywhere in it.
 func TestDumpCluster(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	hs.must("create", "cluster", "none", "--name", "d", "--wait", "--timeout", "4m")
 	cpDir := filepath.Join(hs.dataDir, "clusters", "clusters-d")

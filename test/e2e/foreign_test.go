@@ -235,6 +235,7 @@ func topCgroups(mnt string, s hostState) {
 // The host comparison reads cgroup v1 (this host) and v2 layouts; this
 // pins both on fake trees.
 func TestTopCgroupsLayouts(t *testing.T) {
+	ownDirAndPorts(t)
 	mk := func(root string, dirs ...string) {
 		for _, d := range dirs {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,9 @@ type cli struct {
 	t       *testing.T
 	bin     string
 	dataDir string
+	// destroyCreated: each `create cluster` it runs is undone with
+	// `destroy cluster --wait` when the test ends (a shared plane's).
+	destroyCreated bool
 }
 
 type result struct {
@@ -41,6 +46,85 @@ func upCLI(t *testing.T, upArgs ...string) *cli {
 	return hs
 }
 
+// sharedPlane is the management plane of the tests that need only fresh
+// hosted clusters of their own, none of the plane: `up` once for the
+// package, stopped and purged after the last test (TestMain). A test on it
+// names its clusters as no other test of the plane does (nor as a prefix
+// of another's: tests find processes by their cluster's directory), and
+// every cluster it creates is destroyed when it ends, so the plane carries
+// nothing from one test to the next. A test of the plane itself —
+// recovery, its loss, purge, restore, `up` flags, what it counts across
+// clusters — or one that must not share the start queue or the operator
+// keeps its own (upCLI).
+func sharedPlane(t *testing.T) *cli {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.bin = testenv.Binary(t)
+		dir, err := os.MkdirTemp("", "hs-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		up := &cli{t: t, bin: shared.bin, dataDir: dir}
+		if r := up.run("up", "--detach", "--metrics-bind-address", "0"); r.err != nil {
+			shared.err = fmt.Errorf("the shared management plane: hypershift up: %w\n%s", r.err, r.stderr)
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return &cli{t: t, bin: shared.bin, dataDir: shared.dir, destroyCreated: true}
+}
+
+var shared struct {
+	once     sync.Once
+	bin, dir string
+	err      error
+}
+
+// stopSharedPlane stops and purges the shared plane, if a test started it.
+func stopSharedPlane() error {
+	if shared.dir == "" {
+		return nil
+	}
+	cmd := exec.Command(shared.bin, "--data-dir", shared.dir, "down", "--purge")
+	cmd.Env = withoutKubeconfig()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("stop the shared management plane: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// destroyWhenDone registers the destruction of the cluster that args
+// (a `create cluster` command) creates, when the cli asks for it.
+func (c *cli) destroyWhenDone(args []string) {
+	if !c.destroyCreated || len(args) < 2 || args[0] != "create" || args[1] != "cluster" ||
+		slices.Contains(args, "--render") || slices.Contains(args, "--help") {
+		return
+	}
+	name, namespace := "", "clusters"
+	for i := 2; i < len(args)-1; i++ {
+		switch args[i] {
+		case "--name":
+			name = args[i+1]
+		case "-n", "--namespace":
+			namespace = args[i+1]
+		}
+	}
+	if name == "" {
+		return
+	}
+	c.t.Cleanup(func() {
+		// A create that failed leaves nothing to destroy, and destroy
+		// says so by succeeding.
+		r := c.run("destroy", "cluster", "--name", name, "-n", namespace, "--wait", "--timeout", "3m")
+		if r.err != nil {
+			c.t.Errorf("destroy cluster %s/%s on the shared plane: %v\n%s", namespace, name, r.err, r.stderr)
+		}
+	})
+}
+
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
 	return c.runWith(exec.Command, args...)
@@ -50,6 +134,7 @@ func (c *cli) run(args ...string) result {
 // KUBECONFIG, as a command newCmd makes (exec.Command on the host,
 // netns.command in a network namespace).
 func (c *cli) runWith(newCmd func(name string, args ...string) *exec.Cmd, args ...string) result {
+	c.destroyWhenDone(args)
 	cmd := newCmd(c.bin, append([]string{"--data-dir", c.dataDir}, args...)...)
 	cmd.Env = withoutKubeconfig()
 	var out, errOut bytes.Buffer

@@ -67,6 +67,7 @@ func hcCondition(t *testing.T, mgmt, name, typ string) string {
 // process of its control plane and its node agent stops, its data stays)
 // and resumes with its objects and Ready nodes.
 func TestHibernation(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "simulated", "--name", "h", "--node-pool-replicas", "2", "--wait", "--timeout", "3m")
@@ -161,9 +162,10 @@ func TestHibernation(t *testing.T) {
 // with only its endpoint proxy left, and a plain `kubectl get ns` with the
 // admin kubeconfig wakes it and succeeds.
 func TestIdleWake(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
-	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "15s", "--wait", "--timeout", "3m")
+	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "10s", "--wait", "--timeout", "3m")
 	kc := hs.adminKubeconfig("idle")
 	mustKubectl(t, kc, "create", "namespace", "woken")
 

@@ -28,6 +28,7 @@ const kubeletPort = "10250"
 // it dials out with: `kubectl logs`, `exec`, `port-forward`, and an
 // admission webhook served by a pod on it.
 func TestKonnectivityOneWayFirewall(t *testing.T) {
+	wholeHost(t)
 	requireRealNode(t)
 	ns := newNetns(t)
 	ns.dropInbound(t)

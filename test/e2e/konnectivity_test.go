@@ -15,7 +15,8 @@ import (
 // (here to a node's kubelet) to the tunnel, whose server answers that no
 // agent is connected yet.
 func TestKonnectivityServer(t *testing.T) {
-	hs := upCLI(t)
+	ownDirAndPorts(t)
+	hs := sharedPlane(t)
 	for name, apiServers := range map[string]int{"k": 1, "kha": 2} {
 		t.Run(name, func(t *testing.T) {
 			args := []string{"create", "cluster", "simulated", "--name", name, "--node-pool-replicas", "1", "--wait", "--timeout", "4m"}

@@ -30,6 +30,7 @@ const kubeRuntimeUID = 65532
 // up, destroyed and restored (kubeRuntimeBackupRestore), and destroying
 // it leaves nothing of it in the management cluster.
 func TestKubeRuntime(t *testing.T) {
+	quietWholeHost(t)
 	requireRealNode(t)
 	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))

@@ -11,7 +11,8 @@ import (
 // scheduler (nothing to schedule); its first NodePool starts one, and a
 // pod created before is scheduled onto the pool's node.
 func TestSchedulerStartsWithFirstNodePool(t *testing.T) {
-	hs := upCLI(t)
+	ownDirAndPorts(t)
+	hs := sharedPlane(t)
 	hs.must("create", "cluster", "simulated", "--name", "s", "--wait", "--timeout", "3m")
 	kc := hs.adminKubeconfig("s")
 	scheduler := filepath.Join(hs.dataDir, "clusters", "clusters-s", "kube-scheduler")

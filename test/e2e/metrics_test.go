@@ -42,6 +42,7 @@ var fleetSeries = []string{
 // Prometheus's text parser: every fleet series is there for two clusters,
 // and a killed component's restarts and start time change.
 func TestFleetMetrics(t *testing.T) {
+	ownDirAndPorts(t)
 	port := testenv.FreePort(t)
 	hs := upCLI(t, "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
 	for _, name := range []string{"m1", "m2"} {

@@ -33,6 +33,7 @@ import (
 // whose final backup cannot be written rolls back: the source is unfenced
 // and serves again.
 func TestMigrateCluster(t *testing.T) {
+	ownDirAndPorts(t)
 	src, dst := upCLI(t), upCLI(t)
 	dstMgmt := filepath.Join(dst.dataDir, "management.kubeconfig")
 	srcMgmt := filepath.Join(src.dataDir, "management.kubeconfig")

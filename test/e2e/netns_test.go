@@ -343,6 +343,7 @@ func run(t *testing.T, name string, args ...string) string {
 // namespace the host can reach until the firewall is up, that still opens
 // connections to the host afterwards, and that leaves the host as found.
 func TestNetnsHarness(t *testing.T) {
+	wholeHost(t)
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: network namespaces and veth links need root (run the e2e tests as root)")
 	}

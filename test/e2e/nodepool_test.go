@@ -25,6 +25,7 @@ import (
 // pool naming a missing cluster, a pool deleted, and an autoscaled pool
 // growing for pods that do not fit — while the hosted API keeps answering.
 func TestNodePools(t *testing.T) {
+	quiet(t)
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 

@@ -31,6 +31,7 @@ const oldNodeVersion = "v1.36.3"
 // more than one node of a pool is unavailable (NotReady or cordoned) at
 // any time.
 func TestNodePoolUpgrade(t *testing.T) {
+	ownDirAndPorts(t)
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "simulated", "--name", "u", "--wait", "--timeout", "3m")

@@ -28,6 +28,7 @@ import (
 // logs` and `kubectl exec`, and `join --reset` leaves the host as it found
 // it (kube-proxy's chains and the API server address on lo included).
 func TestNoneNodes(t *testing.T) {
+	wholeHost(t)
 	hs := upCLI(t)
 
 	out := hs.must("create", "cluster", "none", "--name", "r", "--wait", "--timeout", "3m")

@@ -30,8 +30,9 @@ import (
 // is uncordoned. The pod is the same pod, never restarted, its file still
 // there; the reset leaves the host as it was.
 func TestRealNodeInPlaceUpgrade(t *testing.T) {
+	wholeHost(t)
 	if os.Geteuid() != 0 {
-		t.Skip("skipping the real node upgrade: not root, and containerd and the kubelet need root (run it as root, under flock /tmp/hypershift-host.lock)")
+		t.Skip("skipping the real node upgrade: not root, and containerd and the kubelet need root (run it as root)")
 	}
 	if _, err := join.CheckHost(join.DefaultCNIBinDir); err != nil {
 		t.Fatalf("%v (run `make deps` as root)", err)

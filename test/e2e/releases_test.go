@@ -15,7 +15,8 @@ const releaseVersion = "v1.36.3"
 // TestReleases: an install runs the compiled-in Kubernetes and the release
 // built beside it; a cluster created at the release's version serves it.
 func TestReleases(t *testing.T) {
-	hs := upCLI(t)
+	ownDirAndPorts(t)
+	hs := sharedPlane(t)
 	releaseBinary := filepath.Join(filepath.Dir(testenv.Binary(t)), "releases", releaseVersion, "kubernetes")
 
 	out := hs.must("version")

@@ -87,6 +87,7 @@ func createConfigMaps(t *testing.T, cs *kubernetes.Clientset, ns string, n int) 
 // TestSingleReplicaRecovers kills a single-replica cluster's API server and
 // etcd; each comes back on its own with every object.
 func TestSingleReplicaRecovers(t *testing.T) {
+	ownDirAndPorts(t)
 	hs, kc := upWithCluster(t, "r")
 	cs := hostedClient(t, kc)
 	createConfigMaps(t, cs, "default", 20)
@@ -127,6 +128,7 @@ func TestSingleReplicaRecovers(t *testing.T) {
 // keeps answering for 30 s, a component killed meanwhile is restarted by the
 // next `up`, and the others are adopted with their pids.
 func TestManagementPlaneLoss(t *testing.T) {
+	quiet(t)
 	hs, kc := upWithCluster(t, "m")
 	cs := hostedClient(t, kc)
 
@@ -248,6 +250,7 @@ func controlPlaneTruth(t *testing.T, mgmt, name string) planeTruth {
 // timeout (5 s + two election timeouts), long after a new leader serves.
 // The outage measured is the one a retrying client sees.
 func TestHighlyAvailableChaos(t *testing.T) {
+	quiet(t)
 	hs, kc := upWithCluster(t, "ha", "--availability-policy", "HighlyAvailable")
 	cs := hostedClientWithTimeout(t, kc, 3*time.Second)
 	waitAllRunning(t, hs, "ha")

@@ -22,24 +22,27 @@ import (
 )
 
 // leafValidity is the test's leaf certificate validity. Leaves are
-// backdated by a tenth of it, so each lives 198 s and is renewed 132 s
-// into that, 114 s after it was issued, 66 s before it expires: requests
-// run for renewalWindow, over four and more renewals of the API server's
-// serving certificate, and a renewal that did not reach a component, the
-// admin kubeconfig or the operator in time would fail requests within a
-// minute. The mechanism is the same at a year: only the timer differs.
-const leafValidity = 3 * time.Minute
+// backdated by a tenth of it, so each lives 132 s and is renewed 88 s into
+// that, 76 s after it was issued, 44 s before it expires: requests run for
+// renewalWindow, over three and more renewals of the API server's serving
+// certificate, and a renewal that did not reach a component, the admin
+// kubeconfig or the operator in time would fail requests within a minute.
+// The mechanism is the same at a year: only the timer differs.
+const leafValidity = 2 * time.Minute
 
-// renewalWindow is how long requests run: ten minutes, so a leaf is
-// renewed again after it was itself a renewal, more than once.
-const renewalWindow = 10 * time.Minute
+// renewalWindow is how long requests run: long enough for three renewals
+// (the first leaf is issued before the window starts, the third renewal
+// comes ~220 s into it), so a leaf is renewed again after it was itself a
+// renewal, more than once.
+const renewalWindow = 270 * time.Second
 
 // TestCertificateRenewal runs a management plane and a hosted cluster
-// whose leaves live 3 minutes: over ten minutes and three or more renewals of the API server's
+// whose leaves live 2 minutes: over 4.5 minutes and three or more renewals of the API server's
 // serving certificate, requests through the admin kubeconfig — re-read
 // from its Secret when it changes, as a client would — never fail, and
 // the API server and etcd keep their processes (they reload).
 func TestCertificateRenewal(t *testing.T) {
+	quiet(t)
 	hs := upCLI(t, "--leaf-certificate-validity", leafValidity.String())
 	hs.must("create", "cluster", "none", "--name", "c", "--wait", "--timeout", "4m")
 	apiPID := instancePID(t, hs.dataDir, "c", "kube-apiserver")

@@ -14,7 +14,8 @@ import (
 // certificates and makes ReplicaSets, the scheduler places pods — and a
 // SIGKILL of that process is recovered like any component's.
 func TestSingleProcessControlPlane(t *testing.T) {
-	hs := upCLI(t)
+	ownDirAndPorts(t)
+	hs := sharedPlane(t)
 
 	if stderr := hs.fails("create", "cluster", "none", "--name", "ha", "--single-process-control-plane", "--availability-policy", "HighlyAvailable"); !strings.Contains(stderr, "needs --availability-policy SingleReplica") {
 		t.Errorf("single process with HighlyAvailable: %s", stderr)

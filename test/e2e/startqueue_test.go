@@ -17,6 +17,7 @@ import (
 // the hand-over from one start to the next), and all become Available; an
 // operator restart then queues none of them.
 func TestStartQueue(t *testing.T) {
+	quiet(t)
 	hs := upCLI(t, "--max-starting-control-planes", "1")
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	names := []string{"q1", "q2", "q3", "q4"}

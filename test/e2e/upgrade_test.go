@@ -82,6 +82,7 @@ func checkHistory(t *testing.T, hc *hypershiftv1alpha1.HostedCluster, to, from s
 // object is still there, and the version history records both versions as
 // Completed.
 func TestControlPlaneUpgrade(t *testing.T) {
+	ownDirAndPorts(t)
 	hs, kc := upWithCluster(t, "u", "--kubernetes-version", releaseVersion)
 	c := managementClient(t, hs)
 	waitVersion(t, c, "u", releaseVersion, 2*time.Minute)
@@ -201,6 +202,7 @@ func firstMoved(samples []apiServerSample, instance, v string) int {
 // restarted one at a time (never both down), before the controller
 // managers and schedulers.
 func TestHighlyAvailableUpgrade(t *testing.T) {
+	quiet(t)
 	hs, kc := upWithCluster(t, "hau", "--availability-policy", "HighlyAvailable", "--kubernetes-version", releaseVersion)
 	c := managementClient(t, hs)
 	waitAllRunning(t, hs, "hau")
@@ -270,6 +272,7 @@ func TestHighlyAvailableUpgrade(t *testing.T) {
 // version); a version changed while it sleeps is rolled out when it
 // resumes, with every object kept.
 func TestUpgradeWhileHibernated(t *testing.T) {
+	ownDirAndPorts(t)
 	hs, kc := upWithCluster(t, "hu", "--kubernetes-version", releaseVersion)
 	c := managementClient(t, hs)
 	waitVersion(t, c, "hu", releaseVersion, 2*time.Minute)

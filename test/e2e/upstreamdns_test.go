@@ -220,6 +220,7 @@ func queryA(conn net.Conn, name string) (net.IP, error) {
 }
 
 func TestUpstreamDNS(t *testing.T) {
+	ownDirAndPorts(t)
 	d := startUpstreamDNS(t, net.IPv4(127, 0, 0, 1), "Outside.Example.TEST", net.IPv4(203, 0, 113, 7))
 	got, err := lookupAt(d.addr(), "outside.example.test.")
 	if err != nil || strings.Join(got, ",") != "203.0.113.7" {

@@ -19,7 +19,8 @@ import (
 // listed), a Deployment created afterwards reaches it through the watch
 // and gets a ReplicaSet too.
 func TestWatchCacheKeptForWhatNodesUse(t *testing.T) {
-	hs := upCLI(t)
+	ownDirAndPorts(t)
+	hs := sharedPlane(t)
 	hs.must("create", "cluster", "none", "--name", "w", "--wait", "--timeout", "3m")
 	kc := hs.adminKubeconfig("w")
 

@@ -31,6 +31,7 @@ const outsideName = "outside.hypershift-e2e.test."
 // leaves the host as it found it, kube-proxy's rules and the API proxy's
 // address included.
 func TestWholeCluster(t *testing.T) {
+	wholeHost(t)
 	requireRealNode(t)
 	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "w", "--wait", "--timeout", "3m"))
@@ -102,7 +103,7 @@ func TestWholeCluster(t *testing.T) {
 func requireRealNode(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("skipping the real node: not root, and containerd, the kubelet and kube-proxy need root (run the e2e tests as root, under the host lock)")
+		t.Skip("skipping the real node: not root, and containerd, the kubelet and kube-proxy need root (run the e2e tests as root)")
 	}
 	if _, err := join.CheckHost(join.DefaultCNIBinDir); err != nil {
 		t.Fatalf("%v (run `make deps` as root)", err)

@@ -34,16 +34,28 @@ import (
 // nodes with `hypershift node load-image`, used with imagePullPolicy Never.
 const workloadImage = "hypershift.test/hello:1"
 
-// buildHello compiles testdata/hello as a static binary.
+// buildHello compiles testdata/hello as a static binary, once for the
+// package (the tests only run it, or copy it into an image).
 func buildHello(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hello")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./testdata/hello")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the test workload: %v\n%s", err, out)
+	helloBinary.once.Do(func() {
+		helloBinary.path = filepath.Join(packageTempDir, "hello")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", helloBinary.path, "./testdata/hello")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helloBinary.err = fmt.Errorf("build the test workload: %w\n%s", err, out)
+		}
+	})
+	if helloBinary.err != nil {
+		t.Fatal(helloBinary.err)
 	}
-	return bin
+	return helloBinary.path
+}
+
+var helloBinary struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // buildHelloImage compiles testdata/hello and writes it as a one-layer
@@ -116,6 +128,7 @@ func newTestPKI(t *testing.T, dnsNames []string, ips ...net.IP) testPKI {
 // TestWorkloadModes runs each part the workload plays on the node, here
 // on the host: so a failure on a node is the node's, not the program's.
 func TestWorkloadModes(t *testing.T) {
+	ownDirAndPorts(t)
 	hello := buildHello(t)
 	run := func(args ...string) (string, error) {
 		out, err := exec.Command(hello, args...).CombinedOutput()

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// What an end-to-end test needs of this host decides what it may run
+// beside. Every test says so first, with one of these calls:
+//
+//   - ownDirAndPorts(t): the test uses only its own data dir and loopback
+//     ports the kernel hands out: it runs beside any other test.
+//   - quiet(t): it also asserts a bound on time (an outage budget, a count
+//     of answers within a window, requests that must never fail) that a
+//     busy CPU could break: it takes two of the CPU slots.
+//   - wholeHost(t): it needs what the host has one of — a real node (a
+//     kubelet on port 10250, containerd, kube-proxy, the CNI bridge, host
+//     iptables), a network namespace with its veth on the host, or a
+//     before/after diff of the host's state: one such test at a time,
+//     beside the others.
+//   - quietWholeHost(t): both.
+//
+// The tests run side by side on at most $HYPERSHIFT_E2E_SLOTS CPU slots
+// (default 3; 1 runs them one after another), longest first (costs).
+func ownDirAndPorts(t *testing.T) { lanes.enter(t, 1, false) }
+
+func quiet(t *testing.T) { lanes.enter(t, 2, false) }
+
+func wholeHost(t *testing.T) { lanes.enter(t, 1, true) }
+
+func quietWholeHost(t *testing.T) { lanes.enter(t, 2, true) }
+
+// costs is how long each test took in a time report
+// (bin/test-artifacts/test-report.txt, CI's 2-core machine), in seconds.
+// It only orders the start, longest first, so that a long test does not
+// start last; a test missing here starts after those listed.
+var costs = map[string]int{}
+
+// TestMain lets the lanes, not -parallel, bound how many tests run at
+// once, unless -parallel is given.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", "64"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	dir, err := os.MkdirTemp("", "hs-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	packageTempDir = dir
+	code := m.Run()
+	if err := stopSharedPlane(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// packageTempDir holds what the package's tests build once and share.
+var packageTempDir string
+
+var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond)
+
+func slotsFromEnv() int {
+	n, err := strconv.Atoi(os.Getenv("HYPERSHIFT_E2E_SLOTS"))
+	if err != nil || n < 1 {
+		return 3
+	}
+	return n
+}
+
+// scheduler hands out CPU slots and the host to waiting tests, longest
+// first. It starts dispatching a moment (gather) after the first test
+// asks, so that the tests released together by t.Parallel all queue.
+type scheduler struct {
+	mu       sync.Mutex
+	slots    int // free CPU slots
+	capacity int
+	hostBusy bool
+	gather   time.Duration
+	asked    bool // a test has asked: the gathering moment runs
+	started  bool // the moment is over: dispatch
+	waiting  []*waiter
+}
+
+type waiter struct {
+	name  string
+	cost  time.Duration
+	slots int
+	host  bool
+	ready chan struct{}
+}
+
+func newScheduler(capacity int, gather time.Duration) *scheduler {
+	return &scheduler{slots: capacity, capacity: capacity, gather: gather}
+}
+
+// enter marks t parallel and blocks until its slots (and the host) are
+// free; they are given back when t and its cleanups are done.
+func (s *scheduler) enter(t *testing.T, slots int, host bool) {
+	t.Helper()
+	t.Parallel()
+	w := s.acquire(t.Name(), time.Duration(costs[t.Name()])*time.Second, slots, host)
+	// Registered first, so it runs after the test's own cleanups: a node
+	// is torn down before the next test may take the host.
+	t.Cleanup(func() { s.release(w) })
+}
+
+func (s *scheduler) acquire(name string, cost time.Duration, slots int, host bool) *waiter {
+	w := &waiter{name: name, cost: cost, slots: min(slots, s.capacity), host: host, ready: make(chan struct{})}
+	s.mu.Lock()
+	s.waiting = append(s.waiting, w)
+	if !s.asked {
+		s.asked = true
+		time.AfterFunc(s.gather, func() {
+			s.mu.Lock()
+			s.started = true
+			s.dispatch()
+			s.mu.Unlock()
+		})
+	}
+	s.dispatch()
+	s.mu.Unlock()
+	<-w.ready
+	return w
+}
+
+func (s *scheduler) release(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slots += w.slots
+	if w.host {
+		s.hostBusy = false
+	}
+	s.dispatch()
+}
+
+// dispatch starts waiting tests, longest first. A test that waits for the
+// host lets the next one by; a test that waits for CPU slots holds the
+// line, so that a two-slot test is not passed over for ever.
+func (s *scheduler) dispatch() {
+	if !s.started || len(s.waiting) == 0 {
+		return
+	}
+	sort.SliceStable(s.waiting, func(i, j int) bool { return s.waiting[i].cost > s.waiting[j].cost })
+	var still []*waiter
+	blocked := false
+	for _, w := range s.waiting {
+		switch {
+		case blocked || (w.host && s.hostBusy):
+			still = append(still, w)
+		case w.slots > s.slots:
+			still = append(still, w)
+			blocked = true
+		default:
+			s.slots -= w.slots
+			if w.host {
+				s.hostBusy = true
+			}
+			close(w.ready)
+		}
+	}
+	s.waiting = still
+}
+
+// TestSchedulerOrder: the longest test starts first, a test waiting for
+// the host lets shorter ones by, one waiting for CPU slots holds the line,
+// and no more than the slots (and one host test) are ever taken.
+func TestSchedulerOrder(t *testing.T) {
+	s := newScheduler(3, 50*time.Millisecond)
+	type req struct {
+		name  string
+		cost  time.Duration
+		slots int
+		host  bool
+	}
+	reqs := []req{
+		{"hostShort", 5, 1, true}, {"hostLong", 9, 1, true}, {"small", 1, 1, false},
+		{"double", 7, 2, false}, {"medium", 3, 1, false},
+	}
+	got := make(chan *waiter, len(reqs))
+	for _, r := range reqs {
+		go func() { got <- s.acquire(r.name, r.cost, r.slots, r.host) }()
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case w := <-got:
+			return w.name
+		case <-time.After(5 * time.Second):
+			t.Fatal("no test started")
+			return ""
+		}
+	}
+	none := func() {
+		t.Helper()
+		select {
+		case w := <-got:
+			t.Fatalf("%s started with no room for it", w.name)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	take := func(want ...string) {
+		t.Helper()
+		var names []string
+		for range want {
+			n := next()
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		sort.Strings(want)
+		if fmt.Sprint(names) != fmt.Sprint(want) {
+			t.Fatalf("started %v, want %v", names, want)
+		}
+		none()
+	}
+	byName := map[string]*waiter{}
+	take("hostLong", "double")
+	s.mu.Lock()
+	if s.slots != 0 || !s.hostBusy {
+		t.Errorf("slots %d free, host busy %v; want 0 and true", s.slots, s.hostBusy)
+	}
+	s.mu.Unlock()
+	// Release by name: the scheduler only needs the waiter's slots and host.
+	byName["double"] = &waiter{slots: 2}
+	s.release(byName["double"])
+	take("medium", "small")
+	byName["hostLong"] = &waiter{slots: 1, host: true}
+	s.release(byName["hostLong"])
+	take("hostShort")
+}

@@ -91,12 +91,15 @@ $(BIN)/testreport: $(wildcard hack/testreport/*.go)
 run_tests = $(GO) test -json -count=1 $(1) 2>&1 | $(BIN)/testreport \
 	-json $(BIN)/test-artifacts/$(2).json -report $(BIN)/test-artifacts/$(2)-report.txt | tee $(BIN)/$(2).log
 
-# The packages that have tests. go test given a package without tests still
-# compiles it, and under -race that meant compiling all of k8s.io/kubernetes
-# a second time (cmd/hypershift links it): on an empty build cache, minutes
-# for no test. `go build ./...` (below, without -race, sharing make build's
-# cache) still checks that every package compiles.
-TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+# The packages that have tests, the end-to-end tests first. go test given a
+# package without tests still compiles it, and under -race that meant
+# compiling all of k8s.io/kubernetes a second time (cmd/hypershift links it):
+# on an empty build cache, minutes for no test. `go build ./...` (below,
+# without -race, sharing make build's cache) still checks that every package
+# compiles. go test builds and runs packages in the order given: test/e2e,
+# the longest, starts first and the others run beside it; their results are
+# printed after its own (the report has them all).
+TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./test/e2e ./...)
 
 .PHONY: test
 test: deps build $(BIN)/testreport ## Run every test: unit, controller (real API server), golden, e2e.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,7 +32,24 @@ type testResult struct {
 	testKey
 	action  string // pass, fail or skip
 	elapsed float64
-	reason  string // why a skipped test skipped
+	queued  float64 // of elapsed, the time it waited to run (queuedLine)
+	reason  string  // why a skipped test skipped
+}
+
+// queuedLine is what a test logs of the time it waited for others before
+// it ran (test/e2e's lanes): go test counts it in the test's time, the
+// report does not.
+var queuedLine = regexp.MustCompile(`lanes: queued ([0-9.]+)s`)
+
+func queuedIn(lines []string) float64 {
+	for _, l := range lines {
+		if m := queuedLine.FindStringSubmatch(l); m != nil {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				return v
+			}
+		}
+	}
+	return 0
 }
 
 type packageResult struct {
@@ -126,7 +145,7 @@ func (s *summary) test(e event) {
 	case "pass", "fail", "skip":
 		lines := s.output[k]
 		delete(s.output, k)
-		r := testResult{testKey: k, action: e.Action, elapsed: e.Elapsed}
+		r := testResult{testKey: k, action: e.Action, elapsed: e.Elapsed, queued: queuedIn(lines)}
 		switch e.Action {
 		case "fail":
 			fmt.Fprint(s.out, strings.Join(lines, ""))
@@ -197,13 +216,18 @@ func (s *summary) report(slowest int) string {
 			top = append(top, r)
 		}
 	}
-	sort.SliceStable(top, func(i, j int) bool { return top[i].elapsed > top[j].elapsed })
+	ran := func(r testResult) float64 { return r.elapsed - r.queued }
+	sort.SliceStable(top, func(i, j int) bool { return ran(top[i]) > ran(top[j]) })
 	if len(top) > slowest {
 		top = top[:slowest]
 	}
-	fmt.Fprintf(&b, "\n== the %d slowest tests\n", len(top))
+	fmt.Fprintf(&b, "\n== the %d slowest tests (time it ran, not counting time queued behind other tests)\n", len(top))
 	for _, r := range top {
-		fmt.Fprintf(&b, "%9.1fs  %-4s %s %s\n", r.elapsed, r.action, r.pkg, r.test)
+		queued := ""
+		if r.queued > 0 {
+			queued = fmt.Sprintf("  (queued %.1fs before)", r.queued)
+		}
+		fmt.Fprintf(&b, "%9.1fs  %-4s %s %s%s\n", ran(r), r.action, r.pkg, r.test, queued)
 	}
 
 	var skips, fails []string

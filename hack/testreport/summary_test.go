@@ -31,6 +31,9 @@ func TestPasses(t *testing.T) {}
 
 func TestSlow(t *testing.T) { time.Sleep(300 * time.Millisecond) }
 
+// Queued the most, ran the least: listed after TestSlow.
+func TestQueued(t *testing.T) { t.Log("lanes: queued 0.1s"); time.Sleep(150 * time.Millisecond) }
+
 func TestHasSubtests(t *testing.T) {
 	t.Run("good", func(t *testing.T) {})
 	t.Run("bad", func(t *testing.T) { t.Log("the evidence"); t.Error("broken on purpose") })
@@ -66,18 +69,19 @@ func TestSkips(t *testing.T) { t.Skip("needs a thing this host lacks") }
 		t.Errorf("output shows the framework's RUN lines of passing tests:\n%s", got)
 	}
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	if last := lines[len(lines)-1]; last != "3 passed, 2 failed, 1 skipped" {
-		t.Errorf("closing line %q, want 3 passed (TestPasses, TestSlow, good), 2 failed (bad and its parent), 1 skipped", last)
+	if last := lines[len(lines)-1]; last != "4 passed, 2 failed, 1 skipped" {
+		t.Errorf("closing line %q, want 4 passed (TestPasses, TestSlow, TestQueued, good), 2 failed (bad and its parent), 1 skipped", last)
 	}
-	// The slowest list is cut at 2 and starts with the slow test.
-	slow := got[strings.Index(got, "== the 2 slowest tests"):]
-	if first := strings.Split(slow, "\n")[1]; !strings.Contains(first, "TestSlow") {
-		t.Errorf("slowest test listed first is %q, want TestSlow", first)
+	// The slowest list is cut at 2 and starts with the slow test: the
+	// queued one ran for less time, and says how long it queued.
+	slow := strings.Split(got[strings.Index(got, "== the 2 slowest tests"):], "\n")
+	if !strings.Contains(slow[1], "TestSlow") || !strings.Contains(slow[2], "TestQueued") || !strings.Contains(slow[2], "(queued 0.1s before)") {
+		t.Errorf("slowest tests listed:\n%s\n%s\nwant TestSlow, then TestQueued (queued 0.1s before)", slow[1], slow[2])
 	}
 	if raw, err := os.ReadFile(jsonPath); err != nil || !bytes.Equal(raw, stream) {
 		t.Errorf("the raw stream was not kept as it came (err %v)", err)
 	}
-	if report, err := os.ReadFile(reportPath); err != nil || !strings.HasSuffix(string(report), "3 passed, 2 failed, 1 skipped\n") {
+	if report, err := os.ReadFile(reportPath); err != nil || !strings.HasSuffix(string(report), "4 passed, 2 failed, 1 skipped\n") {
 		t.Errorf("report file: %v\n%s", err, report)
 	}
 }

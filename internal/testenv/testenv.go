@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/managementplane"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/scheme"
@@ -134,10 +135,13 @@ func ExpectError(t testing.TB, err error, want string) {
 	}
 }
 
-// FreePort is a TCP port on loopback that was free a moment ago.
+// FreePort is a TCP port that was free on every address a moment ago,
+// outside the kernel's ephemeral range (hostnet.ListenFreePort): a program
+// told to listen on it later does not find it taken by the source port of
+// some outgoing connection.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := hostnet.ListenFreePort(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,9 +163,12 @@ func TestHibernation(t *testing.T) {
 // admin kubeconfig wakes it and succeeds.
 func TestIdleWake(t *testing.T) {
 	ownDirAndPorts(t)
+	// 30 s idle: long enough that `create --wait` sees the cluster
+	// Available before it sleeps, on a machine busy with other tests (at
+	// 10 s it slept first).
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
-	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "10s", "--wait", "--timeout", "3m")
+	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "30s", "--wait", "--timeout", "3m")
 	kc := hs.adminKubeconfig("idle")
 	mustKubectl(t, kc, "create", "namespace", "woken")
 

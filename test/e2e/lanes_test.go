@@ -27,7 +27,8 @@ import (
 //   - quietWholeHost(t): both.
 //
 // The tests run side by side on at most $HYPERSHIFT_E2E_SLOTS CPU slots
-// (default 3; 1 runs them one after another), longest first (costs).
+// (default 3; 1 runs them one after another), the whole-host ones first,
+// then the longest first (costs).
 func ownDirAndPorts(t *testing.T) { lanes.enter(t, 1, false) }
 
 func quiet(t *testing.T) { lanes.enter(t, 2, false) }
@@ -113,7 +114,11 @@ func newScheduler(capacity int, gather time.Duration) *scheduler {
 func (s *scheduler) enter(t *testing.T, slots int, host bool) {
 	t.Helper()
 	t.Parallel()
+	start := time.Now()
 	w := s.acquire(t.Name(), time.Duration(costs[t.Name()])*time.Second, slots, host)
+	// go test counts this wait in the test's time; the report takes it
+	// off (hack/testreport reads this line).
+	t.Logf("lanes: queued %.1fs", time.Since(start).Seconds())
 	// Registered first, so it runs after the test's own cleanups: a node
 	// is torn down before the next test may take the host.
 	t.Cleanup(func() { s.release(w) })
@@ -148,14 +153,22 @@ func (s *scheduler) release(w *waiter) {
 	s.dispatch()
 }
 
-// dispatch starts waiting tests, longest first. A test that waits for the
-// host lets the next one by; a test that waits for CPU slots holds the
-// line, so that a two-slot test is not passed over for ever.
+// dispatch starts waiting tests: those that need the host first (they run
+// one after another, so their chain is the longest), then the others,
+// longest first. A test that waits for the host lets the next one by; a
+// test that waits for CPU slots holds the line, so that a two-slot test is
+// not passed over for ever.
 func (s *scheduler) dispatch() {
 	if !s.started || len(s.waiting) == 0 {
 		return
 	}
-	sort.SliceStable(s.waiting, func(i, j int) bool { return s.waiting[i].cost > s.waiting[j].cost })
+	sort.SliceStable(s.waiting, func(i, j int) bool {
+		a, b := s.waiting[i], s.waiting[j]
+		if a.host != b.host {
+			return a.host
+		}
+		return a.cost > b.cost
+	})
 	var still []*waiter
 	blocked := false
 	for _, w := range s.waiting {
@@ -241,4 +254,26 @@ func TestSchedulerOrder(t *testing.T) {
 	byName["hostLong"] = &waiter{slots: 1, host: true}
 	s.release(byName["hostLong"])
 	take("hostShort")
+}
+
+// TestSchedulerHostFirst: a test that needs the host starts before a
+// longer one that does not, since the host's tests run one after another.
+func TestSchedulerHostFirst(t *testing.T) {
+	s := newScheduler(2, 50*time.Millisecond)
+	got := make(chan string, 2)
+	go func() { s.acquire("long", 10, 2, false); got <- "long" }()
+	go func() { s.acquire("host", 1, 1, true); got <- "host" }()
+	select {
+	case first := <-got:
+		if first != "host" {
+			t.Fatalf("%s started first, want the host test", first)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no test started")
+	}
+	select {
+	case second := <-got:
+		t.Fatalf("%s started beside the host test with no room for it", second)
+	case <-time.After(100 * time.Millisecond):
+	}
 }

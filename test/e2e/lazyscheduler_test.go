@@ -25,6 +25,12 @@ func TestSchedulerStartsWithFirstNodePool(t *testing.T) {
 	if out := mustKubectl(t, mgmt, "-n", "clusters-s", "get", "hostedcontrolplane", "s", "-o", "jsonpath={.status.components[*].name}"); strings.Contains(out, "kube-scheduler") || !strings.Contains(out, "kube-controller-manager") {
 		t.Errorf("components of a cluster without NodePools: %s", out)
 	}
+	// The controller manager makes the namespace's default ServiceAccount,
+	// which admission needs for a pod, a moment after Available.
+	eventually(t, time.Minute, "the default ServiceAccount", func() error {
+		_, err := kubectl(t, kc, "get", "serviceaccount", "default")
+		return err
+	})
 	mustKubectl(t, kc, "run", "waiting", "--image=registry.example/pause:1", "--restart=Never")
 
 	hs.must("create", "nodepool", "--cluster-name", "s", "--name", "p", "--replicas", "1")

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -154,15 +155,9 @@ func (r *Runtime) UnpinPorts(ref runtime.ControlPlaneRef) error {
 	return nil
 }
 
-// maxUserPort is the highest port handed out: the Konnectivity server
-// refuses ports of the dynamic range (IANA, 49152 and up), where the
-// kernel's ephemeral ports partly lie.
-const maxUserPort = 49151
-
-// maxPortTries bounds the search when few ephemeral ports are user ports.
-const maxPortTries = 10000
-
-// freePorts asks the kernel for n distinct free ports. Listeners stay open
+// freePorts picks n distinct ports that nothing listens on (on any address)
+// and no control plane of this runtime holds, outside the kernel's
+// ephemeral range (hostnet.ListenFreePort says why). Listeners stay open
 // until all are chosen so none is handed out twice.
 func (r *Runtime) freePorts(n int) ([]int, error) {
 	var listeners []net.Listener
@@ -172,23 +167,13 @@ func (r *Runtime) freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == maxPortTries {
-			return nil, fmt.Errorf("find a free port up to %d: none in %d tries (see net.ipv4.ip_local_port_range)", maxUserPort, tries)
-		}
-		l, err := net.Listen("tcp", ":0") //nolint:gosec // probing for a port free on every address
+	for len(ports) < n {
+		l, err := hostnet.ListenFreePort(func(port int) bool { return r.usedPorts[port] })
 		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if port > maxUserPort {
-			_ = l.Close()
-			continue
+			return nil, err
 		}
 		listeners = append(listeners, l)
-		if r.usedPorts[port] {
-			continue
-		}
+		port := l.Addr().(*net.TCPAddr).Port
 		r.usedPorts[port] = true
 		ports = append(ports, port)
 	}

@@ -105,7 +105,7 @@ TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportP
 test: deps build $(BIN)/testreport ## Run every test: unit, controller (real API server), golden, e2e.
 	@mkdir -p $(BIN)/test-artifacts
 	CGO_ENABLED=0 $(GO) build ./...
-	$(call run_tests,-race -p $(TEST_PARALLEL) -timeout 60m -artifacts -outputdir $(BIN)/test-artifacts $(TEST_PACKAGES),test)
+	$(call run_tests,-race -p $(TEST_PARALLEL) -timeout 80m -artifacts -outputdir $(BIN)/test-artifacts $(TEST_PACKAGES),test)
 	@echo "test log: $(BIN)/test.log; time report: $(BIN)/test-artifacts/test-report.txt"
 
 .PHONY: unit

@@ -27,7 +27,8 @@ import (
 //   - quietWholeHost(t): both.
 //
 // The tests run side by side on at most $HYPERSHIFT_E2E_SLOTS CPU slots
-// (default 3; 1 runs them one after another), the whole-host ones first,
+// (default 4: a quiet whole-host test and a quiet one fit together; 1 runs
+// them one after another), the whole-host ones first,
 // then the longest first (costs).
 func ownDirAndPorts(t *testing.T) { lanes.enter(t, 1, false) }
 
@@ -116,7 +117,7 @@ var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute)
 func slotsFromEnv() int {
 	n, err := strconv.Atoi(os.Getenv("HYPERSHIFT_E2E_SLOTS"))
 	if err != nil || n < 1 {
-		return 3
+		return 4
 	}
 	return n
 }
@@ -129,6 +130,7 @@ type scheduler struct {
 	slots    int // free CPU slots
 	capacity int
 	hostBusy bool
+	hostHeld int // CPU slots the running whole-host test holds
 	gather   time.Duration
 	// patience is how long a test that needs more CPU slots than are free
 	// lets others by before it holds the line for them.
@@ -190,7 +192,7 @@ func (s *scheduler) release(w *waiter) {
 	defer s.mu.Unlock()
 	s.slots += w.slots
 	if w.host {
-		s.hostBusy = false
+		s.hostBusy, s.hostHeld = false, 0
 	}
 	s.dispatch()
 }
@@ -219,11 +221,13 @@ func (s *scheduler) dispatch() {
 			still = append(still, w)
 		case w.slots > s.slots:
 			still = append(still, w)
-			blocked = time.Since(w.since) > s.patience
+			// Holding the line only helps when the others' slots will
+			// do: not while the whole-host test, the longest, holds them.
+			blocked = time.Since(w.since) > s.patience && w.slots <= s.capacity-s.hostHeld
 		default:
 			s.slots -= w.slots
 			if w.host {
-				s.hostBusy = true
+				s.hostBusy, s.hostHeld = true, w.slots
 			}
 			close(w.ready)
 		}
@@ -346,5 +350,25 @@ func TestSchedulerPatience(t *testing.T) {
 	s.release(running)
 	if next := <-got; next != "double" {
 		t.Fatalf("%s started, want double", next)
+	}
+}
+
+// TestSchedulerNoWaitBehindTheHost: a two-slot test that has waited past
+// its patience does not hold the line when only the whole-host test's
+// slots would let it run: the one-slot tests go on beside.
+func TestSchedulerNoWaitBehindTheHost(t *testing.T) {
+	s := newScheduler(3, 10*time.Millisecond, 0)
+	s.acquire("host", 9, 2, true)
+	got := make(chan string, 2)
+	go func() { s.acquire("double", 5, 2, false); got <- "double" }()
+	time.Sleep(50 * time.Millisecond)
+	go func() { s.acquire("single", 1, 1, false); got <- "single" }()
+	select {
+	case name := <-got:
+		if name != "single" {
+			t.Fatalf("%s started, want the one-slot test", name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the one-slot test waited behind a test that cannot run beside the host test")
 	}
 }

@@ -101,10 +101,19 @@ run_tests = $(GO) test -json -count=1 $(1) 2>&1 | $(BIN)/testreport \
 # printed after its own (the report has them all).
 TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./test/e2e ./...)
 
+# How many CPU slots the end-to-end tests share (test/e2e/lanes_test.go):
+# 1 runs them one after another (docs/testing.md).
+E2E_SLOTS ?= 1
+export HYPERSHIFT_E2E_SLOTS := $(E2E_SLOTS)
+
 .PHONY: test
+# The test binaries are built (and run with no test) first: a compile at
+# normal priority beside the end-to-end tests starved their control planes,
+# which run at nice 10.
 test: deps build $(BIN)/testreport ## Run every test: unit, controller (real API server), golden, e2e.
 	@mkdir -p $(BIN)/test-artifacts
 	CGO_ENABLED=0 $(GO) build ./...
+	$(GO) test -race -count=1 -run '^$$' $(TEST_PACKAGES) >/dev/null
 	$(call run_tests,-race -p $(TEST_PARALLEL) -timeout 80m -artifacts -outputdir $(BIN)/test-artifacts $(TEST_PACKAGES),test)
 	@echo "test log: $(BIN)/test.log; time report: $(BIN)/test-artifacts/test-report.txt"
 

@@ -27,8 +27,8 @@ import (
 //   - quietWholeHost(t): both.
 //
 // The tests run side by side on at most $HYPERSHIFT_E2E_SLOTS CPU slots
-// (default 4: a quiet whole-host test and a quiet one fit together; 1 runs
-// them one after another), the whole-host ones first,
+// (default 1: one after another; 4 lets a quiet whole-host test and a
+// quiet one run together — docs/testing.md says why 1 is the default), the whole-host ones first,
 // then the longest first (costs).
 func ownDirAndPorts(t *testing.T) { lanes.enter(t, 1, false) }
 
@@ -117,7 +117,7 @@ var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute)
 func slotsFromEnv() int {
 	n, err := strconv.Atoi(os.Getenv("HYPERSHIFT_E2E_SLOTS"))
 	if err != nil || n < 1 {
-		return 4
+		return 1
 	}
 	return n
 }

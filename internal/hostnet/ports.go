@@ -39,13 +39,13 @@ func EphemeralPorts() (low, high int) {
 }
 
 // ListenFreePort listens on every address on a port of the range outside
-// the ephemeral range, one for which taken (if given) is false. The caller
+// the ephemeral range (usable), one for which taken (if given) is false. The caller
 // closes the listener when the port is recorded, or hands it on.
 func ListenFreePort(taken func(port int) bool) (net.Listener, error) {
 	ephemeralLow, ephemeralHigh := EphemeralPorts()
 	for range maxPortTries {
 		port := PortRangeLow + rand.IntN(PortRangeHigh-PortRangeLow+1) //nolint:gosec // a port, not a secret
-		if (port >= ephemeralLow && port <= ephemeralHigh) || (taken != nil && taken(port)) {
+		if !usable(port, ephemeralLow, ephemeralHigh) || (taken != nil && taken(port)) {
 			continue
 		}
 		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port)) //nolint:gosec // probing that the port is free on every address
@@ -55,4 +55,13 @@ func ListenFreePort(taken func(port int) bool) (net.Listener, error) {
 	}
 	return nil, fmt.Errorf("find a free port in %d-%d outside the ephemeral range %d-%d (net.ipv4.ip_local_port_range): none in %d tries",
 		PortRangeLow, PortRangeHigh, ephemeralLow, ephemeralHigh, maxPortTries)
+}
+
+// usable: port lies outside the ephemeral range, unless that range covers
+// the whole of ours (a host tuned so), where any port of ours must do.
+func usable(port, ephemeralLow, ephemeralHigh int) bool {
+	if ephemeralLow <= PortRangeLow && ephemeralHigh >= PortRangeHigh {
+		return true
+	}
+	return port < ephemeralLow || port > ephemeralHigh
 }

@@ -143,6 +143,14 @@ func TestScheduledBackups(t *testing.T) {
 	if err := c.Patch(ctx, hc, patch); err != nil {
 		t.Fatal(err)
 	}
+	// A reconcile that read the cluster before the patch may still be
+	// running; the clock moves only once one has seen the new spec, or that
+	// reconcile would rightly back up to the old URL.
+	gen := hc.Generation
+	testenv.Eventually(t, time.Minute, "the operator to observe the new spec.backup.url", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
+		return hc.Status.ObservedGeneration >= gen, err
+	})
 	for i := 4; i < 6; i++ {
 		scheduleTick(t, c, clock, hc, i)
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String())

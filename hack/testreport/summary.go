@@ -228,6 +228,9 @@ func (s *summary) report(slowest int) string {
 			queued = fmt.Sprintf("  (queued %.1fs before)", r.queued)
 		}
 		fmt.Fprintf(&b, "%9.1fs  %-4s %s %s%s\n", ran(r), r.action, r.pkg, r.test, queued)
+		for _, sub := range s.steps(r.testKey) {
+			fmt.Fprintf(&b, "%9.1fs       └ %s\n", sub.elapsed, strings.TrimPrefix(sub.test, r.test+"/"))
+		}
 	}
 
 	var skips, fails []string
@@ -256,6 +259,23 @@ func (s *summary) report(slowest int) string {
 	passed, failed, skipped := s.counts()
 	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	return b.String()
+}
+
+// stepFloor is the least time a subtest takes to be listed under its test
+// among the slowest: where a long test's time goes.
+const stepFloor = 20.0
+
+// steps are a test's direct subtests that took stepFloor or more, in the
+// order they ended.
+func (s *summary) steps(k testKey) []testResult {
+	var out []testResult
+	prefix := k.test + "/"
+	for _, r := range s.tests {
+		if r.pkg == k.pkg && strings.HasPrefix(r.test, prefix) && !strings.Contains(r.test[len(prefix):], "/") && r.elapsed >= stepFloor {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (s *summary) offset(t time.Time) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,5 +116,31 @@ func write(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStepsOfASlowTest: under a slow test the report lists its direct
+// subtests that took stepFloor or more, and neither the quick ones nor the
+// subtests of subtests.
+func TestStepsOfASlowTest(t *testing.T) {
+	s := newSummary(io.Discard)
+	for _, e := range []event{
+		{Action: "pass", Package: "p", Test: "TestLong/the slow step", Elapsed: stepFloor + 5},
+		{Action: "pass", Package: "p", Test: "TestLong/the slow step/nested", Elapsed: stepFloor + 4},
+		{Action: "pass", Package: "p", Test: "TestLong/a quick step", Elapsed: stepFloor - 1},
+		{Action: "pass", Package: "p", Test: "TestLong", Elapsed: 2*stepFloor + 10},
+		{Action: "pass", Package: "p", Test: "TestLongish/its own slow step", Elapsed: stepFloor + 1},
+		{Action: "pass", Package: "p", Test: "TestLongish", Elapsed: stepFloor + 2},
+	} {
+		s.handle(e)
+	}
+	got := s.report(1)
+	if !strings.Contains(got, "└ the slow step\n") {
+		t.Errorf("the slow step is not listed:\n%s", got)
+	}
+	for _, not := range []string{"nested", "a quick step", "its own slow step"} {
+		if strings.Contains(got, not) {
+			t.Errorf("report lists %q:\n%s", not, got)
+		}
 	}
 }

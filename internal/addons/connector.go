@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,7 +70,7 @@ func hostedAdminConfig(ctx context.Context, mgmt client.Client, ns string) (*res
 	if err := mgmt.Get(ctx, client.ObjectKey{Namespace: ns, Name: AdminKubeconfigSecret}, secret); err != nil {
 		return nil, fmt.Errorf("admin kubeconfig %s/%s of the hosted cluster: %w", ns, AdminKubeconfigSecret, err)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[KubeconfigKey])
+	cfg, err := kubeconfig.Parse(secret.Data[KubeconfigKey])
 	if err != nil {
 		return nil, fmt.Errorf("admin kubeconfig %s/%s: %w", ns, AdminKubeconfigSecret, err)
 	}
@@ -161,7 +160,7 @@ func connectorConfig(ctx context.Context, mgmt, admin client.Client, adminCfg *r
 	if err == nil {
 		expiry, perr := time.Parse(time.RFC3339, secret.Annotations[TokenExpiryAnnotation])
 		if perr == nil && now.Before(expiry.Add(-tokenLifetime/3)) {
-			if cfg, cerr := clientcmd.RESTConfigFromKubeConfig(secret.Data[KubeconfigKey]); cerr == nil && cfg.Host == server {
+			if cfg, cerr := kubeconfig.Parse(secret.Data[KubeconfigKey]); cerr == nil && cfg.Host == server {
 				// The operator reaches the API where its admin
 				// kubeconfig does, which may not be the pods' address.
 				cfg.Host = adminCfg.Host

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
@@ -315,6 +316,19 @@ func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (mode 0600) instead of standard output")
 	return cmd
+}
+
+// connectKubeconfig is the admin kubeconfig the CLI itself connects with:
+// the operator's copy in the control-plane namespace (adminkubeconfig.Read)
+// when the user may read it; else — a user of the HostedCluster's namespace
+// alone — the copy beside the HostedCluster, theirs to trust. Either is read
+// with kubeconfig.Parse by whoever connects: no exec, no files.
+func connectKubeconfig(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster) ([]byte, error) {
+	kc, _, err := adminkubeconfig.Read(ctx, c, hc)
+	if apierrors.IsForbidden(err) {
+		return adminKubeconfig(ctx, c, client.ObjectKeyFromObject(hc))
+	}
+	return kc, err
 }
 
 func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey) ([]byte, error) {

@@ -313,13 +313,13 @@ func joinCommandWith(ctx context.Context, c client.Client, key client.ObjectKey,
 	if err != nil {
 		return "", err
 	}
-	kc, err := adminKubeconfig(ctx, c, key)
-	if err != nil {
-		return "", err
-	}
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	if err := c.Get(ctx, key, hc); err != nil {
 		return "", fmt.Errorf("hosted cluster %s: %w", key, err)
+	}
+	kc, err := connectKubeconfig(ctx, c, hc)
+	if err != nil {
+		return "", err
 	}
 	network, err := bootstrap.NetworkOf(hc.Spec.Networking)
 	if err != nil {

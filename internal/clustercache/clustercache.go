@@ -31,7 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"hypershift.dev/internal/kubeconfig"
 )
 
 // Defaults of the health check: a probe every 10 s, given 5 s; five
@@ -112,10 +113,11 @@ func New[T any](opts Options[T]) *Cache[T] {
 }
 
 // Get returns the connection to a cluster, connecting when there is none
-// (never made, disconnected, forgotten) or the kubeconfig changed.
-func (c *Cache[T]) Get(ctx context.Context, key types.NamespacedName, kubeconfig []byte) (T, error) {
+// (never made, disconnected, forgotten) or the kubeconfig changed. The
+// kubeconfig is read with kubeconfig.Parse: inline credentials only.
+func (c *Cache[T]) Get(ctx context.Context, key types.NamespacedName, kubecfg []byte) (T, error) {
 	var zero T
-	fp := sha256.Sum256(kubeconfig)
+	fp := sha256.Sum256(kubecfg)
 	c.mu.Lock()
 	if e := c.byKey[key]; e != nil {
 		if e.fingerprint == fp {
@@ -126,7 +128,7 @@ func (c *Cache[T]) Get(ctx context.Context, key types.NamespacedName, kubeconfig
 	}
 	c.mu.Unlock()
 
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := kubeconfig.Parse(kubecfg)
 	if err != nil {
 		return zero, fmt.Errorf("admin kubeconfig of %s: %w", key, err)
 	}

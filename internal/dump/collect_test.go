@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime/process"
 	"hypershift.dev/internal/testenv"
@@ -40,10 +42,20 @@ func TestCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\ncontexts:\n- name: a\n  context: {cluster: a, user: a}\ncurrent-context: a\nusers:\n- name: a\n  user:\n    token: hosted-admin-token-value\n"
+	// The operator's copy, in the control-plane namespace with the
+	// cluster's UID: an API server that is not there.
+	kc, err := kubeconfig.Render(kubeconfig.Params{Name: "a", Server: "https://127.0.0.1:1", CAPEM: ca.CertPEM, Token: "hosted-admin-token-value"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy beside the HostedCluster, rewritten by a user of its
+	// namespace: a command dump must never run with its reader's rights.
+	marker := filepath.Join(t.TempDir(), "exec-ran")
+	planted := "apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\ncontexts:\n- name: a\n  context: {cluster: a, user: a}\ncurrent-context: a\nusers:\n- name: a\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: /bin/sh\n      args: [-c, 'touch " + marker + "']\n"
 	secrets := []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "root-ca"}, Data: map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": ca.KeyPEM}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "a-admin-kubeconfig", OwnerReferences: []metav1.OwnerReference{{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster", Name: "a", UID: hc.UID}}}, Data: map[string][]byte{"kubeconfig": []byte(kubeconfig)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "admin-kubeconfig", Labels: map[string]string{adminkubeconfig.ClusterUIDLabel: string(hc.UID)}}, Data: map[string][]byte{"kubeconfig": kc}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "a-admin-kubeconfig", OwnerReferences: []metav1.OwnerReference{{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster", Name: "a", UID: hc.UID}}}, Data: map[string][]byte{"kubeconfig": []byte(planted)}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "unrelated"}, Data: map[string][]byte{"password": []byte("another-clusters-password")}},
 	}
 	for _, s := range secrets {
@@ -115,6 +127,30 @@ func TestCollect(t *testing.T) {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
+	}
+	if !strings.Contains(strings.Join(b.Problems, "\n"), "127.0.0.1:1") {
+		t.Errorf("the hosted side was not tried through the operator's copy of the kubeconfig: %v", b.Problems)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("dump ran the exec command of the kubeconfig a namespace user planted beside the HostedCluster")
+	}
+
+	// A control-plane namespace copy without this cluster's UID is not
+	// used.
+	cp := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters-a", Name: "admin-kubeconfig"}, cp); err != nil {
+		t.Fatal(err)
+	}
+	cp.Labels[adminkubeconfig.ClusterUIDLabel] = "another-cluster"
+	if err := c.Update(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	b, err = Collect(ctx, Options{Client: c, Clientset: cs, Cluster: client.ObjectKeyFromObject(hc), ProcessRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(b.Problems, "\n"); !strings.Contains(got, "not this cluster's UID") || strings.Contains(got, "127.0.0.1:1") {
+		t.Errorf("a control-plane copy labelled for another cluster: problems %v, want it refused unread", b.Problems)
 	}
 
 	// Another owner's directory of the same name is not read.

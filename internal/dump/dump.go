@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
 )
 
 // Options say which cluster to dump and how to reach what it is made of.
@@ -112,7 +113,7 @@ func Collect(ctx context.Context, o Options) (*Bundle, error) {
 	if hcp != nil {
 		logs = c.componentLogs(ctx, cpNamespace, string(hcp.UID))
 	}
-	hosted := c.hosted(ctx, hc, secrets)
+	hosted := c.hosted(ctx, hc, cpNamespace, secrets)
 	c.add("summary.txt", summary(hc, hcp, logs, hosted, c.problems))
 	if len(c.problems) > 0 {
 		c.add("problems.txt", []byte(joinLines(c.problems)))
@@ -131,7 +132,7 @@ func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
 	if hc.Status.ControlPlaneNamespace != "" {
 		return hc.Status.ControlPlaneNamespace
 	}
-	return hc.Namespace + "-" + hc.Name
+	return adminkubeconfig.ControlPlaneNamespace(hc)
 }
 
 // secrets reads the cluster's Secrets — every one of its control-plane

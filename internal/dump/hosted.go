@@ -7,9 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/kubeconfig"
 )
 
 // hostedView is what the hosted cluster said, for the summary.
@@ -22,20 +23,22 @@ type hostedView struct {
 
 // hosted collects, through the cluster's admin kubeconfig, its nodes, the
 // pods that are not running (or not ready) and the events about them and
-// the nodes, and the warnings of the last hour.
-func (c *collector) hosted(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, secrets map[string]*corev1.Secret) hostedView {
+// the nodes, and the warnings of the last hour. The kubeconfig is the
+// operator's copy in the control-plane namespace, labelled with the
+// cluster's UID: the one beside the HostedCluster is its namespace's users'
+// to rewrite, and dump runs with the rights of whoever reads the dump.
+func (c *collector) hosted(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, cpNamespace string, secrets map[string]*corev1.Secret) hostedView {
 	var view hostedView
-	ref := hc.Status.KubeConfig
-	if ref == nil {
-		c.problem("hosted cluster: no admin kubeconfig yet")
-		return view
-	}
-	secret := secrets[hc.Namespace+"/"+ref.Name]
+	secret := secrets[cpNamespace+"/"+adminkubeconfig.SecretName]
 	if secret == nil {
-		c.problem("hosted cluster: admin kubeconfig Secret %s/%s not found", hc.Namespace, ref.Name)
+		c.problem("hosted cluster: admin kubeconfig Secret %s/%s not found", cpNamespace, adminkubeconfig.SecretName)
 		return view
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[ref.Key])
+	if uid := secret.Labels[adminkubeconfig.ClusterUIDLabel]; uid != string(hc.UID) {
+		c.problem("hosted cluster: admin kubeconfig Secret %s/%s is labelled %s=%q, not this cluster's UID: not used", cpNamespace, adminkubeconfig.SecretName, adminkubeconfig.ClusterUIDLabel, uid)
+		return view
+	}
+	cfg, err := kubeconfig.Parse(secret.Data[adminkubeconfig.Key])
 	if err != nil {
 		c.problem("hosted cluster: admin kubeconfig: %v", err)
 		return view

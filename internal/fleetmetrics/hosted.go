@@ -17,13 +17,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
 )
 
 var (
@@ -41,9 +40,12 @@ var (
 
 // scrapeTimeout bounds one hosted API server's answer; scrapeParallel how
 // many are asked at once.
+// maxMetricsBytes bounds what is read of one answer: a hosted API server's
+// /metrics is a few megabytes.
 const (
-	scrapeTimeout  = 3 * time.Second
-	scrapeParallel = 8
+	scrapeTimeout   = 3 * time.Second
+	scrapeParallel  = 8
+	maxMetricsBytes = 32 << 20
 )
 
 // HostedScraper reads each Available hosted cluster's API server metrics
@@ -166,28 +168,24 @@ func (h *HostedScraper) Scrape(ctx context.Context, hc *hypershiftv1alpha1.Hoste
 		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(io.LimitReader(resp.Body, maxMetricsBytes))
 }
 
 // client is the cluster's HTTP client, made again when its admin
-// kubeconfig changed (a renewed certificate).
+// kubeconfig changed (a renewed certificate). The kubeconfig is the
+// operator's copy in the control-plane namespace (adminkubeconfig.Read),
+// never the tenant's beside the HostedCluster.
 func (h *HostedScraper) client(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (hostedClient, error) {
-	ref := hc.Status.KubeConfig
-	secret := &corev1.Secret{}
-	if err := h.reader.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: ref.Name}, secret); err != nil {
+	data, cfg, err := adminkubeconfig.Read(ctx, h.reader, hc)
+	if err != nil {
 		return hostedClient{}, err
 	}
-	data := secret.Data[ref.Key]
 	digest := sha256.Sum256(data)
 	h.mu.Lock()
 	c, ok := h.clients[string(hc.UID)]
 	h.mu.Unlock()
 	if ok && c.digest == digest {
 		return c, nil
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		return hostedClient{}, err
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {

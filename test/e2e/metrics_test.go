@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -40,7 +43,10 @@ var fleetSeries = []string{
 
 // TestFleetMetrics scrapes the operator's metrics endpoint with
 // Prometheus's text parser: every fleet series is there for two clusters,
-// and a killed component's restarts and start time change.
+// and a killed component's restarts and start time change. A user of the
+// HostedCluster's namespace who rewrites its admin kubeconfig Secret with
+// an exec plugin gets nothing run: the scrapes, `create join-command` and
+// `dump cluster` use the operator's copy in the control-plane namespace.
 func TestFleetMetrics(t *testing.T) {
 	ownDirAndPorts(t)
 	port := testenv.FreePort(t)
@@ -93,6 +99,48 @@ func TestFleetMetrics(t *testing.T) {
 	if r := value(t, families, "hypershift_component_restarts_total", map[string]string{"cluster": "m2", "instance": "kube-scheduler"}); r != 0 {
 		t.Errorf("m2's scheduler restarts = %v, want 0", r)
 	}
+
+	t.Run("an exec plugin planted in the admin kubeconfig beside the HostedCluster is never run", func(t *testing.T) {
+		mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
+		marker := filepath.Join(t.TempDir(), "exec-ran")
+		planted := []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: m2
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+contexts:
+- name: m2
+  context: {cluster: m2, user: m2}
+current-context: m2
+users:
+- name: m2
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      interactiveMode: Never
+      command: /bin/sh
+      args: [-c, "touch ` + marker + `"]
+`)
+		plant := `{"data":{"kubeconfig":"` + base64.StdEncoding.EncodeToString(planted) + `"}}`
+		// The operator puts its own content back on its next pass over
+		// m2, so the Secret is planted again before each scrape.
+		for range 3 {
+			mustKubectl(t, mgmt, "-n", "clusters", "patch", "secret", "m2-admin-kubeconfig", "-p", plant)
+			f, err := scrape(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok := value(t, f, "hypershift_hosted_apiserver_scrape_up", map[string]string{"cluster": "m2"}); ok != 1 {
+				t.Errorf("m2's API server metrics not read with the operator's copy: scrape_up %v", ok)
+			}
+		}
+		mustKubectl(t, mgmt, "-n", "clusters", "patch", "secret", "m2-admin-kubeconfig", "-p", plant)
+		joinCommandArgs(t, hs.must("create", "join-command", "--name", "m2"))
+		hs.must("dump", "cluster", "m2", "-o", filepath.Join(t.TempDir(), "m2.dump"))
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the exec command of a kubeconfig a namespace user planted was run")
+		}
+	})
 }
 
 func scrape(url string) (map[string]*dto.MetricFamily, error) {

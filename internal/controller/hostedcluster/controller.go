@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/pki"
@@ -40,7 +41,7 @@ const (
 
 // ControlPlaneNamespace is HyperShift's convention: NS-NAME.
 func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
-	return hc.Namespace + "-" + hc.Name
+	return adminkubeconfig.ControlPlaneNamespace(hc)
 }
 
 // Reconciler reconciles HostedClusters.

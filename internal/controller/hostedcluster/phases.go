@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/kubeconfig"
@@ -25,10 +26,11 @@ import (
 
 // Secret names of a hosted cluster's admin kubeconfig.
 const (
-	// AdminKubeconfigSecret is in the control-plane namespace.
-	AdminKubeconfigSecret = "admin-kubeconfig" //nolint:gosec // a Secret's name, not a credential
+	// AdminKubeconfigSecret is in the control-plane namespace: the copy the
+	// operator reads (adminkubeconfig.Read).
+	AdminKubeconfigSecret = adminkubeconfig.SecretName
 	// KubeconfigKey is the data key holding the kubeconfig.
-	KubeconfigKey = "kubeconfig"
+	KubeconfigKey = adminkubeconfig.Key
 )
 
 // AdminKubeconfigSecretName is the Secret in the HostedCluster's namespace.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/adminkubeconfig"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/nodes/bootstrap"
 )
@@ -96,22 +97,20 @@ func (r *Reconciler) reconcileHostedCluster(ctx context.Context, s *scope) (ctrl
 	return ctrl.Result{}, nil
 }
 
-// connect reads the cluster's admin kubeconfig and opens (or reuses) the
-// connection to it.
+// connect reads the cluster's admin kubeconfig — the operator's copy in the
+// control-plane namespace, never the one beside the HostedCluster that the
+// namespace's users can rewrite — and opens (or reuses) the connection to
+// it.
 func (r *Reconciler) connect(ctx context.Context, s *scope) error {
-	ref := s.hc.Status.KubeConfig
-	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.hc.Namespace, Name: ref.Name}, secret); err != nil {
-		return fmt.Errorf("admin kubeconfig of %s/%s: %w", s.hc.Namespace, s.hc.Name, err)
+	kc, cfg, err := adminkubeconfig.Read(ctx, r.Client, s.hc)
+	if err != nil {
+		return err
 	}
-	kc := secret.Data[ref.Key]
 	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), r.operatorKubeconfig(ctx, s.hc, kc))
 	if err != nil {
 		return err
 	}
-	if s.server, s.caPEM, err = bootstrap.Endpoint(kc); err != nil {
-		return fmt.Errorf("admin kubeconfig of %s/%s: %w", s.hc.Namespace, s.hc.Name, err)
-	}
+	s.server, s.caPEM = cfg.Host, cfg.CAData
 	s.hosted = hosted
 	s.nodes, err = hosted.poolNodes(s.np.Name)
 	return err

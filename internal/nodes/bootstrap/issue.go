@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 )
 
@@ -54,7 +54,7 @@ func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, ne
 	if err != nil {
 		return "", err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(adminKubeconfig)
+	cfg, err := kubeconfig.Parse(adminKubeconfig)
 	if err != nil {
 		return "", err
 	}

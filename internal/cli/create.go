@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
@@ -319,12 +319,12 @@ func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
 }
 
 // connectKubeconfig is the admin kubeconfig the CLI itself connects with:
-// the operator's copy in the control-plane namespace (adminkubeconfig.Read)
+// the operator's copy in the control-plane namespace (hostedref.AdminKubeconfig)
 // when the user may read it; else — a user of the HostedCluster's namespace
 // alone — the copy beside the HostedCluster, theirs to trust. Either is read
 // with kubeconfig.Parse by whoever connects: no exec, no files.
 func connectKubeconfig(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster) ([]byte, error) {
-	kc, _, err := adminkubeconfig.Read(ctx, c, hc)
+	kc, _, err := hostedref.AdminKubeconfig(ctx, c, hc)
 	if apierrors.IsForbidden(err) {
 		return adminKubeconfig(ctx, c, client.ObjectKeyFromObject(hc))
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime/process"
@@ -54,7 +54,7 @@ func TestCollect(t *testing.T) {
 	planted := "apiVersion: v1\nkind: Config\nclusters:\n- name: a\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\ncontexts:\n- name: a\n  context: {cluster: a, user: a}\ncurrent-context: a\nusers:\n- name: a\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: /bin/sh\n      args: [-c, 'touch " + marker + "']\n"
 	secrets := []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "root-ca"}, Data: map[string][]byte{"tls.crt": ca.CertPEM, "tls.key": ca.KeyPEM}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "admin-kubeconfig", Labels: map[string]string{adminkubeconfig.ClusterUIDLabel: string(hc.UID)}}, Data: map[string][]byte{"kubeconfig": kc}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-a", Name: "admin-kubeconfig", Labels: map[string]string{hostedref.ClusterUIDLabel: string(hc.UID)}}, Data: map[string][]byte{"kubeconfig": kc}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "a-admin-kubeconfig", OwnerReferences: []metav1.OwnerReference{{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster", Name: "a", UID: hc.UID}}}, Data: map[string][]byte{"kubeconfig": []byte(planted)}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "unrelated"}, Data: map[string][]byte{"password": []byte("another-clusters-password")}},
 	}
@@ -141,7 +141,7 @@ func TestCollect(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters-a", Name: "admin-kubeconfig"}, cp); err != nil {
 		t.Fatal(err)
 	}
-	cp.Labels[adminkubeconfig.ClusterUIDLabel] = "another-cluster"
+	cp.Labels[hostedref.ClusterUIDLabel] = "another-cluster"
 	if err := c.Update(ctx, cp); err != nil {
 		t.Fatal(err)
 	}

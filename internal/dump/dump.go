@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 )
 
 // Options say which cluster to dump and how to reach what it is made of.
@@ -132,7 +132,7 @@ func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
 	if hc.Status.ControlPlaneNamespace != "" {
 		return hc.Status.ControlPlaneNamespace
 	}
-	return adminkubeconfig.ControlPlaneNamespace(hc)
+	return hostedref.ControlPlaneNamespace(hc)
 }
 
 // secrets reads the cluster's Secrets — every one of its control-plane

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/kubeconfig"
 )
 
@@ -29,16 +29,16 @@ type hostedView struct {
 // to rewrite, and dump runs with the rights of whoever reads the dump.
 func (c *collector) hosted(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, cpNamespace string, secrets map[string]*corev1.Secret) hostedView {
 	var view hostedView
-	secret := secrets[cpNamespace+"/"+adminkubeconfig.SecretName]
+	secret := secrets[cpNamespace+"/"+hostedref.AdminKubeconfigSecret]
 	if secret == nil {
-		c.problem("hosted cluster: admin kubeconfig Secret %s/%s not found", cpNamespace, adminkubeconfig.SecretName)
+		c.problem("hosted cluster: admin kubeconfig Secret %s/%s not found", cpNamespace, hostedref.AdminKubeconfigSecret)
 		return view
 	}
-	if uid := secret.Labels[adminkubeconfig.ClusterUIDLabel]; uid != string(hc.UID) {
-		c.problem("hosted cluster: admin kubeconfig Secret %s/%s is labelled %s=%q, not this cluster's UID: not used", cpNamespace, adminkubeconfig.SecretName, adminkubeconfig.ClusterUIDLabel, uid)
+	if uid := secret.Labels[hostedref.ClusterUIDLabel]; uid != string(hc.UID) {
+		c.problem("hosted cluster: admin kubeconfig Secret %s/%s is labelled %s=%q, not this cluster's UID: not used", cpNamespace, hostedref.AdminKubeconfigSecret, hostedref.ClusterUIDLabel, uid)
 		return view
 	}
-	cfg, err := kubeconfig.Parse(secret.Data[adminkubeconfig.Key])
+	cfg, err := kubeconfig.Parse(secret.Data[hostedref.AdminKubeconfigKey])
 	if err != nil {
 		c.problem("hosted cluster: admin kubeconfig: %v", err)
 		return view

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 )
 
 var (
@@ -173,10 +173,10 @@ func (h *HostedScraper) Scrape(ctx context.Context, hc *hypershiftv1alpha1.Hoste
 
 // client is the cluster's HTTP client, made again when its admin
 // kubeconfig changed (a renewed certificate). The kubeconfig is the
-// operator's copy in the control-plane namespace (adminkubeconfig.Read),
+// operator's copy in the control-plane namespace (hostedref.AdminKubeconfig),
 // never the tenant's beside the HostedCluster.
 func (h *HostedScraper) client(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (hostedClient, error) {
-	data, cfg, err := adminkubeconfig.Read(ctx, h.reader, hc)
+	data, cfg, err := hostedref.AdminKubeconfig(ctx, h.reader, hc)
 	if err != nil {
 		return hostedClient{}, err
 	}

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/pki"
@@ -35,13 +35,13 @@ const Finalizer = "hypershift.dev/hostedcluster"
 
 // Labels that tie control-plane objects to their HostedCluster.
 const (
-	ClusterNameLabel      = "hypershift.dev/hostedcluster-name"
-	ClusterNamespaceLabel = "hypershift.dev/hostedcluster-namespace"
+	ClusterNameLabel      = hostedref.ClusterNameLabel
+	ClusterNamespaceLabel = hostedref.ClusterNamespaceLabel
 )
 
 // ControlPlaneNamespace is HyperShift's convention: NS-NAME.
 func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
-	return adminkubeconfig.ControlPlaneNamespace(hc)
+	return hostedref.ControlPlaneNamespace(hc)
 }
 
 // Reconciler reconciles HostedClusters.

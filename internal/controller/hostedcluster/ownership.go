@@ -11,14 +11,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 )
 
 // ClusterUIDLabel holds the UID of the HostedCluster that created a
 // control-plane namespace or Secret. NS-NAME is ambiguous (a/b-c and a-b/c
 // both give a-b-c), so the name labels alone cannot say whose it is; the UID
 // can, and it is set only by this controller when it creates the object.
-const ClusterUIDLabel = adminkubeconfig.ClusterUIDLabel
+const ClusterUIDLabel = hostedref.ClusterUIDLabel
 
 // conflictRequeue is how often a refused cluster looks again: the other
 // owner's namespace may be gone by then.

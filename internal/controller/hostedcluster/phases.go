@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/kubeconfig"
@@ -27,10 +27,10 @@ import (
 // Secret names of a hosted cluster's admin kubeconfig.
 const (
 	// AdminKubeconfigSecret is in the control-plane namespace: the copy the
-	// operator reads (adminkubeconfig.Read).
-	AdminKubeconfigSecret = adminkubeconfig.SecretName
+	// operator reads (hostedref.AdminKubeconfig).
+	AdminKubeconfigSecret = hostedref.AdminKubeconfigSecret
 	// KubeconfigKey is the data key holding the kubeconfig.
-	KubeconfigKey = adminkubeconfig.Key
+	KubeconfigKey = hostedref.AdminKubeconfigKey
 )
 
 // AdminKubeconfigSecretName is the Secret in the HostedCluster's namespace.

@@ -16,6 +16,7 @@ import (
 	"hypershift.dev/internal/backup"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/hostedref"
 )
 
 // restoredMarker, in the control plane's directory, records that its etcd
@@ -50,14 +51,35 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
+// restoreSecret reads the Secret of a restore request from the namespace of
+// the HostedCluster that owns hcp (hostedref.Owner), the only namespace the
+// request may name: a HostedControlPlane that no HostedCluster owns — one
+// made by hand — restores nothing, and cannot have the operator read (or,
+// on the kube runtime, copy into its own namespace) a Secret of another.
+func (r *Reconciler) restoreSecret(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, req *hypershiftv1alpha1.RestoreRequest) (*corev1.Secret, error) {
+	hc, err := hostedref.Owner(ctx, r.Client, hcp)
+	if err != nil {
+		return nil, fmt.Errorf("restore refused: %w", err)
+	}
+	if req.Namespace != hc.Namespace {
+		return nil, fmt.Errorf("restore refused: the request names Secret %s/%s; a restore Secret is read only from the namespace of HostedCluster %s/%s",
+			req.Namespace, req.Secret, hc.Namespace, hc.Name)
+	}
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: req.Secret}, secret); err != nil {
+		return nil, fmt.Errorf("restore Secret %s/%s: %w", hc.Namespace, req.Secret, err)
+	}
+	return secret, nil
+}
+
 func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker string) error {
 	req := &hypershiftv1alpha1.RestoreRequest{}
 	if err := json.Unmarshal([]byte(raw), req); err != nil {
 		return fmt.Errorf("annotation %s: %w", hypershiftv1alpha1.RestoreFromAnnotation, err)
 	}
-	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Secret}, secret); err != nil {
-		return fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err)
+	secret, err := r.restoreSecret(ctx, s.hcp, req)
+	if err != nil {
+		return err
 	}
 	key, creds, err := backup.FromSecretData(secret.Data)
 	if err != nil {

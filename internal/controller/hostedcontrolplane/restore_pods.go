@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,9 +55,9 @@ func (r *Reconciler) restoreInPods(ctx context.Context, s *scope, raw string) (c
 		setRestore(s.specs, &runtime.Restore{})
 		return ctrl.Result{}, nil
 	}
-	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Secret}, secret); err != nil {
-		return r.restoreFailed(ctx, s, fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err))
+	secret, err := r.restoreSecret(ctx, hcp, req)
+	if err != nil {
+		return r.restoreFailed(ctx, s, err)
 	}
 	if _, _, err := backup.FromSecretData(secret.Data); err != nil {
 		return r.restoreFailed(ctx, s, fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err))

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/adminkubeconfig"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/nodes/bootstrap"
 )
@@ -102,7 +102,7 @@ func (r *Reconciler) reconcileHostedCluster(ctx context.Context, s *scope) (ctrl
 // namespace's users can rewrite — and opens (or reuses) the connection to
 // it.
 func (r *Reconciler) connect(ctx context.Context, s *scope) error {
-	kc, cfg, err := adminkubeconfig.Read(ctx, r.Client, s.hc)
+	kc, cfg, err := hostedref.AdminKubeconfig(ctx, r.Client, s.hc)
 	if err != nil {
 		return err
 	}

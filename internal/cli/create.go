@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 )

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/bootstrap"
 )
 

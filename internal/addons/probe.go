@@ -1,9 +1,11 @@
 package addons
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,8 +96,27 @@ func fieldAt(obj map[string]any, path string) (any, bool) {
 	return v, ok && err == nil
 }
 
-// evalCEL evaluates rule with the object as self.
+// Bounds of one CEL probe: an addon author writes the rule, and the one
+// addon worker of every tenant runs it. celCostLimit is the API server's
+// own per-expression runtime cost limit for CRD validation rules; a rule
+// that needs more is cut off, as is one that runs longer than
+// celTimeout.
+const (
+	maxCELRuleLength = 4 << 10
+	celCostLimit     = 1_000_000
+	celTimeout       = 100 * time.Millisecond
+)
+
+// evalCEL evaluates rule with the object as self, within celCostLimit and
+// celTimeout.
 func evalCEL(rule string, obj map[string]any) (bool, error) {
+	return evalCELWithin(rule, obj, celTimeout)
+}
+
+func evalCELWithin(rule string, obj map[string]any, timeout time.Duration) (bool, error) {
+	if len(rule) > maxCELRuleLength {
+		return false, fmt.Errorf("the rule is %d bytes, more than %d", len(rule), maxCELRuleLength)
+	}
 	env, err := cel.NewEnv(cel.Variable("self", cel.DynType))
 	if err != nil {
 		return false, err
@@ -104,11 +125,13 @@ func evalCEL(rule string, obj map[string]any) (bool, error) {
 	if iss.Err() != nil {
 		return false, iss.Err()
 	}
-	prg, err := env.Program(ast)
+	prg, err := env.Program(ast, cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return false, err
 	}
-	out, _, err := prg.Eval(map[string]any{"self": obj})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, _, err := prg.ContextEval(ctx, map[string]any{"self": obj})
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,7 @@ package addons
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,5 +67,37 @@ func TestMapConditions(t *testing.T) {
 	got := mapConditions(obj, []hypershiftv1alpha1.ConditionMapping{{SourceType: "Available", DestinationType: "example.com/OperatorAvailable"}, {SourceType: "Missing", DestinationType: "x/Y"}})
 	if len(got) != 1 || got[0].Type != "example.com/OperatorAvailable" || got[0].Status != "True" || got[0].Reason != "MinimumReplicasAvailable" || !strings.Contains(got[0].Message, "Deployment op: ok") {
 		t.Fatalf("mapped %+v", got)
+	}
+}
+
+// TestCELProbeIsBounded: a rule of 10^8 steps, or one too long to be a
+// probe, is refused at once — the one addon worker of every tenant runs
+// these — while an ordinary rule still passes.
+func TestCELProbeIsBounded(t *testing.T) {
+	obj := deployment("Hans", nil, nil).Object
+	if ok, err := evalCEL(`self.metadata.name == "Hans"`, obj); !ok || err != nil {
+		t.Fatalf("an ordinary rule: %v, %v", ok, err)
+	}
+	ten := "[0,1,2,3,4,5,6,7,8,9]"
+	rule := "true"
+	for _, v := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		rule = ten + ".all(" + v + ", " + rule + ")"
+	}
+	start := time.Now()
+	ok, err := evalCEL(rule, obj)
+	took := time.Since(start)
+	if err == nil || ok {
+		t.Errorf("a rule of 10^8 steps: %v, %v; want it cut off", ok, err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("a rule of 10^8 steps ran %s before it was cut off", took)
+	}
+	// Whatever the time allowed, the cost limit ends it (which bound
+	// comes first depends on the machine's speed).
+	if ok, err := evalCELWithin(rule, obj, time.Minute); err == nil || !strings.Contains(err.Error(), "cost") {
+		t.Errorf("a rule of 10^8 steps with a minute to run: %v, %v; want it cut off for its cost", ok, err)
+	}
+	if _, err := evalCEL(strings.Repeat("true && ", 1000)+"true", obj); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("an 8 KiB rule: %v, want refused for its length", err)
 	}
 }

@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // KeySecretKey is the data key of the archive key in a request's Secret.
@@ -21,6 +22,10 @@ func FromSecretData(data map[string][]byte) ([]byte, *Credentials, error) {
 	}
 	return key, creds, nil
 }
+
+// FetchTimeout bounds the operator's read of one archive: 2 GiB at a few
+// megabytes a second. A bucket that trickles is given up on then.
+const FetchTimeout = 10 * time.Minute
 
 // Fetch reads, decrypts and verifies the archive at url.
 func Fetch(ctx context.Context, url string, key []byte, creds *Credentials) (*Archive, error) {

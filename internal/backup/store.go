@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 
@@ -40,6 +43,9 @@ func ParseURL(raw string) (Location, error) {
 		return Location{}, fmt.Errorf("archive URL %q has no scheme: use file:///path/to/archive, s3://bucket/key, gs://bucket/key or azblob://container/key", raw)
 	}
 	if u.Scheme == "file" {
+		if u.RawQuery != "" || u.Host != "" {
+			return Location{}, fmt.Errorf("archive URL %q: want file:///absolute/path/to/archive, without a host or ?options (the file driver's options would change where and how files are written)", raw)
+		}
 		if u.Path == "" || strings.HasSuffix(u.Path, "/") || !path.IsAbs(u.Path) {
 			return Location{}, fmt.Errorf("archive URL %q: want file:///absolute/path/to/archive (a file name, not a directory)", raw)
 		}
@@ -73,14 +79,27 @@ func Write(ctx context.Context, raw string, data []byte, creds *Credentials) err
 // ErrNotFound says there is no archive at the URL.
 var ErrNotFound = errors.New("no archive at this URL")
 
-// Read loads the archive at the URL raw; creds as for Write.
+// maxArchiveBytes bounds what Read takes of one archive: its etcd snapshot
+// is at most etcd's default quota of 2 GiB (the hosted etcd's), the rest of
+// an archive is kilobytes. A URL that names something endless
+// (file:///dev/zero, a body that never ends) is cut off there.
+var maxArchiveBytes int64 = 2<<30 + 64<<20
+
+// Read loads the archive at the URL raw; creds as for Write. A file://
+// archive must be a regular file, not a symbolic link, a device or a pipe
+// (which would block the reader until someone writes to it).
 func Read(ctx context.Context, raw string, creds *Credentials) ([]byte, error) {
 	b, loc, err := openLocation(ctx, raw, creds)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	data, err := b.ReadAll(ctx, loc.Key)
+	if strings.HasPrefix(loc.Bucket, "file:") {
+		if err := checkRegularFile(raw); err != nil {
+			return nil, err
+		}
+	}
+	data, err := readBounded(ctx, b, loc.Key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		// A missing object and a missing bucket both read as NotFound;
 		// the fix differs.
@@ -93,6 +112,56 @@ func Read(ctx context.Context, raw string, creds *Credentials) ([]byte, error) {
 		return nil, fmt.Errorf("read %s from %s: %w", loc.Key, loc.Bucket, bucketError(ctx, b, loc.Bucket, err))
 	}
 	return data, nil
+}
+
+// readBounded reads the object key of b, at most maxArchiveBytes of it.
+func readBounded(ctx context.Context, b *blob.Bucket, key string) ([]byte, error) {
+	r, err := b.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, maxArchiveBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxArchiveBytes {
+		return nil, fmt.Errorf("the archive is larger than %d bytes, more than any archive hypershift writes: not read", maxArchiveBytes)
+	}
+	return data, nil
+}
+
+// checkRegularFile refuses a file:// archive that is not a regular file.
+// A missing file passes, to be reported as ErrNotFound.
+func checkRegularFile(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(u.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("archive %s: %w", raw, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("archive %s is a %s, not a regular file: not read", raw, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0 || m&fs.ModeCharDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	}
+	return "special file"
 }
 
 // openLocation opens the bucket of the archive URL raw and returns it with

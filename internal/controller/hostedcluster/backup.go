@@ -144,7 +144,11 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 	log.Info("backup started")
 	go func() {
 		defer close(job.done)
-		job.record, job.err = in.run(context.WithoutCancel(ctx))
+		// Off the reconcile, but bounded: a bucket that trickles fails
+		// the backup rather than holding the cluster's next ones.
+		jobCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backup.FetchTimeout)
+		defer cancel()
+		job.record, job.err = in.run(jobCtx)
 		if job.err != nil {
 			log.Error(job.err, "backup failed")
 		} else {

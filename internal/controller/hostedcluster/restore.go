@@ -100,7 +100,9 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	if err != nil {
 		return err
 	}
-	a, err := backup.Fetch(ctx, req.URL, key, creds)
+	fetchCtx, cancel := context.WithTimeout(ctx, backup.FetchTimeout)
+	defer cancel()
+	a, err := backup.Fetch(fetchCtx, req.URL, key, creds)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,9 @@ func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker stri
 	if err != nil {
 		return fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err)
 	}
-	a, err := backup.Fetch(ctx, req.URL, key, creds)
+	fetchCtx, cancel := context.WithTimeout(ctx, backup.FetchTimeout)
+	defer cancel()
+	a, err := backup.Fetch(fetchCtx, req.URL, key, creds)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,55 @@
+package backup
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReadIsBounded: an archive URL a tenant writes cannot make the reader
+// take without end or wait forever: a device (file:///dev/zero), a named
+// pipe nobody writes to and a symbolic link are refused before they are
+// opened, a file larger than any archive is cut off, and a file:// URL with
+// the file driver's options is refused.
+func TestReadIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.bak")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.bak")
+	if err := os.WriteFile(big, make([]byte, 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.bak")
+	if err := os.Symlink(big, link); err != nil {
+		t.Fatal(err)
+	}
+	defer func(v int64) { maxArchiveBytes = v }(maxArchiveBytes)
+	maxArchiveBytes = 1024
+
+	for _, tc := range []struct{ url, want string }{
+		{"file:///dev/zero", "device"},
+		{"file://" + fifo, "named pipe"},
+		{"file://" + link, "symbolic link"},
+		{"file://" + big, "larger than 1024 bytes"},
+		{"file://" + big + "?create_dir=true", "without a host or ?options"},
+		{"file://host" + big, "without a host or ?options"},
+	} {
+		start := time.Now()
+		_, err := Read(t.Context(), tc.url, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Read %s: %v, want an error saying %q", tc.url, err, tc.want)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("Read %s took %s", tc.url, took)
+		}
+	}
+	maxArchiveBytes = 4096
+	if data, err := Read(t.Context(), "file://"+big, nil); err != nil || len(data) != 4096 {
+		t.Errorf("a regular file within the bound: %d bytes, %v", len(data), err)
+	}
+}

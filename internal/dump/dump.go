@@ -225,6 +225,7 @@ func (c *collector) management(ctx context.Context, hc *hypershiftv1alpha1.Hoste
 		}
 		for i := range l.Items {
 			clean(&l.Items[i])
+			redactWorkloadEnv(&l.Items[i], kind.Kind)
 		}
 		c.addYAML("management/"+strings.ToLower(kind.Kind)+"s.yaml", list(kind.Kind+"List", l.Items))
 	}
@@ -269,6 +270,65 @@ func clean(obj metav1.Object) {
 	if a := obj.GetAnnotations(); a != nil {
 		delete(a, corev1.LastAppliedConfigAnnotation)
 	}
+}
+
+// envRedacted stands for an environment variable's literal value in a
+// dump: a pod spec's env is where workloads put passwords and tokens, and
+// a dump is handed to whoever debugs; references (valueFrom) are kept.
+const envRedacted = "<redacted>"
+
+// redactPodEnv replaces the literal env values of every container of spec.
+func redactPodEnv(spec *corev1.PodSpec) {
+	redact := func(env []corev1.EnvVar) {
+		for i := range env {
+			if env[i].Value != "" {
+				env[i].Value = envRedacted
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		redact(spec.InitContainers[i].Env)
+	}
+	for i := range spec.Containers {
+		redact(spec.Containers[i].Env)
+	}
+	for i := range spec.EphemeralContainers {
+		redact(spec.EphemeralContainers[i].Env)
+	}
+}
+
+// redactWorkloadEnv does redactPodEnv for a Pod, or the pod template of a
+// Deployment or StatefulSet, read as unstructured; other kinds have no pod
+// spec and are left as they are.
+func redactWorkloadEnv(obj *unstructured.Unstructured, kind string) {
+	var path []string
+	switch kind {
+	case "Pod":
+		path = []string{"spec"}
+	case "Deployment", "StatefulSet":
+		path = []string{"spec", "template", "spec"}
+	default:
+		return
+	}
+	spec, ok, err := unstructured.NestedMap(obj.Object, path...)
+	if !ok || err != nil {
+		return
+	}
+	for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
+		containers, _ := spec[field].([]any)
+		for _, c := range containers {
+			container, _ := c.(map[string]any)
+			env, _ := container["env"].([]any)
+			for _, e := range env {
+				if v, _ := e.(map[string]any); v != nil {
+					if s, _ := v["value"].(string); s != "" {
+						v["value"] = envRedacted
+					}
+				}
+			}
+		}
+	}
+	_ = unstructured.SetNestedMap(obj.Object, spec, path...)
 }
 
 // list wraps items the way kubectl prints a list.

@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"hypershift.dev/internal/pki"
 )
@@ -166,5 +168,46 @@ func tarNames(t *testing.T, path string) []string {
 			t.Fatal(err)
 		}
 		names = append(names, hdr.Name)
+	}
+}
+
+// TestDumpRedactsEnvValues: a pod spec's literal env values — where
+// workloads keep passwords — are not in a dump, in a hosted Pod or in the
+// pod template of a control plane's Deployment; references are kept.
+func TestDumpRedactsEnvValues(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Env: []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "hunter2"}}}},
+		Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{
+			{Name: "TOKEN", Value: "s3cr3t"},
+			{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k", LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}},
+		}}},
+	}}
+	redactPodEnv(&pod.Spec)
+	if v := pod.Spec.InitContainers[0].Env[0].Value; v != envRedacted {
+		t.Errorf("init container env value %q", v)
+	}
+	if v := pod.Spec.Containers[0].Env[0].Value; v != envRedacted {
+		t.Errorf("container env value %q", v)
+	}
+	if ref := pod.Spec.Containers[0].Env[1].ValueFrom; ref == nil || ref.SecretKeyRef.Name != "s" {
+		t.Errorf("a reference was not kept: %+v", pod.Spec.Containers[0].Env[1])
+	}
+
+	deploy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "kube-apiserver", "env": []any{
+				map[string]any{"name": "PASSWORD", "value": "hunter2"},
+				map[string]any{"name": "REF", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}},
+			}}},
+		}}},
+	}}
+	redactWorkloadEnv(deploy, "Deployment")
+	out, err := yaml.Marshal(deploy.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), envRedacted) || !strings.Contains(string(out), "secretKeyRef") {
+		t.Errorf("Deployment after redaction:\n%s", out)
 	}
 }

@@ -81,6 +81,7 @@ func (c *collector) hosted(ctx context.Context, hc *hypershiftv1alpha1.HostedClu
 				continue
 			}
 			clean(p)
+			redactPodEnv(&p.Spec)
 			bad = append(bad, *p)
 			view.NotRunning = append(view.NotRunning, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, p.Status.Phase))
 			involved["Pod/"+p.Namespace+"/"+p.Name] = true

@@ -53,3 +53,24 @@ func TestReadIsBounded(t *testing.T) {
 		t.Errorf("a regular file within the bound: %d bytes, %v", len(data), err)
 	}
 }
+
+// TestFileArchiveIsOwnerOnly: an archive written to file:// (and the
+// driver's attributes file beside it) is readable by its owner only,
+// whatever the umask.
+func TestFileArchiveIsOwnerOnly(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "a.bak")
+	if err := Write(t.Context(), "file://"+path, []byte("sealed"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + ".attrs"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s has mode %o, want 600", p, mode)
+		}
+	}
+}

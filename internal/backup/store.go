@@ -73,6 +73,25 @@ func Write(ctx context.Context, raw string, data []byte, creds *Credentials) err
 	if err := b.Upload(ctx, loc.Key, bytes.NewReader(data), &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
 		return fmt.Errorf("write %s to %s: %w", loc.Key, loc.Bucket, bucketError(ctx, b, loc.Bucket, err))
 	}
+	if strings.HasPrefix(loc.Bucket, "file:") {
+		return ownerOnly(raw)
+	}
+	return nil
+}
+
+// ownerOnly makes a file:// archive and the attributes file beside it
+// readable by their owner only: the file driver creates them 0666 less
+// the umask, world-readable under the usual 022.
+func ownerOnly(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{u.Path, u.Path + ".attrs"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("archive %s: %w", raw, err)
+		}
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,17 +29,21 @@ func main() {
 }
 
 func run(in io.Reader, out io.Writer, jsonPath, reportPath string, slowest int) error {
-	var raw io.Writer = io.Discard
+	raw := io.Discard
+	var rawFile *os.File
 	if jsonPath != "" {
 		f, err := create(jsonPath)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		raw = f
+		raw, rawFile = f, f
 	}
 	s := newSummary(out)
-	if err := s.read(in, raw); err != nil {
+	err := s.read(in, raw)
+	if rawFile != nil {
+		err = errors.Join(err, rawFile.Close())
+	}
+	if err != nil {
 		return err
 	}
 	report := s.report(slowest)
@@ -48,11 +53,8 @@ func run(in io.Reader, out io.Writer, jsonPath, reportPath string, slowest int) 
 		if err != nil {
 			return err
 		}
-		if _, err := io.WriteString(f, report); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		_, err = io.WriteString(f, report)
+		if err = errors.Join(err, f.Close()); err != nil {
 			return err
 		}
 	}

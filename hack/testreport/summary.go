@@ -209,7 +209,16 @@ func (s *summary) report(slowest int) string {
 	for _, p := range pkgs {
 		fmt.Fprintf(&b, "%9.1fs  start +%-8s %-4s %4d tests  %s\n", p.elapsed, s.offset(p.start), p.action, p.tests, p.name)
 	}
+	s.writeSlowest(&b, slowest)
+	s.writeSkipsAndFailures(&b, pkgs)
+	passed, failed, skipped := s.counts()
+	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	return b.String()
+}
 
+// writeSlowest lists the slowest top-level tests by the time they ran, each
+// with its slow steps.
+func (s *summary) writeSlowest(b *strings.Builder, slowest int) {
 	var top []testResult
 	for _, r := range s.tests {
 		if !strings.Contains(r.test, "/") && r.action != "skip" {
@@ -221,18 +230,22 @@ func (s *summary) report(slowest int) string {
 	if len(top) > slowest {
 		top = top[:slowest]
 	}
-	fmt.Fprintf(&b, "\n== the %d slowest tests (time it ran, not counting time queued behind other tests)\n", len(top))
+	fmt.Fprintf(b, "\n== the %d slowest tests (time it ran, not counting time queued behind other tests)\n", len(top))
 	for _, r := range top {
 		queued := ""
 		if r.queued > 0 {
 			queued = fmt.Sprintf("  (queued %.1fs before)", r.queued)
 		}
-		fmt.Fprintf(&b, "%9.1fs  %-4s %s %s%s\n", ran(r), r.action, r.pkg, r.test, queued)
+		fmt.Fprintf(b, "%9.1fs  %-4s %s %s%s\n", ran(r), r.action, r.pkg, r.test, queued)
 		for _, sub := range s.steps(r.testKey) {
-			fmt.Fprintf(&b, "%9.1fs       └ %s\n", sub.elapsed, strings.TrimPrefix(sub.test, r.test+"/"))
+			fmt.Fprintf(b, "%9.1fs       └ %s\n", sub.elapsed, strings.TrimPrefix(sub.test, r.test+"/"))
 		}
 	}
+}
 
+// writeSkipsAndFailures lists the skipped tests with their reasons, then
+// everything that failed: tests, builds, packages outside any test.
+func (s *summary) writeSkipsAndFailures(b *strings.Builder, pkgs []*packageResult) {
 	var skips, fails []string
 	for _, r := range s.tests {
 		switch r.action {
@@ -243,7 +256,7 @@ func (s *summary) report(slowest int) string {
 		}
 	}
 	if len(skips) > 0 {
-		fmt.Fprintf(&b, "\n== skipped, with their reasons\n%s\n", strings.Join(skips, "\n"))
+		fmt.Fprintf(b, "\n== skipped, with their reasons\n%s\n", strings.Join(skips, "\n"))
 	}
 	for _, name := range s.builds {
 		fails = append(fails, "  "+name+" did not build")
@@ -254,11 +267,8 @@ func (s *summary) report(slowest int) string {
 		}
 	}
 	if len(fails) > 0 {
-		fmt.Fprintf(&b, "\n== failed\n%s\n", strings.Join(fails, "\n"))
+		fmt.Fprintf(b, "\n== failed\n%s\n", strings.Join(fails, "\n"))
 	}
-	passed, failed, skipped := s.counts()
-	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
-	return b.String()
 }
 
 // stepFloor is the least time a subtest takes to be listed under its test

@@ -62,12 +62,8 @@ func Parse(data []byte) (*rest.Config, error) {
 	if len(cluster.CertificateAuthorityData) == 0 {
 		return nil, fmt.Errorf("kubeconfig: cluster %q: no certificate-authority-data (the server's CA must be given inline)", kctx.Cluster)
 	}
-	hasCert := len(user.ClientCertificateData) > 0 || len(user.ClientKeyData) > 0
-	if hasCert && (len(user.ClientCertificateData) == 0 || len(user.ClientKeyData) == 0) {
-		return nil, fmt.Errorf("kubeconfig: user %q: client-certificate-data and client-key-data go together", kctx.AuthInfo)
-	}
-	if !hasCert && user.Token == "" {
-		return nil, fmt.Errorf("kubeconfig: user %q: no credentials (client-certificate-data and client-key-data, or token)", kctx.AuthInfo)
+	if err := checkCredentials(user); err != nil {
+		return nil, fmt.Errorf("kubeconfig: user %q: %w", kctx.AuthInfo, err)
 	}
 	return &rest.Config{
 		Host: cluster.Server,
@@ -79,6 +75,18 @@ func Parse(data []byte) (*rest.Config, error) {
 		},
 		BearerToken: user.Token,
 	}, nil
+}
+
+// checkCredentials wants an inline certificate and key, or a token.
+func checkCredentials(user *clientcmdapi.AuthInfo) error {
+	hasCert := len(user.ClientCertificateData) > 0 || len(user.ClientKeyData) > 0
+	switch {
+	case hasCert && (len(user.ClientCertificateData) == 0 || len(user.ClientKeyData) == 0):
+		return errors.New("client-certificate-data and client-key-data go together")
+	case !hasCert && user.Token == "":
+		return errors.New("no credentials (client-certificate-data and client-key-data, or token)")
+	}
+	return nil
 }
 
 // refusedFields names the fields of cluster and user Parse does not read.

@@ -247,8 +247,11 @@ func TestSchedulerOrder(t *testing.T) {
 		host  bool
 	}
 	reqs := []req{
-		{"hostShort", 5, 1, true}, {"hostLong", 9, 1, true}, {"small", 1, 1, false},
-		{"double", 7, 2, false}, {"medium", 3, 1, false},
+		{"hostShort", 5, 1, true},
+		{"hostLong", 9, 1, true},
+		{"small", 1, 1, false},
+		{"double", 7, 2, false},
+		{"medium", 3, 1, false},
 	}
 	got := make(chan *waiter, len(reqs))
 	for _, r := range reqs {

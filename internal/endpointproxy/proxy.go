@@ -90,7 +90,13 @@ func (p *Proxy) serve(ctx context.Context, l net.Listener, public bool) error {
 
 func (p *Proxy) handle(ctx context.Context, client net.Conn, public bool) {
 	defer client.Close()
+	var src io.Reader = client
 	if public {
+		hello, err := tlsClientHello(client)
+		if err != nil {
+			return
+		}
+		src = hello
 		p.act.touch()
 		p.act.connections.Add(1)
 		defer p.act.connections.Add(-1)
@@ -104,7 +110,7 @@ func (p *Proxy) handle(ctx context.Context, client net.Conn, public bool) {
 	}
 	defer backend.Close()
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst net.Conn, src io.Reader) {
 		var w io.Writer = dst
 		if public {
 			w = activeWriter{w: dst, act: &p.act}
@@ -116,7 +122,7 @@ func (p *Proxy) handle(ctx context.Context, client net.Conn, public bool) {
 		}
 		done <- struct{}{}
 	}
-	go pipe(backend, client)
+	go pipe(backend, src)
 	go pipe(client, backend)
 	select {
 	case <-done:

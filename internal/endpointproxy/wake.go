@@ -1,8 +1,10 @@
 package endpointproxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -100,6 +102,31 @@ func (p *Proxy) awaitBackend(ctx context.Context, client net.Conn) bool {
 		}
 	}
 	return true
+}
+
+// clientHelloTimeout bounds the wait for a client's first bytes on the
+// public listener.
+const clientHelloTimeout = 10 * time.Second
+
+// tlsClientHello reads, within clientHelloTimeout, the start of what a
+// client on the public listener sends and returns a reader that gives it
+// again: it must be a TLS record of the handshake protocol (22), version
+// 3.x, carrying a ClientHello (1) — what every client of an API server
+// sends first. Only such a client counts as activity and may be held: a
+// bare TCP connection, a port scan or plain HTTP neither wakes nor keeps
+// awake a hibernated control plane, and is closed.
+func tlsClientHello(client net.Conn) (io.Reader, error) {
+	_ = client.SetReadDeadline(time.Now().Add(clientHelloTimeout))
+	r := bufio.NewReader(client)
+	head, err := r.Peek(6)
+	_ = client.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, fmt.Errorf("no TLS ClientHello from %s: %w", client.RemoteAddr(), err)
+	}
+	if head[0] != 22 || head[1] != 3 || head[5] != 1 {
+		return nil, fmt.Errorf("no TLS ClientHello from %s: the first bytes are % x", client.RemoteAddr(), head)
+	}
+	return r, nil
 }
 
 // activeWriter marks activity on every write through it.

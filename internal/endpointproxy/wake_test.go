@@ -3,6 +3,7 @@ package endpointproxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +76,7 @@ func TestHoldsAConnectionAcrossAWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	_, _ = c.Write(helloHead)
 	fmt.Fprintln(c, "hi") // sent while the backend sleeps
 	waitFor(t, "the connection to be held", func() bool { return p.Activity().Waiting == 1 })
 	if a := p.Activity(); a.LastActivity.Before(before) {
@@ -102,12 +104,14 @@ func TestHoldIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
+	_, _ = first.Write(helloHead)
 	waitFor(t, "the first connection to be held", func() bool { return p.Activity().Waiting == 1 })
 	second, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Close()
+	_, _ = second.Write(helloHead)
 	_ = second.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := second.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("second connection beyond the maximum: read = %v, want EOF (closed)", err)
@@ -137,5 +141,45 @@ func TestInternalIsNotActivity(t *testing.T) {
 	}
 	if a := p.Activity(); !a.LastActivity.IsZero() {
 		t.Errorf("internal connection counted as activity at %s", a.LastActivity)
+	}
+}
+
+// TestOnlyATLSClientHelloIsActivity: a connection to the public listener
+// counts as activity — wakes a sleeping control plane, is held — only once
+// it has sent the start of a TLS ClientHello, as crypto/tls does. A bare
+// TCP connection and plain HTTP are neither counted nor held.
+func TestOnlyATLSClientHelloIsActivity(t *testing.T) {
+	backend, _ := sleepingBackend(t)
+	p, addr := startHolding(t, backend, 4, time.Minute)
+
+	bare, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	plain, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	fmt.Fprint(plain, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = plain.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := plain.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("plain HTTP: read = %v, want EOF (closed)", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if a := p.Activity(); !a.LastActivity.IsZero() || a.Waiting != 0 || a.Connections != 0 {
+		t.Fatalf("a bare connection and plain HTTP counted: %+v", a)
+	}
+
+	tlsConn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tlsConn.Close()
+	go func() { _ = tls.Client(tlsConn, &tls.Config{ServerName: "kube-apiserver", MinVersion: tls.VersionTLS12}).Handshake() }()
+	waitFor(t, "the TLS client to be held", func() bool { return p.Activity().Waiting == 1 })
+	if a := p.Activity(); a.LastActivity.IsZero() {
+		t.Errorf("a TLS client is not activity: %+v", a)
 	}
 }

@@ -177,7 +177,9 @@ func TestOnlyATLSClientHelloIsActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tlsConn.Close()
-	go func() { _ = tls.Client(tlsConn, &tls.Config{ServerName: "kube-apiserver", MinVersion: tls.VersionTLS12}).Handshake() }()
+	go func() {
+		_ = tls.Client(tlsConn, &tls.Config{ServerName: "kube-apiserver", MinVersion: tls.VersionTLS12}).Handshake()
+	}()
 	waitFor(t, "the TLS client to be held", func() bool { return p.Activity().Waiting == 1 })
 	if a := p.Activity(); a.LastActivity.IsZero() {
 		t.Errorf("a TLS client is not activity: %+v", a)

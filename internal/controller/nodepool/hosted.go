@@ -119,12 +119,12 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	poolSelector := labels.NewSelector().Add(*hasPool).String()
 	// Every Node: a Node's labels do not say which pool it is in (its
 	// kubelet may set them); the binding does (see identity.go).
-	allNodes := informers.NewSharedInformerFactory(kube, 10*time.Minute)
+	allNodes := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(stripForCache))
 	inKubeSystem := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
-		informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithNamespace(metav1.NamespaceSystem), informers.WithTransform(stripForCache),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = poolSelector }))
 	bySigner := func(signer string) informers.SharedInformerFactory {
-		return informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute,
+		return informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(stripForCache),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", signer).String()
 			}))
@@ -215,6 +215,22 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
 	}
 	return hc, nil
+}
+
+// stripForCache drops from an object of a hosted cluster what the NodePool
+// controller never reads before it is cached: managed fields (often the
+// larger part of an object) and a Node's image list (up to 50 entries of
+// names a node's kubelet reports). Whoever administers the hosted cluster
+// decides how many such objects there are; what each costs the operator is
+// kept to what is used.
+func stripForCache(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+	}
+	if node, ok := obj.(*corev1.Node); ok {
+		node.Status.Images = nil
+	}
+	return obj, nil
 }
 
 // enqueueUsers enqueues the pools that used this connection.

@@ -69,6 +69,31 @@ func TestRevokedKubeconfigDisconnectsAndReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// What is cached of a Node is what the controller reads: no managed
+	// fields, no image list.
+	node, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cached"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example/app:1"}, SizeBytes: 1 << 20}}
+	if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cacheDeadline := time.Now().Add(10 * time.Second)
+	for {
+		cached, err := hc.nodes.Get("cached")
+		if err == nil && cached.ResourceVersion != node.ResourceVersion {
+			if len(cached.ManagedFields) != 0 || len(cached.Status.Images) != 0 {
+				t.Errorf("cached Node keeps %d managed fields and %d images, want none", len(cached.ManagedFields), len(cached.Status.Images))
+			}
+			break
+		}
+		if time.Now().After(cacheDeadline) {
+			t.Fatalf("the Node's status update did not reach the cache: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	if err := kube.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Delete(ctx, "admin-one", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 // operatorFlags are the flags of `hypershift operator`.
 type operatorFlags struct {
 	metricsAddress, healthAddress, endpointHost string
+	metricsSecure                               bool
 	installAPI                                  bool
 	runtime, image                              string
 	leaderElect                                 bool
@@ -134,7 +135,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			}
 			opts := operator.Options{
 				RESTConfig:         cfg,
-				MetricsBindAddress: o.metricsAddress, HealthProbeBindAddress: o.healthAddress,
+				MetricsBindAddress: o.metricsAddress, MetricsSecure: o.metricsSecure, HealthProbeBindAddress: o.healthAddress,
 				EndpointHost:            o.endpointHost,
 				Releases:                releases,
 				LeafCertificateValidity: o.validity.leaf, CAValidity: o.validity.ca,
@@ -151,6 +152,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of Prometheus metrics (\"0\" disables)")
+	f.BoolVar(&o.metricsSecure, "metrics-secure", false, "serve metrics over HTTPS to bearer tokens the management API server authenticates and authorizes for GET /metrics (hypershift install sets it)")
 	f.StringVar(&o.healthAddress, "health-probe-bind-address", "127.0.0.1:8384", "address of /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
 	f.BoolVar(&o.installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs and the runtime's admission policies at start")

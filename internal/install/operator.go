@@ -15,6 +15,9 @@ import (
 const (
 	OperatorName       = "hypershift-operator"
 	leaderElectionName = "hypershift-operator-leader-election"
+	// MetricsReaderName is the ClusterRole a scraper of the operator's
+	// /metrics is bound to.
+	MetricsReaderName = "hypershift-metrics-reader"
 	// PriorityClassName ranks control-plane pods (and the operator) above
 	// ordinary workloads, below the cluster's own system-critical pods.
 	PriorityClassName  = "hypershift-control-plane"
@@ -39,6 +42,7 @@ func operatorObjects(o Options) []client.Object {
 		}}},
 		sa,
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: OperatorName}, Rules: operatorRules()},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderName}, Rules: metricsReaderRules()},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: OperatorName},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OperatorName},
@@ -64,7 +68,7 @@ func operatorObjects(o Options) []client.Object {
 func OperatorArgs(o Options) []string {
 	args := []string{
 		"operator", "--runtime=kube", "--image=" + o.Image, "--leader-elect", "--install-crds=false",
-		"--metrics-bind-address=:8383", "--health-probe-bind-address=:8384",
+		"--metrics-bind-address=:8383", "--metrics-secure", "--health-probe-bind-address=:8384",
 	}
 	if o.StorageClassName != "" {
 		args = append(args, "--etcd-storage-class="+o.StorageClassName)

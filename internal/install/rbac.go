@@ -62,7 +62,18 @@ func operatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectsets"}, Verbs: allVerbs},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectdeployments/status", "objectsets/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectdeployments/finalizers"}, Verbs: []string{"update"}},
+		// /metrics answers only a bearer token the management API server
+		// authenticates (TokenReview) and authorizes for GET /metrics
+		// (SubjectAccessReview): any pod of the cluster reaches the port.
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	}
+}
+
+// metricsReaderRules are what a scraper of the operator's /metrics is
+// granted by binding the ClusterRole MetricsReaderName.
+func metricsReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
 }
 
 // leaderElectionRules lets the operator's replicas hold the leader Lease in

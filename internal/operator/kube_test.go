@@ -2,10 +2,19 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +31,9 @@ import (
 // service account `hypershift install` makes and with exactly the RBAC it
 // grants, takes the leader Lease, syncs its caches and brings a
 // NodePort-published HostedCluster to its control-plane namespace, PKI and
-// HostedControlPlane.
+// HostedControlPlane. Its /metrics, served as install serves it, answers
+// only a token bound to the installed metrics-reader ClusterRole: 401
+// without one, 403 for another service account.
 // The API server authorizes with RBAC, so a missing rule fails this.
 func TestKubeModeWithInstalledRBAC(t *testing.T) {
 	env := testenv.Start(t)
@@ -38,8 +49,9 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 		UserName: "system:serviceaccount:" + install.DefaultNamespace + ":" + install.OperatorName,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + install.DefaultNamespace, "system:authenticated"},
 	}
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	opts := WithKubeRuntime(Options{
-		RESTConfig: cfg, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		RESTConfig: cfg, MetricsBindAddress: metricsAddr, MetricsSecure: true, HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionNamespace: install.DefaultNamespace,
 		AllowRepeatedControllers: true,
 	}, kube.Options{Image: "hypershift.dev/hypershift:test"})
@@ -109,4 +121,65 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 		}
 		return true, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: hc.Name}, &hypershiftv1alpha1.HostedControlPlane{})
 	})
+
+	metricsOnlyToReaders(t, env, "https://"+metricsAddr+"/metrics")
+}
+
+// metricsOnlyToReaders: url answers 401 without a token, 403 to a service
+// account not bound to install.MetricsReaderName, and the operator's
+// series to one that is.
+func metricsOnlyToReaders(t *testing.T, env *testenv.Env, url string) {
+	t.Helper()
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.RESTConfig)
+	token := func(name string) string {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+		if _, err := kube.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.Status.Token
+	}
+	reader, stranger := token("prometheus"), token("stranger")
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-hypershift"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: install.MetricsReaderName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "prometheus"}},
+	}
+	if err := env.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	// The self-signed serving certificate is not what is tested here.
+	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(token string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, string(body), err
+	}
+	testenv.Eventually(t, time.Minute, "the metrics reader's GET /metrics answered", func() (bool, error) {
+		code, body, err := get(reader)
+		return err == nil && code == http.StatusOK && strings.Contains(body, "controller_runtime_reconcile_total"), nil
+	})
+	for _, tc := range []struct {
+		who, token string
+		want       int
+	}{{"no token", "", http.StatusUnauthorized}, {"a service account not bound to the reader role", stranger, http.StatusForbidden}} {
+		if code, body, err := get(tc.token); err != nil || code != tc.want {
+			t.Errorf("GET /metrics with %s: %d %.200s, %v; want %d", tc.who, code, body, err, tc.want)
+		}
+	}
 }

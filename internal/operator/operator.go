@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,11 @@ type Options struct {
 	Events chan event.GenericEvent
 	// MetricsBindAddress serves Prometheus metrics; "0" disables.
 	MetricsBindAddress string
+	// MetricsSecure serves them over HTTPS (a self-signed certificate) to
+	// bearer tokens the management API server authenticates and
+	// authorizes for GET /metrics; `hypershift install` sets it, its port
+	// being reachable from every pod of the management cluster.
+	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables.
 	HealthProbeBindAddress string
 	// EndpointHost is the address clients reach hosted API servers on.
@@ -134,7 +140,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache:                  cacheOpts,
 		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(opts.AllowRepeatedControllers)},
 		LeaderElection:         opts.LeaderElection,
@@ -237,4 +243,16 @@ func podsLayout(rt runtime.Runtime) func(namespace string) runtime.Layout {
 	return func(namespace string) runtime.Layout {
 		return rt.Layout(runtime.ControlPlaneRef{Namespace: namespace})
 	}
+}
+
+// metricsOptions serves /metrics on opts.MetricsBindAddress: plain HTTP on
+// the process runtime (loopback by default), HTTPS with authentication and
+// authorization by the management API server when opts.MetricsSecure.
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -18,6 +18,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/kubeconfig"
 	kuberuntime "hypershift.dev/internal/runtime/kube"
 )
@@ -32,7 +33,7 @@ const (
 	// AdminKubeconfigSecret is the hosted cluster's admin kubeconfig in the
 	// control-plane namespace: the operator sets the connector up with it
 	// and never applies addon objects with it.
-	AdminKubeconfigSecret = "admin-kubeconfig" //nolint:gosec // a Secret's name, not a credential
+	AdminKubeconfigSecret = hostedref.AdminKubeconfigSecret
 	// KubeconfigKey holds the kubeconfig in both Secrets.
 	KubeconfigKey = "kubeconfig"
 	// TokenExpiryAnnotation records when the connector Secret's token ends.

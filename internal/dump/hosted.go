@@ -10,7 +10,6 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/hostedref"
-	"hypershift.dev/internal/kubeconfig"
 )
 
 // hostedView is what the hosted cluster said, for the summary.
@@ -34,13 +33,9 @@ func (c *collector) hosted(ctx context.Context, hc *hypershiftv1alpha1.HostedClu
 		c.problem("hosted cluster: admin kubeconfig Secret %s/%s not found", cpNamespace, hostedref.AdminKubeconfigSecret)
 		return view
 	}
-	if uid := secret.Labels[hostedref.ClusterUIDLabel]; uid != string(hc.UID) {
-		c.problem("hosted cluster: admin kubeconfig Secret %s/%s is labelled %s=%q, not this cluster's UID: not used", cpNamespace, hostedref.AdminKubeconfigSecret, hostedref.ClusterUIDLabel, uid)
-		return view
-	}
-	cfg, err := kubeconfig.Parse(secret.Data[hostedref.AdminKubeconfigKey])
+	_, cfg, err := hostedref.AdminKubeconfigOf(secret, hc)
 	if err != nil {
-		c.problem("hosted cluster: admin kubeconfig: %v", err)
+		c.problem("hosted cluster: %v", err)
 		return view
 	}
 	cfg.Timeout = c.o.HostedTimeout

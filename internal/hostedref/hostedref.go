@@ -59,14 +59,21 @@ func AdminKubeconfig(ctx context.Context, r client.Reader, hc *hypershiftv1alpha
 	if err := r.Get(ctx, key, secret); err != nil {
 		return nil, nil, fmt.Errorf("admin kubeconfig %s of %s/%s: %w", key, hc.Namespace, hc.Name, err)
 	}
+	return AdminKubeconfigOf(secret, hc)
+}
+
+// AdminKubeconfigOf is AdminKubeconfig for the Secret already read: its
+// kubeconfig, refused unless the Secret carries hc's UID and the
+// kubeconfig is inline credentials only.
+func AdminKubeconfigOf(secret *corev1.Secret, hc *hypershiftv1alpha1.HostedCluster) ([]byte, *rest.Config, error) {
 	if uid := secret.Labels[ClusterUIDLabel]; uid != string(hc.UID) {
-		return nil, nil, fmt.Errorf("admin kubeconfig %s: labelled %s=%q, not the UID of HostedCluster %s/%s: not this cluster's, not used",
-			key, ClusterUIDLabel, uid, hc.Namespace, hc.Name)
+		return nil, nil, fmt.Errorf("admin kubeconfig %s/%s is labelled %s=%q, not this cluster's UID (HostedCluster %s/%s): not used",
+			secret.Namespace, secret.Name, ClusterUIDLabel, uid, hc.Namespace, hc.Name)
 	}
 	data := secret.Data[AdminKubeconfigKey]
 	cfg, err := kubeconfig.Parse(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("admin kubeconfig %s: %w", key, err)
+		return nil, nil, fmt.Errorf("admin kubeconfig %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	return data, cfg, nil
 }

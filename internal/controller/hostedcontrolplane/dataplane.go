@@ -21,6 +21,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/dataplane"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/version"
@@ -30,8 +31,8 @@ import (
 const (
 	// adminKubeconfigSecret holds the hosted cluster's admin kubeconfig
 	// (made by the HostedCluster controller).
-	adminKubeconfigSecret = "admin-kubeconfig" //nolint:gosec // a Secret's name, not a credential
-	adminKubeconfigKey    = "kubeconfig"
+	adminKubeconfigSecret = hostedref.AdminKubeconfigSecret
+	adminKubeconfigKey    = hostedref.AdminKubeconfigKey
 	// The Konnectivity agent's CA and client certificate (pki.ControlPlane
 	// KonnectivityCA and KonnectivityAgent), and the name of the server's
 	// agent port among the control plane's ports (components.KonnectivityPort).

@@ -10,13 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/pki"
 )
 
 // clusterNameLabel is the HostedCluster controller's label on the PKI
 // Secrets it makes in a control-plane namespace, whose HostedControlPlane
 // has the cluster's name.
-const clusterNameLabel = "hypershift.dev/hostedcluster-name"
+const clusterNameLabel = hostedref.ClusterNameLabel
 
 // pkiSecretToControlPlane maps a PKI Secret to its control plane: a renewed
 // certificate is rendered into the components as soon as the cache has

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -310,25 +311,24 @@ func redactWorkloadEnv(obj *unstructured.Unstructured, kind string) {
 	default:
 		return
 	}
-	spec, ok, err := unstructured.NestedMap(obj.Object, path...)
+	raw, ok, err := unstructured.NestedMap(obj.Object, path...)
 	if !ok || err != nil {
 		return
 	}
-	for _, field := range []string{"initContainers", "containers", "ephemeralContainers"} {
-		containers, _ := spec[field].([]any)
-		for _, c := range containers {
-			container, _ := c.(map[string]any)
-			env, _ := container["env"].([]any)
-			for _, e := range env {
-				if v, _ := e.(map[string]any); v != nil {
-					if s, _ := v["value"].(string); s != "" {
-						v["value"] = envRedacted
-					}
-				}
-			}
-		}
+	var spec corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
+		// Not a pod spec this API knows: drop it rather than write its
+		// env values.
+		unstructured.RemoveNestedField(obj.Object, path...)
+		return
 	}
-	_ = unstructured.SetNestedMap(obj.Object, spec, path...)
+	redactPodEnv(&spec)
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		unstructured.RemoveNestedField(obj.Object, path...)
+		return
+	}
+	_ = unstructured.SetNestedMap(obj.Object, out, path...)
 }
 
 // list wraps items the way kubectl prints a list.

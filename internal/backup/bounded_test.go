@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,23 @@ func TestFileArchiveIsOwnerOnly(t *testing.T) {
 		if mode := fi.Mode().Perm(); mode != 0o600 {
 			t.Errorf("%s has mode %o, want 600", p, mode)
 		}
+	}
+}
+
+// TestFileOfALocation: the path of a file:// archive, also where the
+// directory's name has characters a URL escapes; none for other schemes.
+func TestFileOfALocation(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a b%c")
+	loc, err := ParseURL("file://" + (&url.URL{Path: dir}).EscapedPath() + "/x.bak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := loc.file(); !ok || got != filepath.Join(dir, "x.bak") {
+		t.Errorf("file() = %q, %v; want %s", got, ok, filepath.Join(dir, "x.bak"))
+	}
+	if loc, err := ParseURL("s3://bucket/x.bak"); err != nil {
+		t.Fatal(err)
+	} else if got, ok := loc.file(); ok {
+		t.Errorf("an s3 location has file %q", got)
 	}
 }

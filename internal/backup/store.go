@@ -73,21 +73,26 @@ func Write(ctx context.Context, raw string, data []byte, creds *Credentials) err
 	if err := b.Upload(ctx, loc.Key, bytes.NewReader(data), &blob.WriterOptions{ContentType: "application/octet-stream"}); err != nil {
 		return fmt.Errorf("write %s to %s: %w", loc.Key, loc.Bucket, bucketError(ctx, b, loc.Bucket, err))
 	}
-	if strings.HasPrefix(loc.Bucket, "file:") {
-		return ownerOnly(raw)
+	if file, ok := loc.file(); ok {
+		return ownerOnly(raw, file)
 	}
 	return nil
 }
 
-// ownerOnly makes a file:// archive and the attributes file beside it
-// readable by their owner only: the file driver creates them 0666 less
-// the umask, world-readable under the usual 022.
-func ownerOnly(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return err
+// file is the path of a file:// archive; false for other schemes.
+func (l Location) file() (string, bool) {
+	u, err := url.Parse(l.Bucket)
+	if err != nil || u.Scheme != "file" {
+		return "", false
 	}
-	for _, p := range []string{u.Path, u.Path + ".attrs"} {
+	return path.Join(u.Path, l.Key), true
+}
+
+// ownerOnly makes the file:// archive at file, and the attributes file
+// beside it, readable by their owner only: the file driver creates them
+// 0666 less the umask, world-readable under the usual 022.
+func ownerOnly(raw, file string) error {
+	for _, p := range []string{file, file + ".attrs"} {
 		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("archive %s: %w", raw, err)
 		}
@@ -113,8 +118,8 @@ func Read(ctx context.Context, raw string, creds *Credentials) ([]byte, error) {
 		return nil, err
 	}
 	defer b.Close()
-	if strings.HasPrefix(loc.Bucket, "file:") {
-		if err := checkRegularFile(raw); err != nil {
+	if file, ok := loc.file(); ok {
+		if err := checkRegularFile(raw, file); err != nil {
 			return nil, err
 		}
 	}
@@ -150,14 +155,10 @@ func readBounded(ctx context.Context, b *blob.Bucket, key string) ([]byte, error
 	return data, nil
 }
 
-// checkRegularFile refuses a file:// archive that is not a regular file.
-// A missing file passes, to be reported as ErrNotFound.
-func checkRegularFile(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Lstat(u.Path)
+// checkRegularFile refuses the file:// archive at file when it is not a
+// regular file. A missing file passes, to be reported as ErrNotFound.
+func checkRegularFile(raw, file string) error {
+	fi, err := os.Lstat(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil

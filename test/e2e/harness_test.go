@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,6 +140,7 @@ func (c *cli) runWith(newCmd func(name string, args ...string) *exec.Cmd, args .
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
+	spawns.add("hypershift", cmd)
 	return result{stdout: out.String(), stderr: errOut.String(), err: err}
 }
 
@@ -198,6 +200,7 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
 	cmd := exec.Command(kubectlPath(t), append([]string{"--kubeconfig", kubeconfig, "--request-timeout=20s"}, args...)...)
 	cmd.Env = withoutKubeconfig()
 	out, err := cmd.CombinedOutput()
+	spawns.add("kubectl", cmd)
 	return kubectlNoise.ReplaceAllString(string(out), ""), err
 }
 
@@ -347,4 +350,38 @@ func (c *cli) adminKubeconfig(name string) string {
 	kc := filepath.Join(c.dataDir, name+".kubeconfig")
 	c.must("create", "kubeconfig", "--name", name, "-o", kc)
 	return kc
+}
+
+// spawns counts the processes the tests start and the CPU they used, by
+// program: TestMain prints it, since a CLI process costs 0.2–0.4
+// CPU-seconds to start and the tests are bound by CPU.
+var spawns spawnCounter
+
+type spawnCounter struct {
+	mu  sync.Mutex
+	n   map[string]int
+	cpu map[string]time.Duration
+}
+
+func (s *spawnCounter) add(program string, cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n, s.cpu = map[string]int{}, map[string]time.Duration{}
+	}
+	s.n[program]++
+	s.cpu[program] += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+func (s *spawnCounter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var parts []string
+	for _, program := range slices.Sorted(maps.Keys(s.n)) {
+		parts = append(parts, fmt.Sprintf("%s %d runs, %.0f CPU-s", program, s.n[program], s.cpu[program].Seconds()))
+	}
+	return "processes the tests ran: " + strings.Join(parts, "; ")
 }

@@ -101,6 +101,7 @@ func TestMain(m *testing.M) {
 	}
 	packageTempDir = dir
 	code := m.Run()
+	fmt.Fprintln(os.Stderr, spawns.String())
 	if err := stopSharedPlane(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,9 +28,11 @@ import (
 //   - quietWholeHost(t): both.
 //
 // The tests run side by side on at most $HYPERSHIFT_E2E_SLOTS CPU slots
-// (default 1: one after another; 4 lets a quiet whole-host test and a
-// quiet one run together — docs/testing.md says why 1 is the default), the whole-host ones first,
-// then the longest first (costs).
+// (1: one after another; make test gives 3, so a quiet test runs beside
+// one other at most), the whole-host ones first, then the longest first
+// (costs); and a test starts beside others only while the CPU is idle
+// enough (withPressure), whatever else runs on the machine: the other
+// packages' tests run beside these.
 func ownDirAndPorts(t *testing.T) { lanes.enter(t, 1, false) }
 
 func quiet(t *testing.T) { lanes.enter(t, 2, false) }
@@ -100,6 +103,9 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	packageTempDir = dir
+	if _, known := cpuPressure(); !known {
+		fmt.Fprintln(os.Stderr, "lanes: /proc/pressure/cpu is not readable: the end-to-end tests run one at a time")
+	}
 	code := m.Run()
 	fmt.Fprintln(os.Stderr, spawns.String())
 	if err := stopSharedPlane(); err != nil {
@@ -113,7 +119,7 @@ func TestMain(m *testing.M) {
 // packageTempDir holds what the package's tests build once and share.
 var packageTempDir string
 
-var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute)
+var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute).withPressure(cpuPressure, 30, 20*time.Second)
 
 func slotsFromEnv() int {
 	n, err := strconv.Atoi(os.Getenv("HYPERSHIFT_E2E_SLOTS"))
@@ -139,6 +145,18 @@ type scheduler struct {
 	asked    bool // a test has asked: the gathering moment runs
 	started  bool // the moment is over: dispatch
 	waiting  []*waiter
+
+	// A test starts beside others only while the CPU is idle enough: the
+	// pressure (the share of the last 10 s in which a task waited for a
+	// CPU, /proc/pressure/cpu) is at most maxPressure, and spacing has
+	// passed since the last start, so that its start-up shows in the
+	// reading. Unknown pressure: one test at a time.
+	pressure    func() (percent float64, known bool)
+	maxPressure float64
+	spacing     time.Duration
+	running     int
+	lastStart   time.Time
+	recheck     *time.Timer // armed while a test waits for the CPU to calm
 }
 
 type waiter struct {
@@ -148,11 +166,67 @@ type waiter struct {
 	host  bool
 	since time.Time
 	ready chan struct{}
+	// When it started: how many tests ran, and the CPU pressure.
+	beside   int
+	pressure float64
 }
 
 func newScheduler(capacity int, gather, patience time.Duration) *scheduler {
 	return &scheduler{slots: capacity, capacity: capacity, gather: gather, patience: patience}
 }
+
+// withPressure makes s start a test beside others only while pressure
+// reads at most maxPercent, spacing after the last start.
+func (s *scheduler) withPressure(pressure func() (float64, bool), maxPercent float64, spacing time.Duration) *scheduler {
+	s.pressure, s.maxPressure, s.spacing = pressure, maxPercent, spacing
+	return s
+}
+
+// cpuPressure reads the "some avg10" of /proc/pressure/cpu: the share of
+// the last 10 s, in percent, in which a runnable task waited for a CPU.
+func cpuPressure() (float64, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	for _, field := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(field, "avg10="); ok {
+			p, err := strconv.ParseFloat(v, 64)
+			return p, err == nil
+		}
+	}
+	return 0, false
+}
+
+// crowded reports whether the CPU is too busy for one more test beside
+// those running, and arms a re-check when it is.
+func (s *scheduler) crowded() bool {
+	if s.pressure == nil || s.running == 0 {
+		return false
+	}
+	busy := time.Since(s.lastStart) < s.spacing
+	if !busy {
+		p, known := s.pressure()
+		busy = !known || p > s.maxPressure
+		if !known {
+			return true // released tests dispatch again; no re-check helps
+		}
+	}
+	if busy && s.recheck == nil {
+		s.recheck = time.AfterFunc(recheckEvery, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.recheck = nil
+			s.dispatch()
+		})
+	}
+	return busy
+}
+
+// recheckEvery is how often a scheduler that waits for the CPU to calm
+// reads the pressure again.
+var recheckEvery = 2 * time.Second
 
 // enter marks t parallel and blocks until its slots (and the host) are
 // free; they are given back when t and its cleanups are done.
@@ -164,6 +238,9 @@ func (s *scheduler) enter(t *testing.T, slots int, host bool) {
 	// go test counts this wait in the test's time; the report takes it
 	// off (hack/testreport reads this line).
 	t.Logf("lanes: queued %.1fs", time.Since(start).Seconds())
+	if w.beside > 0 {
+		t.Logf("lanes: started beside %d other tests, the CPU pressure at %.0f%%", w.beside, w.pressure)
+	}
 	// Registered first, so it runs after the test's own cleanups: a node
 	// is torn down before the next test may take the host.
 	t.Cleanup(func() { s.release(w) })
@@ -192,6 +269,7 @@ func (s *scheduler) release(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.slots += w.slots
+	s.running--
 	if w.host {
 		s.hostBusy, s.hostHeld = false, 0
 	}
@@ -218,7 +296,7 @@ func (s *scheduler) dispatch() {
 	blocked := false
 	for _, w := range s.waiting {
 		switch {
-		case blocked || (w.host && s.hostBusy):
+		case blocked || (w.host && s.hostBusy) || (w.slots <= s.slots && s.crowded()):
 			still = append(still, w)
 		case w.slots > s.slots:
 			still = append(still, w)
@@ -230,6 +308,12 @@ func (s *scheduler) dispatch() {
 			if w.host {
 				s.hostBusy, s.hostHeld = true, w.slots
 			}
+			w.beside = s.running
+			if s.pressure != nil {
+				w.pressure, _ = s.pressure()
+			}
+			s.running++
+			s.lastStart = time.Now()
 			close(w.ready)
 		}
 	}
@@ -374,5 +458,76 @@ func TestSchedulerNoWaitBehindTheHost(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the one-slot test waited behind a test that cannot run beside the host test")
+	}
+}
+
+// TestSchedulerWaitsForIdleCPU: with slots free, a test starts beside a
+// running one only once the CPU pressure is low and the spacing has
+// passed; the first test starts whatever the pressure; an unknown pressure
+// runs one test at a time.
+func TestSchedulerWaitsForIdleCPU(t *testing.T) {
+	defer func(d time.Duration) { recheckEvery = d }(recheckEvery)
+	recheckEvery = 10 * time.Millisecond
+	var mu sync.Mutex
+	pressure, known := 90.0, true
+	read := func() (float64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return pressure, known
+	}
+	set := func(p float64, k bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		pressure, known = p, k
+	}
+	s := newScheduler(3, 10*time.Millisecond, time.Hour).withPressure(read, 30, 200*time.Millisecond)
+	got := make(chan *waiter, 3)
+	for _, name := range []string{"a", "b", "c"} {
+		go func() { got <- s.acquire(name, 1, 1, false) }()
+	}
+	within := func(d time.Duration) *waiter {
+		select {
+		case w := <-got:
+			return w
+		case <-time.After(d):
+			return nil
+		}
+	}
+	first := within(5 * time.Second)
+	if first == nil {
+		t.Fatal("the first test did not start under high pressure")
+	}
+	if w := within(500 * time.Millisecond); w != nil {
+		t.Fatalf("%s started beside a running test at 90%% pressure", w.name)
+	}
+	set(10, true)
+	second := within(5 * time.Second)
+	if second == nil || second.beside != 1 {
+		t.Fatalf("at 10%% pressure: %+v, want a second test started beside one", second)
+	}
+	start := time.Now()
+	third := within(5 * time.Second)
+	if third == nil || time.Since(start) < 150*time.Millisecond {
+		t.Fatalf("the third test started %v after the second, want the spacing (200ms) between them", time.Since(start))
+	}
+	for _, w := range []*waiter{first, second, third} {
+		s.release(w)
+	}
+
+	// Unknown pressure: one after another.
+	set(0, false)
+	for _, name := range []string{"d", "e"} {
+		go func() { got <- s.acquire(name, 1, 1, false) }()
+	}
+	d := within(5 * time.Second)
+	if d == nil {
+		t.Fatal("no test started with nothing running")
+	}
+	if w := within(500 * time.Millisecond); w != nil {
+		t.Fatalf("%s started beside another with the pressure unknown", w.name)
+	}
+	s.release(d)
+	if within(5*time.Second) == nil {
+		t.Fatal("the next test did not start when the first ended")
 	}
 }

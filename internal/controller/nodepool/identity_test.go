@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,6 +119,12 @@ func TestNodeIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokenClient := kubernetes.NewForConfigOrDie(&rest.Config{Host: adminCfg.Host, BearerToken: tok.String(), TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData}})
+	// The API server's token authenticator reads the Secret from its own
+	// cache: on a busy machine the first request can come before it.
+	testenv.Eventually(t, time.Minute, "the bootstrap token to authenticate", func() (bool, error) {
+		_, err := tokenClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return err == nil, err
+	})
 	var nodeClient *kubernetes.Clientset
 	var joined string
 

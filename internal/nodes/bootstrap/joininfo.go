@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -15,10 +16,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
 
@@ -197,23 +201,45 @@ func patchConfigMap(ctx context.Context, c kubernetes.Interface, name string, da
 	if err != nil {
 		return err
 	}
-	for range 3 {
-		_, err = api.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
-		if !apierrors.IsNotFound(err) {
-			break
+	// The merge patch is idempotent: it is sent again after an error that a
+	// busy or restarting API server returns (a cluster's first minute).
+	err = retry.OnError(patchBackoff, transient, func() error {
+		var err error
+		for range 3 {
+			_, err = api.Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Namespace: JoinInfoNamespace, Name: name,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "hypershift"},
+			}}
+			if _, err = api.Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
 		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Namespace: JoinInfoNamespace, Name: name,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "hypershift"},
-		}}
-		if _, err = api.Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			break
-		}
-	}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update %s/%s: %w", JoinInfoNamespace, name, err)
 	}
 	return nil
+}
+
+// patchBackoff spaces the attempts of patchConfigMap: 0.5 s doubling, five
+// attempts in about 8 s.
+var patchBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 5}
+
+// transient reports whether err is one that the same request may not meet
+// again: a timeout (of the connection, the TLS handshake or the server),
+// a refused or reset connection, or the server asking the client to come
+// back later. A refusal of the request itself is not.
+func transient(err error) bool {
+	var netErr net.Error
+	return (errors.As(err, &netErr) && netErr.Timeout()) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // ensureJoinInfoReader lets unauthenticated clients get the join

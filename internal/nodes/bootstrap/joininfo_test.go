@@ -2,12 +2,19 @@ package bootstrap
 
 import (
 	"bytes"
+	"errors"
+	"net/url"
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -88,3 +95,49 @@ func TestEnsureJoinInfoPublishesClusterInfo(t *testing.T) {
 		}
 	}
 }
+
+// patchConfigMap sends its idempotent patch again after a timeout (a busy
+// API server's TLS handshake, a server timeout), not after a refusal.
+func TestPatchConfigMapOutlivesATransientError(t *testing.T) {
+	timeout := &url.Error{Op: "Patch", URL: "https://127.0.0.1/", Err: tlsHandshakeTimeout{}}
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		wantCalls int
+		wantErr   bool
+	}{
+		{"a TLS handshake timeout, then an answer", []error{timeout}, 2, false},
+		{"a server timeout twice, then an answer", []error{apierrors.NewServerTimeout(corev1.Resource("configmaps"), "patch", 1), apierrors.NewServerTimeout(corev1.Resource("configmaps"), "patch", 1)}, 3, false},
+		{"forbidden: not sent again", []error{apierrors.NewForbidden(corev1.Resource("configmaps"), JoinInfoName, errors.New("no"))}, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: JoinInfoNamespace, Name: JoinInfoName}})
+			calls := 0
+			kube.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls++
+				if calls <= len(tc.errs) {
+					return true, nil, tc.errs[calls-1]
+				}
+				return false, nil, nil
+			})
+			err := patchConfigMap(t.Context(), kube, JoinInfoName, map[string]any{"k": "v"})
+			if calls != tc.wantCalls || (err != nil) != tc.wantErr {
+				t.Fatalf("%d patches, error %v; want %d patches, an error: %v", calls, err, tc.wantCalls, tc.wantErr)
+			}
+			if !tc.wantErr {
+				cm, _ := kube.CoreV1().ConfigMaps(JoinInfoNamespace).Get(t.Context(), JoinInfoName, metav1.GetOptions{})
+				if cm.Data["k"] != "v" {
+					t.Errorf("the ConfigMap holds %v after the patch", cm.Data)
+				}
+			}
+		})
+	}
+}
+
+// tlsHandshakeTimeout is what net/http returns when a TLS handshake runs
+// out of time.
+type tlsHandshakeTimeout struct{}
+
+func (tlsHandshakeTimeout) Error() string   { return "net/http: TLS handshake timeout" }
+func (tlsHandshakeTimeout) Timeout() bool   { return true }
+func (tlsHandshakeTimeout) Temporary() bool { return true }

@@ -3,11 +3,18 @@ package backup
 import (
 	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"hypershift.dev/internal/backup/blobtest"
 )
@@ -203,5 +210,62 @@ func TestAzureSASToken(t *testing.T) {
 	err = Write(ctx, az.URL("backups", "sas/c.bak"), []byte("archive"), &Credentials{AzureAccount: blobtest.AzureAccount, AzureSASToken: readOnly})
 	if err == nil || !strings.Contains(err.Error(), "the bucket refused the credentials") {
 		t.Fatalf("write with a read-only SAS token: %v, want the credentials refused", err)
+	}
+}
+
+// TestS3NeverUsesTheProcessIdentity: an s3:// bucket is opened with the
+// credentials given or anonymously, never with the AWS identity of the
+// process (the operator's environment, profile or role), and the URL
+// options that would reach for it are refused.
+func TestS3NeverUsesTheProcessIdentity(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDPROCESS")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "process-secret")
+	backend := s3mem.New()
+	if err := backend.CreateBucket("backups"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := gofakes3.New(backend).Server()
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	archive := "s3://backups/a.bak?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + url.QueryEscape(srv.URL)
+	for _, tc := range []struct {
+		name   string
+		creds  *Credentials
+		wantID string // in the Authorization header; "" for none
+	}{
+		{"no credentials: anonymous", nil, ""},
+		{"the request's credentials", &Credentials{AccessKeyID: "AKIDREQUEST", SecretAccessKey: "s"}, "AKIDREQUEST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			auth = nil
+			mu.Unlock()
+			if err := Write(t.Context(), archive, []byte("archive"), tc.creds); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(auth) == 0 {
+				t.Fatal("no request reached the server")
+			}
+			for _, a := range auth {
+				if strings.Contains(a, "AKIDPROCESS") || (tc.wantID == "") != (a == "") || !strings.Contains(a, tc.wantID) {
+					t.Fatalf("Authorization %q, want %q", a, tc.wantID)
+				}
+			}
+		})
+	}
+	for _, option := range []string{"profile=default", "role=arn:aws:iam::1:role/r", "anonymous=false", "awssdk=v1"} {
+		raw := "s3://backups/a.bak?region=us-east-1&" + option
+		if _, err := ParseURL(raw); err == nil || !strings.Contains(err.Error(), "is not accepted for s3://") {
+			t.Errorf("ParseURL(%s): %v, want the option refused", raw, err)
+		}
 	}
 }

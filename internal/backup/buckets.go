@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	gcaws "gocloud.dev/aws"
@@ -22,9 +23,10 @@ import (
 	"google.golang.org/api/option"
 )
 
-// openBucket opens a bucket URL with creds (nil: none given). gs and
+// openBucket opens a bucket URL with creds (nil: none given). s3, gs and
 // azblob buckets always get a client of their own built from creds and the
-// URL, never from the process environment; s3 does when creds hold S3 keys.
+// URL, never from the process environment: without creds, they are opened
+// anonymously, not with the identity of the process (the operator's).
 func openBucket(ctx context.Context, bucketURL string, creds *Credentials) (*blob.Bucket, error) {
 	u, err := url.Parse(bucketURL)
 	if err != nil {
@@ -36,7 +38,7 @@ func openBucket(ctx context.Context, bucketURL string, creds *Credentials) (*blo
 	}
 	var b *blob.Bucket
 	switch {
-	case u.Scheme == s3blob.Scheme && creds != nil:
+	case u.Scheme == s3blob.Scheme:
 		b, err = openS3(ctx, u, creds)
 	case u.Scheme == gcsblob.Scheme:
 		b, err = openGCS(ctx, u, creds)
@@ -51,10 +53,16 @@ func openBucket(ctx context.Context, bucketURL string, creds *Credentials) (*blo
 	return b, nil
 }
 
-// openS3 opens an s3 bucket with a client of its own that uses creds (the
-// URL's query options as gocloud's s3blob reads them).
+// openS3 opens an s3 bucket with a client of its own that uses creds, or
+// none (the URL's query options as gocloud's s3blob reads them, those of
+// s3Options only).
 func openS3(ctx context.Context, u *url.URL, creds *Credentials) (*blob.Bucket, error) {
 	q := u.Query()
+	for option := range q {
+		if !s3Options[option] {
+			return nil, fmt.Errorf("option %q is not accepted for s3://", option)
+		}
+	}
 	var opts []func(*s3.Options)
 	for key, set := range map[string]func(*s3.Options, bool){
 		"use_path_style": func(o *s3.Options, v bool) { o.UsePathStyle = v },
@@ -73,7 +81,10 @@ func openS3(ctx context.Context, u *url.URL, creds *Credentials) (*blob.Bucket, 
 	if err != nil {
 		return nil, err
 	}
-	cfg.Credentials = credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
+	cfg.Credentials = aws.AnonymousCredentials{}
+	if creds != nil {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
+	}
 	return s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, opts...), u.Host,
 		&s3blob.Options{RequestChecksumCalculation: cfg.RequestChecksumCalculation})
 }

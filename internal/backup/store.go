@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -51,6 +53,13 @@ func ParseURL(raw string) (Location, error) {
 		}
 		bucket := url.URL{Scheme: "file", Path: path.Dir(u.Path), RawQuery: u.RawQuery}
 		return Location{Bucket: bucket.String(), Key: path.Base(u.Path)}, nil
+	}
+	if u.Scheme == "s3" {
+		for option := range u.Query() {
+			if !s3Options[option] {
+				return Location{}, fmt.Errorf("archive URL %q: option %q is not accepted for s3:// (accepted: %s); the bucket's credentials come from the request's Secret, never from the operator's own AWS profile or role", raw, option, strings.Join(slices.Sorted(maps.Keys(s3Options)), ", "))
+			}
+		}
 	}
 	key := strings.TrimPrefix(u.Path, "/")
 	if u.Host == "" || key == "" || strings.HasSuffix(key, "/") {
@@ -182,6 +191,17 @@ func fileKind(m fs.FileMode) string {
 		return "directory"
 	}
 	return "special file"
+}
+
+// s3Options are the options an s3:// URL may carry: where the bucket is
+// and how to speak to it. profile, role and anonymous are not: the first
+// two would use the AWS identity of whoever opens the bucket (the
+// operator), and a bucket without credentials is always opened
+// anonymously.
+var s3Options = map[string]bool{
+	"region": true, "endpoint": true, "hostname_immutable": true, "dualstack": true, "fips": true,
+	"use_path_style": true, "disable_https": true, "rate_limiter_capacity": true,
+	"request_checksum_calculation": true, "response_checksum_validation": true,
 }
 
 // openLocation opens the bucket of the archive URL raw and returns it with

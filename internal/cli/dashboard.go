@@ -22,7 +22,8 @@ func newDashboardCommand(g *globalOptions) *cobra.Command {
 		Short: "Serve a live web view of the hosted clusters (loopback by default)",
 		Long: "Serve a read-only web page of the fleet — every hosted cluster's version, conditions, nodes, " +
 			"components, NodePools, events and charts of the last hour — with the authority of the management " +
-			"kubeconfig. Anyone who can reach the address sees what that kubeconfig may read (never Secret values).",
+			"kubeconfig. It answers only requests that carry the random token of the URL it prints (a cookie once " +
+			"opened); whoever has that URL sees what the kubeconfig may read (never Secret values).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(address)
@@ -51,7 +52,9 @@ func newDashboardCommand(g *globalOptions) *cobra.Command {
 			if !ip.IsLoopback() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not a loopback address: whoever reaches it reads the fleet with this kubeconfig's authority\n", address)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dashboard at http://%s/\n", l.Addr())
+			// The token is the dashboard's only credential: other users of
+			// this machine reach a loopback port too.
+			fmt.Fprintf(cmd.OutOrStdout(), "dashboard at http://%s/?token=%s\n", l.Addr(), srv.Token())
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return srv.Serve(ctx, l)

@@ -108,3 +108,55 @@ func TestFleetIsSortedAndShowsConditions(t *testing.T) {
 		t.Errorf("a/z: degraded %+v available %+v", f.Clusters[1].Degraded, f.Clusters[1].Available)
 	}
 }
+
+// Every request needs the dashboard's token: once in the URL (which sets
+// an HttpOnly, same-site cookie and redirects without it), then in the
+// cookie or a bearer header. Other users of the machine reach its loopback
+// port too.
+func TestDashboardNeedsItsToken(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	token := NewToken()
+	if len(token) < 40 || token == NewToken() {
+		t.Fatalf("token %q: want a long random one", token)
+	}
+	h := guard(addr, requireToken(token, addr, ok))
+	get := func(target string, mod func(*http.Request)) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Host = "127.0.0.1:8080"
+		if mod != nil {
+			mod(req)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for name, mod := range map[string]func(*http.Request){
+		"nothing":                  nil,
+		"another dashboard's":      func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "hypershift-dashboard-8081", Value: token}) },
+		"a wrong cookie":           func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "hypershift-dashboard-8080", Value: "guess"}) },
+		"a wrong bearer":           func(r *http.Request) { r.Header.Set("Authorization", "Bearer guess") },
+		"the token without Bearer": func(r *http.Request) { r.Header.Set("Authorization", token) },
+	} {
+		if rec := get("/api/fleet", mod); rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, rec.Code)
+		}
+	}
+	if rec := get("/?token=guess", nil); rec.Code != http.StatusUnauthorized {
+		t.Errorf("a wrong token in the URL: %d, want 401", rec.Code)
+	}
+	rec := get("/cluster?name=a&token="+token, nil)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/cluster?name=a" {
+		t.Fatalf("the token in the URL: %d to %q, want 303 to /cluster?name=a", rec.Code, rec.Header().Get("Location"))
+	}
+	cookies := rec.Result().Cookies()
+	if len(cookies) != 1 || cookies[0].Value != token || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookies set: %+v, want one HttpOnly, SameSite=Strict cookie with the token", cookies)
+	}
+	if rec := get("/api/fleet", func(r *http.Request) { r.AddCookie(cookies[0]) }); rec.Code != http.StatusOK {
+		t.Errorf("with the cookie: %d, want 200", rec.Code)
+	}
+	if rec := get("/api/fleet", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }); rec.Code != http.StatusOK {
+		t.Errorf("with the bearer token: %d, want 200", rec.Code)
+	}
+}

@@ -38,7 +38,10 @@ type Options struct {
 	Config *rest.Config
 	// SampleEvery is how often the charts get a point (default 15 s).
 	SampleEvery time.Duration
-	Log         logr.Logger
+	// Token is what every request must carry (requireToken); empty: a
+	// new random one (Server.Token).
+	Token string
+	Log   logr.Logger
 }
 
 // Server is the dashboard.
@@ -48,6 +51,7 @@ type Server struct {
 	scraper *fleetmetrics.HostedScraper
 	history *history
 	every   time.Duration
+	token   string
 	log     logr.Logger
 
 	mu          sync.Mutex
@@ -69,11 +73,19 @@ func New(opts Options) (*Server, error) {
 	if every <= 0 {
 		every = 15 * time.Second
 	}
+	token := opts.Token
+	if token == "" {
+		token = NewToken()
+	}
 	return &Server{
 		cache: ca, client: c, scraper: fleetmetrics.NewHostedScraper(c), history: newHistory(),
-		every: every, log: opts.Log, subscribers: map[chan struct{}]struct{}{}, changed: make(chan struct{}, 1),
+		every: every, token: token, log: opts.Log, subscribers: map[chan struct{}]struct{}{}, changed: make(chan struct{}, 1),
 	}, nil
 }
+
+// Token is what a request must carry: the URL to print is
+// http://ADDRESS/?token=TOKEN.
+func (s *Server) Token() string { return s.token }
 
 // Serve watches the fleet and serves the pages on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
@@ -139,7 +151,7 @@ func (s *Server) Handler(addr net.Addr) http.Handler {
 	mux.HandleFunc("GET /api/fleet", s.serveFleet)
 	mux.HandleFunc("GET /api/cluster", s.serveCluster)
 	mux.HandleFunc("GET /api/stream", s.serveStream)
-	return guard(addr, mux)
+	return guard(addr, requireToken(s.token, addr, mux))
 }
 
 func page(static fs.FS, name string) http.HandlerFunc {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,16 @@ func TestDashboard(t *testing.T) {
 		hs.must("create", "cluster", "none", "--name", name, "--wait", "--timeout", "4m")
 	}
 	url := startDashboard(t, hs)
+	// Another user of this machine reaches the port, not the token.
+	bare, _, _ := strings.Cut(url, "?")
+	resp, err := http.Get(bare + "api/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the fleet without the dashboard's token: %s, want 401", resp.Status)
+	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser),

@@ -46,7 +46,7 @@ func TestWaitPoliciesEnforced(t *testing.T) {
 		t.Fatal("the wait reported the policies enforced while the probed one was unbound")
 	}
 
-	if err := install.API(ctx, c, install.RuntimeProcess, nil); err != nil {
+	if err := install.API(ctx, c, install.RuntimeProcess, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := install.WaitPoliciesEnforced(ctx, c, install.RuntimeProcess, nil); err != nil {

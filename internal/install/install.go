@@ -46,14 +46,16 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // Objects returns the objects `hypershift up` installs: the API and the
 // policies of the process runtime, for the compiled-in version.
 func Objects() ([]client.Object, error) {
-	return APIObjects(RuntimeProcess, nil)
+	return APIObjects(RuntimeProcess, nil, "")
 }
 
 // APIObjects returns the API for a runtime that runs versions (nil: the
 // compiled-in one): the CRDs, then the admission policies (namespace
-// length, what the runtime can run, version skew).
-func APIObjects(runtime string, versions []string) ([]client.Object, error) {
-	return ObjectsFor(Options{Runtime: runtime, Versions: versions, apiOnly: true})
+// length, what the runtime can run, version skew, HostedControlPlanes
+// kept to the operator, which on the kube runtime runs in namespace: ""
+// is DefaultNamespace).
+func APIObjects(runtime string, versions []string, namespace string) ([]client.Object, error) {
+	return ObjectsFor(Options{Runtime: runtime, Versions: versions, Namespace: namespace, apiOnly: true})
 }
 
 // ObjectsFor returns everything the management cluster gets for opts, in
@@ -81,6 +83,12 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	objs = append(objs, policy, binding)
 	policy, binding = controlPlaneSkewPolicy()
 	objs = append(objs, policy, binding)
+	operatorUser := ""
+	if opts.Runtime == RuntimeKube {
+		operatorUser = "system:serviceaccount:" + opts.Namespace + ":" + OperatorName
+	}
+	policy, binding = controlPlanePolicy(operatorUser)
+	objs = append(objs, policy, binding)
 	// Last: WaitPoliciesEnforced probes it to know that every policy
 	// before it is in force too.
 	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
@@ -102,7 +110,7 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 // Install creates or updates the objects of `hypershift up` and waits
 // until the CRDs are served.
 func Install(ctx context.Context, c client.Client) error {
-	return API(ctx, c, RuntimeProcess, nil)
+	return API(ctx, c, RuntimeProcess, nil, "")
 }
 
 // API creates or updates the API objects of a runtime that runs versions
@@ -111,8 +119,8 @@ func Install(ctx context.Context, c client.Client) error {
 // Whoever may create HostedClusters then waits for the policies with
 // WaitPoliciesEnforced (`up`, `install`); the operator, which may not,
 // re-applies what `install` applied and waited for.
-func API(ctx context.Context, c client.Client, runtime string, versions []string) error {
-	objs, err := APIObjects(runtime, versions)
+func API(ctx context.Context, c client.Client, runtime string, versions []string, namespace string) error {
+	objs, err := APIObjects(runtime, versions, namespace)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func TestObjectsPerRuntime(t *testing.T) {
 	if slices.Contains(names(up), install.OperatorName) {
 		t.Errorf("up's objects include the operator: %v", names(up))
 	}
-	api, err := install.APIObjects(install.RuntimeKube, nil)
+	api, err := install.APIObjects(install.RuntimeKube, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,47 @@ func namespaceLengthPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy
 		})
 }
 
+// ControlPlanePolicyName names the admission policy that keeps
+// HostedControlPlanes to the operator.
+const ControlPlanePolicyName = "hostedcontrolplane-operator.hypershift.dev"
+
+// controlPlanePolicy keeps HostedControlPlanes to the operator, which makes
+// them from HostedClusters: only it (and system:masters) may create one or
+// set, change or remove its hypershift.dev/ annotations — among them the
+// requests it acts on with its own authority (restore-from, backup-request,
+// fenced). A namespace user who may write HostedControlPlanes (an
+// aggregated edit role, a careless grant) can still change what is not a
+// request. operatorUser is the operator's user on the kube runtime; on the
+// process runtime the operator is system:masters.
+func controlPlanePolicy(operatorUser string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	trusted := "'system:masters' in request.userInfo.groups"
+	if operatorUser != "" {
+		trusted = "request.userInfo.username == '" + operatorUser + "' || " + trusted
+	}
+	const (
+		a    = "object.metadata.annotations"
+		oldA = "oldObject.metadata.annotations"
+	)
+	// Every hypershift.dev/ annotation is as it was, and none was removed.
+	unchanged := "request.operation == 'CREATE' || (" +
+		"(!has(" + a + ") || " + a + ".all(k, !k.startsWith('hypershift.dev/') || (has(" + oldA + ") && k in " + oldA + " && " + oldA + "[k] == " + a + "[k]))) && " +
+		"(!has(" + oldA + ") || " + oldA + ".all(k, !k.startsWith('hypershift.dev/') || (has(" + a + ") && k in " + a + "))))"
+	return policy(ControlPlanePolicyName, "hostedcontrolplanes",
+		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		[]admissionregistrationv1.MatchCondition{{Name: "not-the-operator", Expression: "!(" + trusted + ")"}},
+		admissionregistrationv1.Validation{
+			Expression: "request.operation != 'CREATE'",
+			Message:    "HostedControlPlanes are made by the hypershift operator from a HostedCluster: create a HostedCluster (hypershift create cluster)",
+			Reason:     ptr(metav1.StatusReasonForbidden),
+		},
+		admissionregistrationv1.Validation{
+			Expression: unchanged,
+			Message: "metadata.annotations: the hypershift.dev/ annotations of a HostedControlPlane are set by the hypershift operator only;" +
+				" restore, backup and fence requests go on its HostedCluster (hypershift restore cluster, backup cluster, fence)",
+			Reason: ptr(metav1.StatusReasonForbidden),
+		})
+}
+
 // The expressions read the object as unstructured data, guarded by has():
 // they compile and hold whether or not the CRD declares a field yet.
 const (

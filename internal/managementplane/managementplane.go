@@ -152,7 +152,7 @@ func (p *Plane) serve(ctx context.Context, kc []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := install.API(ctx, c, install.RuntimeProcess, p.versions); err != nil {
+	if err := install.API(ctx, c, install.RuntimeProcess, p.versions, ""); err != nil {
 		return fmt.Errorf("install hypershift.dev API: %w", err)
 	}
 	// Usable means invalid specs are refused, not admitted for a second.

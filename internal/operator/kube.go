@@ -52,7 +52,7 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 // installs or upgrades the CRDs and the kube runtime's policies.
 func RunKube(ctx context.Context, opts Options, kubeOpts kube.Options, installAPI bool, log logr.Logger) error {
 	if installAPI {
-		if err := installRuntimeAPI(ctx, opts.RESTConfig, install.RuntimeKube, opts.Releases.Versions()); err != nil {
+		if err := installRuntimeAPI(ctx, opts.RESTConfig, install.RuntimeKube, opts.Releases.Versions(), kubeOpts.Namespace); err != nil {
 			return err
 		}
 	}
@@ -64,12 +64,12 @@ func RunKube(ctx context.Context, opts Options, kubeOpts kube.Options, installAP
 	return mgr.Start(ctx)
 }
 
-func installRuntimeAPI(ctx context.Context, cfg *rest.Config, runtime string, versions []string) error {
+func installRuntimeAPI(ctx context.Context, cfg *rest.Config, runtime string, versions []string, namespace string) error {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
-	if err := install.API(ctx, c, runtime, versions); err != nil {
+	if err := install.API(ctx, c, runtime, versions, namespace); err != nil {
 		return fmt.Errorf("install hypershift.dev API: %w", err)
 	}
 	return nil

@@ -80,5 +80,5 @@ func (l *Local) Release() {
 // runtime's policies, for the Kubernetes versions the operator runs (nil:
 // the compiled-in one), in the management cluster of cfg.
 func InstallAPI(ctx context.Context, cfg *rest.Config, versions []string) error {
-	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess, versions)
+	return installRuntimeAPI(ctx, cfg, install.RuntimeProcess, versions, "")
 }

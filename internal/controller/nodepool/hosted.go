@@ -2,8 +2,10 @@ package nodepool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -45,6 +47,7 @@ type hostedCluster struct {
 	secrets     corev1listers.SecretNamespaceLister
 	configMaps  corev1listers.ConfigMapNamespaceLister
 	informerCtx context.Context //nolint:containedctx // the lifetime of this connection's caches
+	share       *cacheShare
 	namespace   string
 	events      chan<- event.GenericEvent
 	// users are the pools that used this connection, enqueued when it is
@@ -95,7 +98,16 @@ func newHostedClusters() *hostedClusters {
 // for its caches) when there is none, it was disconnected, or the
 // kubeconfig changed.
 func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kubeconfig []byte) (*hostedCluster, error) {
-	return h.cache.Get(ctx, key, kubeconfig)
+	hc, err := h.cache.Get(ctx, key, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if reason := hc.share.exceeded(); reason != "" {
+		// Past its share between its connect and now.
+		h.cache.Forget(key)
+		return nil, errors.New(reason)
+	}
+	return hc, nil
 }
 
 // forget closes the connection to a hosted cluster.
@@ -112,6 +124,17 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	if err != nil {
 		return nil, err
 	}
+	// Whoever administers the hosted cluster decides how many Nodes, CSRs
+	// and labelled Secrets it holds: past its share (cacheLimits) the
+	// caches stop and the connection is dropped.
+	run, stopCaches := context.WithCancel(run)
+	share := &cacheShare{cluster: key.String(), stop: stopCaches}
+	connected := false
+	defer func() {
+		if !connected {
+			stopCaches()
+		}
+	}()
 	hasPool, err := labels.NewRequirement(hypershiftv1alpha1.NodePoolLabel, selection.Exists, nil)
 	if err != nil {
 		return nil, err
@@ -153,6 +176,7 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 		configMaps:  configMaps.Lister().ConfigMaps(metav1.NamespaceSystem),
 		granted:     map[string]claim{},
 		informerCtx: run,
+		share:       share,
 		namespace:   key.Namespace,
 		events:      h.events,
 	}
@@ -193,13 +217,18 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	for _, reg := range []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
+		what     string
+		limit    int
 	}{
-		{nodes.Informer(), enqueueNodePool},
-		{secrets.Informer(), enqueueByLabel},
-		{configMaps.Informer(), enqueueByLabel},
-		{csrs.Informer(), enqueueByRequester},
-		{clients.Informer(), enqueueByTokenPool},
+		{nodes.Informer(), enqueueNodePool, "Nodes", cacheLimits.nodes},
+		{secrets.Informer(), enqueueByLabel, "Secrets labelled " + hypershiftv1alpha1.NodePoolLabel + " in kube-system", cacheLimits.labelled},
+		{configMaps.Informer(), enqueueByLabel, "ConfigMaps labelled " + hypershiftv1alpha1.NodePoolLabel + " in kube-system", cacheLimits.labelled},
+		{csrs.Informer(), enqueueByRequester, "CertificateSigningRequests for " + certificatesv1.KubeletServingSignerName, cacheLimits.csrs},
+		{clients.Informer(), enqueueByTokenPool, "CertificateSigningRequests for " + certificatesv1.KubeAPIServerClientKubeletSignerName, cacheLimits.csrs},
 	} {
+		if _, err := reg.informer.AddEventHandler(share.counter(reg.what, reg.limit)); err != nil {
+			return nil, err
+		}
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
 			return nil, err
 		}
@@ -212,9 +241,81 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	defer context.AfterFunc(run, cancel)() // disconnected meanwhile (credentials rejected): stop waiting
 	if !cache.WaitForCacheSync(syncCtx.Done(), nodes.Informer().HasSynced, csrs.Informer().HasSynced,
 		clients.Informer().HasSynced, secrets.Informer().HasSynced, configMaps.Informer().HasSynced) {
+		if reason := share.exceeded(); reason != "" {
+			return nil, errors.New(reason)
+		}
 		return nil, fmt.Errorf("hosted cluster %s: caches did not sync within %s", key, hostedSyncTimeout)
 	}
+	// Connected, a connection past its share is forgotten and its pools
+	// come back: the next connect says why it is refused.
+	share.setDrop(func() {
+		h.cache.Forget(key)
+		hc.enqueueUsers()
+	})
+	if reason := share.exceeded(); reason != "" {
+		return nil, errors.New(reason)
+	}
+	connected = true
 	return hc, nil
+}
+
+// cacheLimits are how many objects of each kind the NodePool controller
+// caches of one hosted cluster: Kubernetes' own limit of 5,000 Nodes, and
+// as many CSRs of each node signer as two renewals of those nodes while
+// the controller manager keeps them (an hour once issued).
+var cacheLimits = struct{ nodes, csrs, labelled int }{nodes: 5000, csrs: 10000, labelled: 5000}
+
+// cacheShare counts what the caches of one hosted cluster hold and stops
+// them when a kind passes its limit.
+type cacheShare struct {
+	cluster string
+	stop    func()
+
+	mu     sync.Mutex
+	reason string
+	drop   func() // once connected: forget the connection
+}
+
+// counter counts the objects of one informer.
+func (s *cacheShare) counter(what string, limit int) cache.ResourceEventHandler {
+	var n atomic.Int64
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) {
+			if n.Add(1) > int64(limit) {
+				s.exceed(fmt.Sprintf("hosted cluster %s holds more than %d %s, the most the operator caches of one cluster: "+
+					"it stopped watching the cluster and manages none of its NodePools until they are fewer", s.cluster, limit, what))
+			}
+		},
+		DeleteFunc: func(any) { n.Add(-1) },
+	}
+}
+
+func (s *cacheShare) exceed(reason string) {
+	s.mu.Lock()
+	if s.reason != "" {
+		s.mu.Unlock()
+		return
+	}
+	s.reason = reason
+	drop := s.drop
+	s.mu.Unlock()
+	s.stop()
+	if drop != nil {
+		go drop()
+	}
+}
+
+func (s *cacheShare) setDrop(drop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop = drop
+}
+
+// exceeded is why the caches stopped, or "".
+func (s *cacheShare) exceeded() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
 }
 
 // stripForCache drops from an object of a hosted cluster what the NodePool

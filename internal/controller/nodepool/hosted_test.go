@@ -2,6 +2,7 @@ package nodepool
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -127,4 +129,63 @@ func TestRevokedKubeconfigDisconnectsAndReconnects(t *testing.T) {
 	if again.informerCtx.Err() == nil {
 		t.Error("forget left the caches running")
 	}
+}
+
+// TestHostedCacheIsBounded: a hosted cluster's admin decides how many Nodes
+// (and node CSRs, labelled Secrets) it holds; past the controller's limit
+// its caches stop, its pools are enqueued, and connecting is refused
+// naming the limit until the cluster is back under it.
+func TestHostedCacheIsBounded(t *testing.T) {
+	defer func(saved struct{ nodes, csrs, labelled int }) { cacheLimits = saved }(cacheLimits)
+	cacheLimits.nodes = 3
+	env := testenv.Start(t)
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.RESTConfig)
+	kc := adminKubeconfig(t, ctx, kube, env.RESTConfig.Host, env.RESTConfig.CAData, "admin")
+	node := func(name string) {
+		t.Helper()
+		if _, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		node(name)
+	}
+	h := newHostedClusters()
+	key := types.NamespacedName{Namespace: "clusters", Name: "c"}
+	hc, err := h.get(ctx, key, kc)
+	if err != nil {
+		t.Fatalf("3 Nodes, the limit: %v", err)
+	}
+	if _, err := hc.poolNodes("workers"); err != nil {
+		t.Fatal(err)
+	}
+	node("n4")
+	deadline := time.After(30 * time.Second)
+	for enqueued := false; !enqueued; {
+		select {
+		case ev := <-h.events:
+			enqueued = ev.Object.GetName() == "workers"
+		case <-deadline:
+			t.Fatal("the pool was not enqueued when its hosted cluster passed the Node limit")
+		}
+	}
+	if hc.informerCtx.Err() == nil {
+		t.Error("the caches of a cluster past its share still run")
+	}
+	const want = "hosted cluster clusters/c holds more than 3 Nodes, the most the operator caches of one cluster"
+	if _, err := h.get(ctx, key, kc); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("connect past the limit: %v, want %q", err, want)
+	}
+	if err := kube.CoreV1().Nodes().Delete(ctx, "n4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.get(ctx, key, kc)
+	if err != nil {
+		t.Fatalf("back under the limit: %v", err)
+	}
+	if nodes, err := again.nodes.List(labels.Everything()); err != nil || len(nodes) != 3 {
+		t.Errorf("the new connection caches %d Nodes (%v), want 3", len(nodes), err)
+	}
+	h.forget(key)
 }

@@ -137,8 +137,10 @@ type scheduler struct {
 	slots    int // free CPU slots
 	capacity int
 	hostBusy bool
-	hostHeld int // CPU slots the running whole-host test holds
-	gather   time.Duration
+	// pinned is the CPU slots that running tests hold which holding the
+	// line frees no sooner: the whole-host test's and the multi-slot ones'.
+	pinned int
+	gather time.Duration
 	// patience is how long a test that needs more CPU slots than are free
 	// lets others by before it holds the line for them.
 	patience time.Duration
@@ -270,8 +272,11 @@ func (s *scheduler) release(w *waiter) {
 	defer s.mu.Unlock()
 	s.slots += w.slots
 	s.running--
+	if w.host || w.slots > 1 {
+		s.pinned -= w.slots
+	}
 	if w.host {
-		s.hostBusy, s.hostHeld = false, 0
+		s.hostBusy = false
 	}
 	s.dispatch()
 }
@@ -300,13 +305,17 @@ func (s *scheduler) dispatch() {
 			still = append(still, w)
 		case w.slots > s.slots:
 			still = append(still, w)
-			// Holding the line only helps when the others' slots will
-			// do: not while the whole-host test, the longest, holds them.
-			blocked = time.Since(w.since) > s.patience && w.slots <= s.capacity-s.hostHeld
+			// Holding the line only helps when the slots of the one-slot
+			// tests it holds back will do: not while the whole-host test
+			// or another multi-slot test holds them.
+			blocked = time.Since(w.since) > s.patience && w.slots <= s.capacity-s.pinned
 		default:
 			s.slots -= w.slots
 			if w.host {
-				s.hostBusy, s.hostHeld = true, w.slots
+				s.hostBusy = true
+			}
+			if w.host || w.slots > 1 {
+				s.pinned += w.slots
 			}
 			w.beside = s.running
 			if s.pressure != nil {
@@ -458,6 +467,25 @@ func TestSchedulerNoWaitBehindTheHost(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the one-slot test waited behind a test that cannot run beside the host test")
+	}
+}
+
+// TestSchedulerNoWaitBehindAQuietTest: nor when another two-slot test
+// holds them: one-slot tests run beside it meanwhile.
+func TestSchedulerNoWaitBehindAQuietTest(t *testing.T) {
+	s := newScheduler(3, 10*time.Millisecond, 0)
+	s.acquire("quiet", 9, 2, false)
+	got := make(chan string, 2)
+	go func() { s.acquire("double", 5, 2, false); got <- "double" }()
+	time.Sleep(50 * time.Millisecond)
+	go func() { s.acquire("single", 1, 1, false); got <- "single" }()
+	select {
+	case name := <-got:
+		if name != "single" {
+			t.Fatalf("%s started, want the one-slot test", name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the one-slot test waited behind a test that cannot run beside the running quiet test")
 	}
 }
 

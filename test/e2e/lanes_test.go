@@ -450,42 +450,28 @@ func TestSchedulerPatience(t *testing.T) {
 	}
 }
 
-// TestSchedulerNoWaitBehindTheHost: a two-slot test that has waited past
-// its patience does not hold the line when only the whole-host test's
-// slots would let it run: the one-slot tests go on beside.
-func TestSchedulerNoWaitBehindTheHost(t *testing.T) {
-	s := newScheduler(3, 10*time.Millisecond, 0)
-	s.acquire("host", 9, 2, true)
-	got := make(chan string, 2)
-	go func() { s.acquire("double", 5, 2, false); got <- "double" }()
-	time.Sleep(50 * time.Millisecond)
-	go func() { s.acquire("single", 1, 1, false); got <- "single" }()
-	select {
-	case name := <-got:
-		if name != "single" {
-			t.Fatalf("%s started, want the one-slot test", name)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the one-slot test waited behind a test that cannot run beside the host test")
-	}
-}
-
-// TestSchedulerNoWaitBehindAQuietTest: nor when another two-slot test
-// holds them: one-slot tests run beside it meanwhile.
-func TestSchedulerNoWaitBehindAQuietTest(t *testing.T) {
-	s := newScheduler(3, 10*time.Millisecond, 0)
-	s.acquire("quiet", 9, 2, false)
-	got := make(chan string, 2)
-	go func() { s.acquire("double", 5, 2, false); got <- "double" }()
-	time.Sleep(50 * time.Millisecond)
-	go func() { s.acquire("single", 1, 1, false); got <- "single" }()
-	select {
-	case name := <-got:
-		if name != "single" {
-			t.Fatalf("%s started, want the one-slot test", name)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the one-slot test waited behind a test that cannot run beside the running quiet test")
+// TestSchedulerNoWaitBehindPinnedSlots: a two-slot test that has waited
+// past its patience does not hold the line when only the slots of the
+// whole-host test, or of another two-slot test, would let it run: the
+// one-slot tests go on beside.
+func TestSchedulerNoWaitBehindPinnedSlots(t *testing.T) {
+	for name, host := range map[string]bool{"behind the whole-host test": true, "behind a quiet test": false} {
+		t.Run(name, func(t *testing.T) {
+			s := newScheduler(3, 10*time.Millisecond, 0)
+			s.acquire("running", 9, 2, host)
+			got := make(chan string, 2)
+			go func() { s.acquire("double", 5, 2, false); got <- "double" }()
+			time.Sleep(50 * time.Millisecond)
+			go func() { s.acquire("single", 1, 1, false); got <- "single" }()
+			select {
+			case name := <-got:
+				if name != "single" {
+					t.Fatalf("%s started, want the one-slot test", name)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the one-slot test waited behind a test that cannot run beside the running one")
+			}
+		})
 	}
 }
 

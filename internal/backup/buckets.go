@@ -37,12 +37,12 @@ func openBucket(ctx context.Context, bucketURL string, creds *Credentials) (*blo
 		return nil, fmt.Errorf("open bucket %s: %w", bucketURL, err)
 	}
 	var b *blob.Bucket
-	switch {
-	case u.Scheme == s3blob.Scheme:
+	switch u.Scheme {
+	case s3blob.Scheme:
 		b, err = openS3(ctx, u, creds)
-	case u.Scheme == gcsblob.Scheme:
+	case gcsblob.Scheme:
 		b, err = openGCS(ctx, u, creds)
-	case u.Scheme == azureblob.Scheme:
+	case azureblob.Scheme:
 		b, err = openAzure(ctx, u, creds)
 	default:
 		b, err = blob.OpenBucket(ctx, bucketURL)

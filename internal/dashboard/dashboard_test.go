@@ -149,6 +149,12 @@ func TestDashboardNeedsItsToken(t *testing.T) {
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/cluster?name=a" {
 		t.Fatalf("the token in the URL: %d to %q, want 303 to /cluster?name=a", rec.Code, rec.Header().Get("Location"))
 	}
+	// The redirect stays on this host.
+	for _, path := range []string{"//evil.example/x", "/\\evil.example/x"} {
+		if rec := get(path+"?token="+token, nil); rec.Header().Get("Location") != "/evil.example/x" {
+			t.Errorf("%s with the token: redirected to %q, want /evil.example/x on this host", path, rec.Header().Get("Location"))
+		}
+	}
 	cookies := rec.Result().Cookies()
 	if len(cookies) != 1 || cookies[0].Value != token || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
 		t.Fatalf("cookies set: %+v, want one HttpOnly, SameSite=Strict cookie with the token", cookies)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -38,11 +39,13 @@ func requireToken(token string, addr net.Addr, next http.Handler) http.Handler {
 				http.Error(w, "wrong dashboard token: open the URL that `hypershift dashboard` printed", http.StatusUnauthorized)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: cookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// Plain HTTP on loopback: a Secure cookie would never come back.
+			http.SetCookie(w, &http.Cookie{Name: cookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}) //nolint:gosec // see above
 			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			// The same page of this dashboard: a path starting with // or
+			// /\ would name another host.
+			to := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
+			http.Redirect(w, r, to.String(), http.StatusSeeOther) //nolint:gosec // a path of this host only (above)
 			return
 		}
 		if c, err := r.Cookie(cookie); err == nil && matches(c.Value) {

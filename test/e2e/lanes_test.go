@@ -210,10 +210,10 @@ func (s *scheduler) crowded() bool {
 	busy := time.Since(s.lastStart) < s.spacing
 	if !busy {
 		p, known := s.pressure()
-		busy = !known || p > s.maxPressure
 		if !known {
-			return true // released tests dispatch again; no re-check helps
+			return true // one at a time: a test's end dispatches again
 		}
+		busy = p > s.maxPressure
 	}
 	if busy && s.recheck == nil {
 		s.recheck = time.AfterFunc(recheckEvery, func() {

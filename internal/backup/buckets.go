@@ -54,15 +54,10 @@ func openBucket(ctx context.Context, bucketURL string, creds *Credentials) (*blo
 }
 
 // openS3 opens an s3 bucket with a client of its own that uses creds, or
-// none (the URL's query options as gocloud's s3blob reads them, those of
-// s3Options only).
+// none (the URL's query options as gocloud's s3blob reads them; ParseURL,
+// which every bucket is opened through, took only those of s3Options).
 func openS3(ctx context.Context, u *url.URL, creds *Credentials) (*blob.Bucket, error) {
 	q := u.Query()
-	for option := range q {
-		if !s3Options[option] {
-			return nil, fmt.Errorf("option %q is not accepted for s3://", option)
-		}
-	}
 	var opts []func(*s3.Options)
 	for key, set := range map[string]func(*s3.Options, bool){
 		"use_path_style": func(o *s3.Options, v bool) { o.UsePathStyle = v },

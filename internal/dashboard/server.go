@@ -38,10 +38,7 @@ type Options struct {
 	Config *rest.Config
 	// SampleEvery is how often the charts get a point (default 15 s).
 	SampleEvery time.Duration
-	// Token is what every request must carry (requireToken); empty: a
-	// new random one (Server.Token).
-	Token string
-	Log   logr.Logger
+	Log         logr.Logger
 }
 
 // Server is the dashboard.
@@ -73,18 +70,14 @@ func New(opts Options) (*Server, error) {
 	if every <= 0 {
 		every = 15 * time.Second
 	}
-	token := opts.Token
-	if token == "" {
-		token = NewToken()
-	}
 	return &Server{
 		cache: ca, client: c, scraper: fleetmetrics.NewHostedScraper(c), history: newHistory(),
-		every: every, token: token, log: opts.Log, subscribers: map[chan struct{}]struct{}{}, changed: make(chan struct{}, 1),
+		every: every, token: NewToken(), log: opts.Log, subscribers: map[chan struct{}]struct{}{}, changed: make(chan struct{}, 1),
 	}, nil
 }
 
-// Token is what a request must carry: the URL to print is
-// http://ADDRESS/?token=TOKEN.
+// Token is what a request must carry (requireToken), new for each
+// Server: the URL to print is http://ADDRESS/?token=TOKEN.
 func (s *Server) Token() string { return s.token }
 
 // Serve watches the fleet and serves the pages on l until ctx ends.

@@ -358,9 +358,13 @@ func (c *cli) adminKubeconfig(name string) string {
 var spawns spawnCounter
 
 type spawnCounter struct {
-	mu  sync.Mutex
-	n   map[string]int
-	cpu map[string]time.Duration
+	mu      sync.Mutex
+	program map[string]spawnTotal
+}
+
+type spawnTotal struct {
+	runs int
+	cpu  time.Duration
 }
 
 func (s *spawnCounter) add(program string, cmd *exec.Cmd) {
@@ -369,19 +373,22 @@ func (s *spawnCounter) add(program string, cmd *exec.Cmd) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.n == nil {
-		s.n, s.cpu = map[string]int{}, map[string]time.Duration{}
+	if s.program == nil {
+		s.program = map[string]spawnTotal{}
 	}
-	s.n[program]++
-	s.cpu[program] += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	t := s.program[program]
+	t.runs++
+	t.cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	s.program[program] = t
 }
 
 func (s *spawnCounter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var parts []string
-	for _, program := range slices.Sorted(maps.Keys(s.n)) {
-		parts = append(parts, fmt.Sprintf("%s %d runs, %.0f CPU-s", program, s.n[program], s.cpu[program].Seconds()))
+	for _, program := range slices.Sorted(maps.Keys(s.program)) {
+		t := s.program[program]
+		parts = append(parts, fmt.Sprintf("%s %d runs, %.0f CPU-s", program, t.runs, t.cpu.Seconds()))
 	}
 	return "processes the tests ran: " + strings.Join(parts, "; ")
 }

@@ -246,6 +246,9 @@ const (
 	AddonNoPodsReason          ConditionReason = "ManagementPlaneRunsNoPods"
 	AddonHostedClusterReason   ConditionReason = "HostedClusterUnreachable"
 	AddonUnsupportedReason     ConditionReason = "Unsupported"
+	// AddonRevisionChangedReason: the newest ObjectSet was changed after
+	// it was made from the template; it is not applied.
+	AddonRevisionChangedReason ConditionReason = "RevisionChanged"
 	AddonRolloutReason         ConditionReason = "RollingOut"
 	AddonIdleReason            ConditionReason = "Idle"
 	AddonPausedReason          ConditionReason = "Paused"

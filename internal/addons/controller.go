@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,6 +52,11 @@ type Reconciler struct {
 	// RunsPods is false on a management plane without nodes (`up`):
 	// workloads there are applied and reported as unable to run.
 	RunsPods bool
+	// Management returns the client that applies, reads and deletes the
+	// management-side objects of the ObjectDeployments of a namespace: on
+	// the operator, ImpersonatingClients (that namespace's
+	// ServiceAccountName). nil uses Client itself, which only tests do.
+	Management func(namespace string) (client.Client, error)
 	// Clock: nil is time.Now.
 	Clock func() time.Time
 	Log   logr.Logger
@@ -98,7 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &scope{od: od, owner: Owner{UID: string(od.UID), Namespace: od.Namespace, Name: od.Name}}
-	s.t = targets{mgmt: r.Client, runsPods: r.RunsPods}
+	mgmt, err := r.management(od.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.t = targets{mgmt: mgmt, runsPods: r.RunsPods}
 	sets, err := r.objectSets(ctx, od)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -124,8 +134,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	hctx, cancel := context.WithTimeout(ctx, hostedTimeout)
 	defer cancel()
-	r.connectHosted(hctx, s)
-	res := rollout(hctx, s.t, newest, s.owner)
+	var res rolloutResult
+	if res.hold = changedRevision(od, newest); res.hold == nil {
+		r.connectHosted(hctx, s)
+		res = rollout(hctx, s.t, newest, s.owner)
+	}
 	if err := r.updateObjectSetStatus(ctx, newest, res); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -146,6 +159,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+func (r *Reconciler) management(namespace string) (client.Client, error) {
+	if r.Management == nil {
+		return r.Client, nil
+	}
+	return r.Management(namespace)
+}
+
+// changedRevision holds the rollout when newest, the revision of od's
+// template, no longer holds that template: someone who may write
+// ObjectSets but not the ObjectDeployment changed it after it was made.
+// Nothing of it is applied; deleting it makes the revision again.
+func changedRevision(od *hypershiftv1alpha1.ObjectDeployment, newest *hypershiftv1alpha1.ObjectSet) *hypershiftv1alpha1.RolloutHold {
+	if equality.Semantic.DeepEqual(newest.Spec.ObjectSetTemplateSpec, od.Spec.Template.Spec) {
+		return nil
+	}
+	return hold("", "ObjectSet "+newest.Namespace+"/"+newest.Name, hypershiftv1alpha1.AddonRevisionChangedReason,
+		"ObjectSet %s/%s (revision %d) no longer holds the template of ObjectDeployment %s/%s that it was made from (template hash %s): it was changed after it was made, and nothing of it is applied; delete it to have the revision made again",
+		newest.Namespace, newest.Name, newest.Spec.Revision, od.Namespace, od.Name, newest.Annotations[TemplateHashAnnotation])
 }
 
 // objectSets are od's ObjectSets, oldest revision first.

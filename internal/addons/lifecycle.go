@@ -77,6 +77,11 @@ func deletePhases(ctx context.Context, t targets, objs [][]setObject, owner Owne
 				// namespace, and so does the object.
 				there, err = false, nil
 			}
+			if apierrors.IsForbidden(err) && !o.key.Hosted && t.mgmtTerminating {
+				// The ServiceAccount's grant may have gone first; the
+				// namespace controller deletes the object.
+				there, err = false, nil
+			}
 			if err != nil {
 				return "", err
 			}
@@ -187,6 +192,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.od.Namespace}, ns); err != nil {
 		return ctrl.Result{}, fmt.Errorf("namespace of ObjectDeployment %s/%s: %w", s.od.Namespace, s.od.Name, err)
 	}
+	s.t.mgmtTerminating = ns.DeletionTimestamp != nil
 	// A control-plane namespace that is terminating takes the hosted
 	// cluster with it (its admin kubeconfig may already be gone): only the
 	// management side is cleaned up.

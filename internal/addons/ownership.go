@@ -2,6 +2,7 @@ package addons
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -22,6 +23,10 @@ const (
 	// on both sides.
 	Finalizer = "addons.hypershift.dev/objects"
 )
+
+// hypershiftLabelPrefix starts the labels of the objects hypershift makes
+// for control planes (addons' own are addons.hypershift.dev/).
+const hypershiftLabelPrefix = "hypershift.dev/"
 
 // Owner identifies the ObjectDeployment that applies an object.
 type Owner struct {
@@ -56,10 +61,17 @@ func (o Owner) owns(existing *unstructured.Unstructured) bool {
 
 // collision says why o may not take existing over under protection, or ""
 // when it may: its own objects always; an object of no ObjectDeployment
-// with IfNoController or None; another ObjectDeployment's only with None.
+// with IfNoController or None; another ObjectDeployment's only with None;
+// never one that carries hypershift's own labels (a control plane's, or
+// its runtime's), whatever the protection.
 func (o Owner) collision(existing *unstructured.Unstructured, protection hypershiftv1alpha1.CollisionProtection) string {
 	if existing == nil || o.owns(existing) {
 		return ""
+	}
+	for k := range existing.GetLabels() {
+		if strings.HasPrefix(k, hypershiftLabelPrefix) {
+			return fmt.Sprintf("it carries hypershift's own label %s (an object of a control plane or its runtime) and is never taken over", k)
+		}
 	}
 	other := existing.GetLabels()[OwnerUIDLabel]
 	if protection == "" {

@@ -37,6 +37,9 @@ type targets struct {
 	// namespaceGone says whether a hosted namespace is gone or
 	// terminating (deletion only).
 	namespaceGone func(ctx context.Context, ns string) bool
+	// mgmtTerminating: the ObjectDeployment's own namespace is being
+	// deleted, and its objects with it (deletion only).
+	mgmtTerminating bool
 }
 
 // rolloutResult is what applying a revision found.
@@ -83,12 +86,14 @@ func routed(class string) bool {
 }
 
 // applyFailed holds the rollout on an object that could not be read or
-// applied; on the management side a refusal means the operator's own
-// ClusterRole lacks the kind, which the message says with the fix.
-func applyFailed(phase, object string, hosted bool, err error) *hypershiftv1alpha1.RolloutHold {
+// applied; on the management side a refusal means the namespace's
+// ServiceAccountName lacks the right, which the message says with the fix.
+func applyFailed(phase, object, namespace string, hosted bool, err error) *hypershiftv1alpha1.RolloutHold {
 	if !hosted && apierrors.IsForbidden(err) {
 		return hold(phase, object, hypershiftv1alpha1.AddonApplyFailedReason,
-			"%s: the operator may not apply this kind in the management cluster; its ClusterRole (hypershift install) allows the kinds docs/addons.md lists under \"Management-side kinds\": %v", object, err)
+			"%s: management-side objects are applied as ServiceAccount %s/%s, which may not do this: grant it what the addon needs in namespace %s"+
+				" (kubectl -n %s create serviceaccount %s; kubectl -n %s create rolebinding %s --clusterrole=edit --serviceaccount=%s:%s; docs/addons.md): %v",
+			object, namespace, ServiceAccountName, namespace, namespace, ServiceAccountName, namespace, ServiceAccountName, namespace, ServiceAccountName, err)
 	}
 	return hold(phase, object, hypershiftv1alpha1.AddonApplyFailedReason, "%v", err)
 }
@@ -131,14 +136,14 @@ func rolloutPhase(ctx context.Context, t targets, set *hypershiftv1alpha1.Object
 		}
 		existing, err := getObject(ctx, c, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
 		if err != nil {
-			return applyFailed(phase.Name, key.String(), hosted, err)
+			return applyFailed(phase.Name, key.String(), set.Namespace, hosted, err)
 		}
-		if why := owner.collision(existing, o.CollisionProtection); why != "" {
+		if why := collisionFor(owner, existing, o, key); why != "" {
 			return hold(phase.Name, key.String(), hypershiftv1alpha1.AddonCollisionReason, "%s is not applied: %s", key, why)
 		}
 		owner.mark(u, set.Spec.Revision)
 		if err := applyUnstructured(ctx, c, u); err != nil {
-			return applyFailed(phase.Name, key.String(), hosted, err)
+			return applyFailed(phase.Name, key.String(), set.Namespace, hosted, err)
 		}
 		gvk := u.GroupVersionKind()
 		res.applied = append(res.applied, hypershiftv1alpha1.ControlledObjectReference{Kind: gvk.Kind, Group: gvk.Group, Version: gvk.Version, Namespace: u.GetNamespace(), Name: u.GetName()})
@@ -167,6 +172,17 @@ func rolloutPhase(ctx context.Context, t targets, set *hypershiftv1alpha1.Object
 	return first
 }
 
+// collisionFor is why owner may not take existing over under o's
+// protection, except that a management-side Secret that is not the addon's
+// is never adopted: one beside a control plane may be its PKI.
+func collisionFor(owner Owner, existing *unstructured.Unstructured, o *hypershiftv1alpha1.ObjectSetObject, key objectKey) string {
+	protection := o.CollisionProtection
+	if !key.Hosted && key.Group == "" && key.Kind == "Secret" {
+		protection = hypershiftv1alpha1.CollisionPrevent
+	}
+	return owner.collision(existing, protection)
+}
+
 // placeObject sets the namespace an object goes to and refuses what a
 // management-cluster phase may not touch: an addon in namespace N writes
 // only in N of the management cluster, never cluster-wide.
@@ -191,6 +207,10 @@ func placeObject(c client.Client, set *hypershiftv1alpha1.ObjectSet, phase strin
 	case !hosted && key.Namespace != set.Namespace:
 		return key, hold(phase, key.String(), hypershiftv1alpha1.AddonUnsupportedReason,
 			"%s is in namespace %s: a management-cluster phase applies only into the ObjectDeployment's namespace %s", key, key.Namespace, set.Namespace)
+	}
+	if ok, kinds := managementKind(gvk.GroupKind()); !hosted && !ok {
+		return key, hold(phase, key.String(), hypershiftv1alpha1.AddonUnsupportedReason,
+			"%s: a management-cluster phase holds only these kinds: %s; put it in a hosted-cluster phase", key, kinds)
 	}
 	u.SetNamespace(key.Namespace)
 	return key, nil

@@ -36,7 +36,7 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the embedded management plane and the operator on this machine",
-		Long: "Start a real management plane (etcd, kube-apiserver, garbage-collector and namespace controllers),\n" +
+		Long: "Start a real management plane (etcd, kube-apiserver, garbage-collector, namespace and cluster-role aggregation controllers),\n" +
 			"install the hypershift.dev API and run the operator, which runs hosted control planes as local processes.\n" +
 			"A second `up` on the same data dir resumes everything; `hypershift down` stops it.",
 		Args: cobra.NoArgs,

@@ -12,8 +12,10 @@ import (
 )
 
 // Controllers a management plane runs: it hosts no workloads, so it needs
-// only namespace cleanup and owner-reference garbage collection.
-const managementControllers = "garbage-collector-controller,namespace-controller"
+// only namespace cleanup, owner-reference garbage collection and the
+// aggregation of the default roles (admin, edit, view), which users grant
+// in their namespaces (an addon's ServiceAccount among them).
+const managementControllers = "garbage-collector-controller,namespace-controller,clusterrole-aggregation-controller"
 
 // endpointInstance is the instance behind the published API port.
 // defaultSigningDuration is the controller manager's own

@@ -60,7 +60,8 @@ func APIObjects(runtime string, versions []string, namespace string) ([]client.O
 
 // ObjectsFor returns everything the management cluster gets for opts, in
 // the order it is applied: CRDs, admission policies, then for the kube
-// runtime the operator's namespace, identity, RBAC, PriorityClass and
+// runtime the policy that keeps the operator's writes to control-plane
+// namespaces, the operator's namespace, identity, RBAC, PriorityClass and
 // Deployment. Every object carries the ManagedByLabel.
 func ObjectsFor(opts Options) ([]client.Object, error) {
 	opts = opts.withDefaults()
@@ -94,6 +95,8 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
 	objs = append(objs, policy, binding)
 	if opts.Runtime == RuntimeKube && !opts.apiOnly {
+		policy, binding = operatorScopePolicy(operatorUser)
+		objs = append(objs, policy, binding)
 		objs = append(objs, operatorObjects(opts)...)
 	}
 	for _, obj := range objs {

@@ -5,6 +5,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"hypershift.dev/internal/hostedref"
 )
 
 // RuntimePolicyName names the admission policy (and its binding) that
@@ -158,5 +160,61 @@ func policy(name, resource string, ops []admissionregistrationv1.OperationType, 
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
+	return p, b
+}
+
+// OperatorScopePolicyName names the admission policy that keeps the kube
+// runtime's operator to the namespaces of control planes.
+const OperatorScopePolicyName = "operator-scope.hypershift.dev"
+
+// operatorScopeResources are the kinds the operator's ClusterRole lets it
+// write in every namespace (RBAC has no "namespaces labelled so"); the
+// policy takes that back to control-plane namespaces.
+var operatorScopeResources = []admissionregistrationv1.Rule{
+	{APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"secrets", "services", "persistentvolumeclaims", "namespaces"}},
+	{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments", "statefulsets"}},
+	{APIGroups: []string{"policy"}, APIVersions: []string{"*"}, Resources: []string{"poddisruptionbudgets"}},
+	{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"networkpolicies"}},
+}
+
+// operatorScopePolicy takes the kube runtime operator's writes back to
+// control-plane namespaces, so that a bug of the operator (or its stolen
+// token) is not administrator of the management cluster: Secrets,
+// Services, claims and workloads are created,
+// changed or deleted only in a namespace labelled as a HostedCluster's
+// control-plane namespace (its UID, or — made before UID labels — its
+// namespace and name, set when the operator creates it), and a namespace
+// only when it is one before and after. The one write beside a
+// HostedCluster, its admin kubeconfig Secret, is admitted when the Secret
+// is owned by a HostedCluster before and after. Reads stay cluster-wide:
+// admission does not see them.
+func operatorScopePolicy(operatorUser string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	isControlPlane := func(o string) string {
+		return "has(" + o + ".metadata.labels) && ('" + hostedref.ClusterUIDLabel + "' in " + o + ".metadata.labels || ('" +
+			hostedref.ClusterNameLabel + "' in " + o + ".metadata.labels && '" + hostedref.ClusterNamespaceLabel + "' in " + o + ".metadata.labels))"
+	}
+	ownedByCluster := func(o string) string {
+		return "has(" + o + ".metadata.ownerReferences) && " + o + ".metadata.ownerReferences.exists(r, r.kind == 'HostedCluster' && r.apiVersion.startsWith('hypershift.dev/'))"
+	}
+	p, b := policy(OperatorScopePolicyName, "", nil,
+		[]admissionregistrationv1.MatchCondition{{Name: "the-operator", Expression: "request.userInfo.username == '" + operatorUser + "'"}},
+		admissionregistrationv1.Validation{
+			Expression: "request.resource.resource == 'namespaces' || (namespaceObject != null && (" + isControlPlane("namespaceObject") + ")) || " +
+				"(request.resource.resource == 'secrets' && (object == null || (" + ownedByCluster("object") + ")) && (oldObject == null || (" + ownedByCluster("oldObject") + ")))",
+			MessageExpression: "'the hypershift operator writes ' + request.resource.resource + ' only in control-plane namespaces (labelled " + hostedref.ClusterUIDLabel +
+				"); ' + request.namespace + ' is not one'",
+			Reason: ptr(metav1.StatusReasonForbidden),
+		},
+		admissionregistrationv1.Validation{
+			Expression:        "request.resource.resource != 'namespaces' || ((object == null || (" + isControlPlane("object") + ")) && (oldObject == null || (" + isControlPlane("oldObject") + ")))",
+			MessageExpression: "'the hypershift operator creates, changes and deletes only control-plane namespaces (labelled " + hostedref.ClusterUIDLabel + "); ' + request.name + ' is not one'",
+			Reason:            ptr(metav1.StatusReasonForbidden),
+		})
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	rules := make([]admissionregistrationv1.NamedRuleWithOperations, 0, len(operatorScopeResources))
+	for _, r := range operatorScopeResources {
+		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: r}})
+	}
+	p.Spec.MatchConstraints = &admissionregistrationv1.MatchResources{ResourceRules: rules}
 	return p, b
 }

@@ -2,6 +2,8 @@ package install
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"hypershift.dev/internal/addons"
 )
 
 var (
@@ -51,13 +53,11 @@ func operatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: eventVerbs},
 		// Addons (docs/addons.md): ObjectDeployments get a finalizer and
 		// status; their ObjectSets are made, archived and pruned. The
-		// objects of management-cluster phases are applied with these
-		// rights too, so an addon there is limited to the kinds of this
-		// list: besides the kinds above, the ConfigMaps and
-		// ServiceAccounts an addon's Deployment needs. Roles and bindings
-		// are left out: granting them would let an addon give itself
-		// whatever the operator may do.
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "serviceaccounts"}, Verbs: allVerbs},
+		// objects of management-cluster phases are applied as the
+		// ServiceAccount hypershift-addons of the ObjectDeployment's
+		// namespace, with what that namespace granted it: the operator
+		// may impersonate accounts of that name only.
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{addons.ServiceAccountName}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectdeployments"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectsets"}, Verbs: allVerbs},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectdeployments/status", "objectsets/status"}, Verbs: []string{"update", "patch"}},

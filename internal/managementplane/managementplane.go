@@ -1,6 +1,6 @@
 // Package managementplane runs the embedded management plane of `hypershift
 // up`: a real etcd, kube-apiserver and the kube-controller-manager's
-// garbage-collector and namespace controllers, as supervised processes under
+// garbage-collector, namespace and cluster-role aggregation controllers, as supervised processes under
 // DATA_DIR/management, with the hypershift.dev API installed.
 package managementplane
 

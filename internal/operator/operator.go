@@ -215,8 +215,12 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	// Addons: workloads of management-cluster phases run only where the
-	// management cluster runs pods (not on `up`'s embedded plane).
-	ad := &addons.Reconciler{Client: mgr.GetClient(), RunsPods: podsLayout(opts.Runtime) != nil, Clock: opts.Clock, Log: mgr.GetLogger().WithName("addons")}
+	// management cluster runs pods (not on `up`'s embedded plane); those
+	// phases are applied as their namespace's ServiceAccount.
+	ad := &addons.Reconciler{
+		Client: mgr.GetClient(), RunsPods: podsLayout(opts.Runtime) != nil, Clock: opts.Clock, Log: mgr.GetLogger().WithName("addons"),
+		Management: addons.ImpersonatingClients(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}),
+	}
 	if err := ad.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

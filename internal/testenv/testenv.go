@@ -1,5 +1,5 @@
 // Package testenv starts a real management plane (etcd, kube-apiserver, the
-// garbage-collector and namespace controllers, the hypershift.dev API) for
+// garbage-collector, namespace and cluster-role aggregation controllers, the hypershift.dev API) for
 // tests, from the hypershift binary that `make build` writes — nothing is
 // downloaded.
 package testenv

@@ -79,6 +79,15 @@ spec:
 `
 }
 
+// grantAddons gives namespace ns of the management cluster kc the
+// ServiceAccount that applies its ObjectDeployments' management-side
+// phases, with the cluster's edit role there (docs/addons.md).
+func grantAddons(t *testing.T, kc, ns string) {
+	t.Helper()
+	mustKubectl(t, kc, "-n", ns, "create", "serviceaccount", "hypershift-addons")
+	mustKubectl(t, kc, "-n", ns, "create", "rolebinding", "hypershift-addons", "--clusterrole=edit", "--serviceaccount="+ns+":hypershift-addons")
+}
+
 // TestAddons rolls seed 001's addon out on the embedded management plane
 // with a hosted cluster: phases in order, a probe that holds phase 3 and
 // says so, the plain word that this plane runs no pods, connector
@@ -105,6 +114,7 @@ func TestAddons(t *testing.T) {
 		return err == nil && strings.TrimSpace(out) != ""
 	}
 
+	grantAddons(t, mgmt, "clusters-a")
 	start := time.Now()
 	apply(addonManifest("no", true))
 	eventually(t, 2*time.Minute, "phase deploy holds the rollout on its probe", func() error {

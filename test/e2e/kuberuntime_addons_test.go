@@ -119,6 +119,7 @@ func kubeRuntimeAddons(t *testing.T, mgmt, inner, ns string) {
 	manifest := filepath.Join(t.TempDir(), "addon.yaml")
 	writeFile(t, manifest, kubeRuntimeAddonManifest(ns, image, entrypoint))
 
+	grantAddons(t, mgmt, ns)
 	start := time.Now()
 	mustKubectl(t, mgmt, "apply", "-f", manifest)
 	// Each look checks the order: phase 3's ConfigMap only once phase 2's

@@ -20,6 +20,14 @@ import (
 // can, and it is set only by this controller when it creates the object.
 const ClusterUIDLabel = hostedref.ClusterUIDLabel
 
+// A control-plane namespace enforces the restricted Pod Security Standard:
+// the control plane's pods meet it, and so must the pods of addons put
+// beside it.
+const (
+	podSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+	podSecurityRestricted   = "restricted"
+)
+
 // conflictRequeue is how often a refused cluster looks again: the other
 // owner's namespace may be gone by then.
 const conflictRequeue = 30 * time.Second
@@ -93,13 +101,16 @@ func (s *scope) conflictMessage(ns *corev1.Namespace) string {
 }
 
 // reconcileNamespace creates the control-plane namespace labelled with the
-// cluster's UID, or accepts it when it carries that UID. A namespace of
+// cluster's UID and the restricted Pod Security Standard, or accepts it
+// when it carries that UID (labelling it so when it lacks either). A namespace of
 // another owner is refused: s.conflict says why and no later phase runs.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: s.ns}, ns)
 	if apierrors.IsNotFound(err) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns, Labels: s.labels()}}
+		labels := s.labels()
+		labels[podSecurityEnforceLabel] = podSecurityRestricted
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns, Labels: labels}}
 		if err := r.Client.Create(ctx, ns); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Someone made it meanwhile: look at whose it is next time.
@@ -123,15 +134,19 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 		s.conflict = s.conflictMessage(ns)
 		ctrl.LoggerFrom(ctx).Info("control-plane namespace conflict", "namespace", s.ns, "owner", describeOwner(ns.Labels))
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
-	case legacy:
-		// The optimistic lock makes the labels we checked the labels we stamp.
+	case legacy, owned:
+		if ns.Labels[ClusterUIDLabel] == string(s.hc.UID) && ns.Labels[podSecurityEnforceLabel] == podSecurityRestricted {
+			break
+		}
+		// The optimistic lock makes the labels we checked the labels we
+		// stamp; a namespace made before these labels gets them now.
 		patch := client.MergeFromWithOptions(ns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		ns.Labels[ClusterUIDLabel] = string(s.hc.UID)
+		ns.Labels[podSecurityEnforceLabel] = podSecurityRestricted
 		if err := r.Client.Patch(ctx, ns, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("label control-plane namespace %s with %s: %w", s.ns, ClusterUIDLabel, err)
+			return ctrl.Result{}, fmt.Errorf("label control-plane namespace %s: %w", s.ns, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("adopted control-plane namespace made before UID labels", "namespace", s.ns)
-	case owned:
+		ctrl.LoggerFrom(ctx).Info("labelled control-plane namespace made before its labels", "namespace", s.ns)
 	}
 	s.nsOwned = true
 	return ctrl.Result{}, nil

@@ -184,9 +184,9 @@ func TestForeignControlPlaneNamespaceIsRefused(t *testing.T) {
 		t.Errorf("conflict message %q", cond.Message)
 	}
 	ns := &corev1.Namespace{}
-	testenv.Eventually(t, time.Minute, "clusters-legacy adopted", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "clusters-legacy adopted, enforcing the restricted Pod Security Standard", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Name: "clusters-legacy"}, ns)
-		return ns.Labels[hostedcluster.ClusterUIDLabel] == string(legacy.UID), err
+		return ns.Labels[hostedcluster.ClusterUIDLabel] == string(legacy.UID) && ns.Labels["pod-security.kubernetes.io/enforce"] == "restricted", err
 	})
 	testenv.Eventually(t, time.Minute, "clusters/legacy refuses the planted client CA", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(legacy), legacy)
@@ -245,6 +245,9 @@ func checkOwnedBy(t *testing.T, c client.Client, name string, hc *hypershiftv1al
 	}
 	if !ns.DeletionTimestamp.IsZero() {
 		t.Errorf("namespace %s is being deleted", name)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace %s does not enforce the restricted Pod Security Standard: labels %v", name, ns.Labels)
 	}
 	secrets := &corev1.SecretList{}
 	if err := c.List(ctx, secrets, client.InNamespace(name)); err != nil {

@@ -1,0 +1,119 @@
+package install_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/hostedref"
+	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/scheme"
+	"hypershift.dev/internal/testenv"
+	"hypershift.dev/internal/version"
+)
+
+// TestOperatorWritesOnlyControlPlaneNamespaces: with everything `hypershift
+// install` applies, the operator's ServiceAccount — which its ClusterRole
+// lets write Secrets, workloads and namespaces everywhere — is refused
+// those writes outside control-plane namespaces: a Secret or Deployment in
+// a tenant's namespace, a tenant's Secret taken over by adding a
+// HostedCluster owner, a namespace created or deleted that is not a
+// control plane's. It may still write in a control-plane namespace, the
+// admin kubeconfig Secret a HostedCluster owns beside it, and create and
+// delete a control-plane namespace.
+func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	admin := env.Client
+	objs, err := install.ObjectsFor(install.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := install.Apply(ctx, admin, objs, func(string, string, install.Result) {}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + install.DefaultNamespace + ":" + install.OperatorName}
+	operator, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tenant, controlPlane = "tenant", "tenant-a"
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		{ObjectMeta: metav1.ObjectMeta{Name: controlPlane, Labels: map[string]string{hostedref.ClusterUIDLabel: "0000"}}},
+	} {
+		if err := admin.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The owner need not exist for admission (no garbage collector runs).
+	hc := hypershiftv1alpha1.NewHostedCluster(tenant, "a", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
+	hc.UID = "0000"
+	secret := func(ns, name string, owned bool) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"k": []byte("v")}}
+		if owned {
+			s.OwnerReferences = []metav1.OwnerReference{{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "HostedCluster", Name: hc.Name, UID: hc.UID}}
+		}
+		return s
+	}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "miner"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "miner"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "miner"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/miner"}}},
+			},
+		},
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "the hypershift operator") {
+			t.Errorf("the operator %s: %v, want a refusal by %s", what, err, install.OperatorScopePolicyName)
+		}
+	}
+	// The policy is in force once the first refusal comes.
+	testenv.Eventually(t, 30*time.Second, "the operator refused a Secret in a tenant's namespace", func() (bool, error) {
+		err := operator.Create(ctx, secret(tenant, "planted", false))
+		if err == nil {
+			_ = admin.Delete(ctx, secret(tenant, "planted", false))
+		}
+		return err != nil && strings.Contains(err.Error(), "the hypershift operator"), err
+	})
+	refused("creates a Deployment in a tenant's namespace", operator.Create(ctx, deployment))
+	refused("creates a namespace that is not a control plane's", operator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}))
+	refused("deletes a tenant's namespace", operator.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}))
+
+	theirs := secret(tenant, "theirs", false)
+	if err := admin.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	refused("deletes a tenant's Secret", operator.Delete(ctx, theirs))
+	takeover := secret(tenant, "theirs", true)
+	takeover.ResourceVersion = theirs.ResourceVersion
+	refused("takes a tenant's Secret over with a HostedCluster owner", operator.Update(ctx, takeover))
+
+	for what, obj := range map[string]client.Object{
+		"a Secret in a control-plane namespace":            secret(controlPlane, "pki", false),
+		"the admin kubeconfig Secret a HostedCluster owns": secret(tenant, "a-admin-kubeconfig", true),
+		"a control-plane namespace": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b", Labels: map[string]string{
+			hostedref.ClusterUIDLabel: "0001", hostedref.ClusterNameLabel: "b", hostedref.ClusterNamespaceLabel: tenant,
+		}}},
+	} {
+		if err := operator.Create(ctx, obj); err != nil {
+			t.Errorf("the operator creates %s: %v", what, err)
+			continue
+		}
+		if err := operator.Delete(ctx, obj); err != nil {
+			t.Errorf("the operator deletes %s: %v", what, err)
+		}
+	}
+}

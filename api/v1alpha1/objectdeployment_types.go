@@ -232,6 +232,11 @@ type ProbeCELSpec struct {
 	Message string `json:"message"`
 }
 
+// AddonServiceAccountName is the ServiceAccount of an ObjectDeployment's
+// namespace whose rights its management-side phases (no class) are
+// applied with: the operator impersonates it.
+const AddonServiceAccountName = "hypershift-addons"
+
 // Condition types and reasons of ObjectDeployments and ObjectSets.
 const (
 	// ObjectsAvailable / Available: every phase is applied and passes.

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
 // ServiceAccountName is the ServiceAccount of an ObjectDeployment's
@@ -15,7 +17,7 @@ import (
 // what its namespace granted that account and nothing the operator may do
 // besides. Whoever grants it there can only grant what they hold (RBAC's
 // escalation check).
-const ServiceAccountName = "hypershift-addons"
+const ServiceAccountName = hypershiftv1alpha1.AddonServiceAccountName
 
 // serviceAccountUser is the user name of namespace's ServiceAccountName.
 func serviceAccountUser(namespace string) string {

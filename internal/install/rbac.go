@@ -3,7 +3,7 @@ package install
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"hypershift.dev/internal/addons"
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
 var (
@@ -57,7 +57,7 @@ func operatorRules() []rbacv1.PolicyRule {
 		// ServiceAccount hypershift-addons of the ObjectDeployment's
 		// namespace, with what that namespace granted it: the operator
 		// may impersonate accounts of that name only.
-		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{addons.ServiceAccountName}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}, ResourceNames: []string{hypershiftv1alpha1.AddonServiceAccountName}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectdeployments"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectsets"}, Verbs: allVerbs},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"objectdeployments/status", "objectsets/status"}, Verbs: []string{"update", "patch"}},

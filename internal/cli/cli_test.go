@@ -60,6 +60,8 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "Route"}, `--api-server-publishing "Route": use HostPort, NodePort or LoadBalancer`},
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-address", "10.0.0.1"}, "--api-server-address and --api-server-node-port are for --api-server-publishing NodePort or LoadBalancer"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--etcd-storage-size", "lots"}, `--etcd-storage-size "lots" is not a size such as 8Gi`},
+		{[]string{"restore", "cluster", "--from", "file:///backups/a.bak", "--key-file", "k", "--overwrite"}, "--overwrite deletes the hosted cluster it replaces: name it with --name and --namespace"},
+		{[]string{"restore", "cluster", "--from", "file:///backups/a.bak", "--key-file", "k", "--overwrite", "--name", "a"}, "name it with --name and --namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -39,7 +40,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.keyFile, "key-file", "", "archive key the backup was made with")
 	f.StringVar(&o.name, "name", "", "name of the restored HostedCluster (default: the archived one's)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the restored HostedCluster (default: the archived one's)")
-	f.BoolVar(&o.overwrite, "overwrite", false, "delete an existing HostedCluster of that name first, and wait until it is gone")
+	f.BoolVar(&o.overwrite, "overwrite", false, "delete the existing HostedCluster --name in --namespace first (both required), and wait until it is gone")
 	f.BoolVar(&o.wait, "wait", true, "wait until the restored cluster is Available")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait for a deletion (--overwrite) and for Available")
 	cmd.AddCommand(cluster, newRestoreEtcdDataCommand())
@@ -63,6 +64,11 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	if err := backup.CheckScheme(o.from); err != nil {
 		return fmt.Errorf("--from: %w", err)
+	}
+	// Whoever made the archive chose the name and namespace in it: they
+	// never choose what --overwrite deletes.
+	if o.overwrite && (o.name == "" || o.namespace == "") {
+		return errors.New("--overwrite deletes the hosted cluster it replaces: name it with --name and --namespace (the archive's own name is not used for a deletion)")
 	}
 	key, err := backup.LoadKey(o.keyFile)
 	if err != nil {
@@ -89,6 +95,9 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 		return err
 	}
 	nn := client.ObjectKeyFromObject(hc)
+	if o.name == "" || o.namespace == "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "restoring as hosted cluster %s, as the archive names it (--name and --namespace choose another)\n", nn)
+	}
 	if err := o.clear(ctx, cmd, c, nn); err != nil {
 		return err
 	}

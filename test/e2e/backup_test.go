@@ -174,7 +174,10 @@ func TestBackupRestore(t *testing.T) {
 		hs.must("destroy", "cluster", "--name", "b")
 
 		// --overwrite deletes the cluster first and restores it.
-		out = hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--timeout", "3m")
+		if stderr := hs.fails("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite"); !strings.Contains(stderr, "name it with --name and --namespace") {
+			t.Errorf("restore --overwrite of the cluster the archive names:\n%s", stderr)
+		}
+		out = hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--overwrite", "--name", "a", "-n", "clusters", "--timeout", "3m")
 		if !strings.Contains(out, "deleting hosted cluster clusters/a (--overwrite)") {
 			t.Errorf("restore --overwrite output:\n%s", out)
 		}

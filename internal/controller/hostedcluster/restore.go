@@ -106,6 +106,11 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	if err != nil {
 		return err
 	}
+	// Checked before anything is written.
+	rootEntry, entries, err := archivedKeyPairs(a.Files)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", req.URL, err)
+	}
 	msg := "PKI and encryption key restored from " + req.URL
 	reason := hypershiftv1alpha1.AsExpectedReason
 	if changed := r.pinEndpoint(ctx, s, a.Manifest.Endpoint); changed != "" {
@@ -117,26 +122,10 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	if err := r.createRestored(ctx, s, pki.EncryptionKeyName, corev1.SecretTypeOpaque, map[string][]byte{"key": a.Files[backup.EncryptionKeyEntry]}); err != nil {
 		return err
 	}
-	var rootEntry *archivedSecret
-	for name, data := range a.Files {
-		if !strings.HasPrefix(name, backup.SecretPrefix) {
-			continue
-		}
-		secretName := strings.TrimSuffix(strings.TrimPrefix(name, backup.SecretPrefix), ".json")
-		sec := &archivedSecret{}
-		if err := json.Unmarshal(data, sec); err != nil {
-			return fmt.Errorf("archive entry %s: %w", name, err)
-		}
-		if secretName == pki.RootCAName {
-			rootEntry = sec
-			continue
-		}
-		if err := r.createRestored(ctx, s, secretName, sec.Type, sec.Data); err != nil {
+	for name, sec := range entries {
+		if err := r.createRestored(ctx, s, name, sec.Type, sec.Data); err != nil {
 			return err
 		}
-	}
-	if rootEntry == nil {
-		return fmt.Errorf("archive %s has no %s%s.json", req.URL, backup.SecretPrefix, pki.RootCAName)
 	}
 	annotations := []string{restoredReasonAnnotation, string(reason), restoredMessageAnnotation, msg}
 	rotation, err := restoredCARotation(a.Files[backup.HostedClusterEntry], hc)
@@ -159,6 +148,43 @@ func (r *Reconciler) restoreState(ctx context.Context, s *scope, req *hypershift
 	conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hypershiftv1alpha1.Restored, true, reason, msg)
 	ctrl.LoggerFrom(ctx).Info("restored PKI and encryption key", "url", req.URL, "archive", a.Manifest.Cluster, "created", a.Manifest.Created)
 	return nil
+}
+
+// archivedKeyPairs are the PKI Secrets of an archive's files: the root CA
+// (the mark of a complete restore, written last) and the others by name.
+// Whoever made the archive chose its entries, so only the key pairs a
+// control plane's PKI keeps (pki.IsKeyPairName), of type kubernetes.io/tls,
+// are accepted: an entry of another name or type — the operator's own
+// kubeconfig Secret, the runtime's file Secrets — refuses the archive.
+func archivedKeyPairs(files map[string][]byte) (*archivedSecret, map[string]*archivedSecret, error) {
+	var root *archivedSecret
+	others := map[string]*archivedSecret{}
+	for entry, data := range files {
+		name, ok := strings.CutPrefix(entry, backup.SecretPrefix)
+		if !ok {
+			continue
+		}
+		name = strings.TrimSuffix(name, ".json")
+		if !pki.IsKeyPairName(name) {
+			return nil, nil, fmt.Errorf("entry %s is not a key pair of a control plane's PKI: refusing the archive", entry)
+		}
+		sec := &archivedSecret{}
+		if err := json.Unmarshal(data, sec); err != nil {
+			return nil, nil, fmt.Errorf("entry %s: %w", entry, err)
+		}
+		if sec.Type != corev1.SecretTypeTLS {
+			return nil, nil, fmt.Errorf("entry %s has type %q, not %s: refusing the archive", entry, sec.Type, corev1.SecretTypeTLS)
+		}
+		if name == pki.RootCAName {
+			root = sec
+			continue
+		}
+		others[name] = sec
+	}
+	if root == nil {
+		return nil, nil, fmt.Errorf("no %s%s.json", backup.SecretPrefix, pki.RootCAName)
+	}
+	return root, others, nil
 }
 
 // restoredEarlier reports a restore an earlier pass made, from the root CA

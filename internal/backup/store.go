@@ -189,6 +189,8 @@ func fileKind(m fs.FileMode) string {
 		return "device"
 	case m.IsDir():
 		return "directory"
+	case m.IsRegular():
+		return "regular file"
 	}
 	return "special file"
 }

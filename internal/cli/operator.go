@@ -147,6 +147,9 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				opts.LeaderElectionNamespace = kubeOpts.Namespace
 				return operator.RunKube(ctrl.SetupSignalHandler(), opts, kubeOpts, o.installAPI, log)
 			}
+			if opts.BackupFileRoot, err = o.processRuntime.backupRoot(g.layout()); err != nil {
+				return err
+			}
 			return operator.Run(ctrl.SetupSignalHandler(), g.layout(), opts, o.installAPI, log)
 		},
 	}

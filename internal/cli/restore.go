@@ -59,16 +59,8 @@ type restoreOptions struct {
 func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	ctx := cmd.Context()
 	start := time.Now()
-	if o.from == "" {
-		return fmt.Errorf("--from is required: the archive URL `hypershift backup cluster --to` wrote")
-	}
-	if err := backup.CheckScheme(o.from); err != nil {
-		return fmt.Errorf("--from: %w", err)
-	}
-	// Whoever made the archive chose the name and namespace in it: they
-	// never choose what --overwrite deletes.
-	if o.overwrite && (o.name == "" || o.namespace == "") {
-		return errors.New("--overwrite deletes the hosted cluster it replaces: name it with --name and --namespace (the archive's own name is not used for a deletion)")
+	if err := o.validate(); err != nil {
+		return err
 	}
 	key, err := backup.LoadKey(o.keyFile)
 	if err != nil {
@@ -95,9 +87,6 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 		return err
 	}
 	nn := client.ObjectKeyFromObject(hc)
-	if o.name == "" || o.namespace == "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "restoring as hosted cluster %s, as the archive names it (--name and --namespace choose another)\n", nn)
-	}
 	if err := o.clear(ctx, cmd, c, nn); err != nil {
 		return err
 	}
@@ -143,6 +132,22 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "restored hosted cluster %s in %.1fs\n", nn, time.Since(start).Seconds())
 	return o.reportEndpoint(ctx, cmd, c, nn, a.Manifest.Endpoint)
+}
+
+// validate checks the flags before the archive is read.
+func (o *restoreOptions) validate() error {
+	if o.from == "" {
+		return fmt.Errorf("--from is required: the archive URL `hypershift backup cluster --to` wrote")
+	}
+	if err := backup.CheckScheme(o.from); err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	// Whoever made the archive chose the name and namespace in it: they
+	// never choose what --overwrite deletes.
+	if o.overwrite && (o.name == "" || o.namespace == "") {
+		return errors.New("--overwrite deletes the hosted cluster it replaces: name it with --name and --namespace (the archive's own name is not used for a deletion)")
+	}
+	return nil
 }
 
 // reportEndpoint says when the restored cluster is reached elsewhere than
@@ -193,9 +198,13 @@ func (o *restoreOptions) objects(a *backup.Archive) (*hypershiftv1alpha1.HostedC
 	return hc, pools, nil
 }
 
-// clear refuses an existing cluster, or with --overwrite deletes it and
-// waits until it is gone.
+// clear says when the target's name comes from the archive, and refuses an
+// existing cluster, or with --overwrite deletes it and waits until it is
+// gone.
 func (o *restoreOptions) clear(ctx context.Context, cmd *cobra.Command, c client.Client, nn client.ObjectKey) error {
+	if o.name == "" || o.namespace == "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "restoring as hosted cluster %s, as the archive names it (--name and --namespace choose another)\n", nn)
+	}
 	existing := &hypershiftv1alpha1.HostedCluster{}
 	err := c.Get(ctx, nn, existing)
 	switch {

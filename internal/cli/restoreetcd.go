@@ -15,19 +15,31 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// newRestoreEtcdDataCommand is `hypershift restore etcd-data`, the init
-// container the kube runtime puts before etcd in the pods of a control
-// plane marked for restore (internal/runtime/kube restore.go). It is not
-// for people: the operator renders it.
+// newRestoreEtcdDataCommand is `hypershift restore etcd-data`, which fills
+// one etcd member's empty data dir from a backup: the init container the
+// kube runtime puts before etcd in the pods of a control plane marked for
+// restore (internal/runtime/kube restore.go; --from-dir), and the child
+// process the operator of the process runtime runs for each member
+// (--snapshot), so that a malformed snapshot — the tenant's data — cannot
+// take the operator down. It is not for people: the operator renders it.
 func newRestoreEtcdDataCommand() *cobra.Command {
-	var fromDir string
+	var fromDir, snapshotFile string
 	cmd := &cobra.Command{
-		Use:    "etcd-data --from-dir DIR -- ETCD_FLAGS…",
-		Short:  "Fill an empty etcd data dir from a backup archive (the kube runtime's init container)",
+		Use:    "etcd-data (--from-dir DIR | --snapshot FILE) -- ETCD_FLAGS…",
+		Short:  "Fill an empty etcd data dir from a backup (the operator's restore step)",
 		Hidden: true,
 		Args:   cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			msg, err := restoreEtcdData(cmd.Context(), fromDir, args)
+			var msg string
+			var err error
+			switch {
+			case fromDir != "" && snapshotFile != "":
+				err = errors.New("--from-dir and --snapshot exclude each other")
+			case snapshotFile != "":
+				msg, err = restoreEtcdSnapshot(snapshotFile, args)
+			default:
+				msg, err = restoreEtcdData(cmd.Context(), fromDir, args)
+			}
 			if err != nil {
 				return err
 			}
@@ -36,7 +48,28 @@ func newRestoreEtcdDataCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&fromDir, "from-dir", "", "directory of the restore Secret: url, key and the bucket's credentials")
+	cmd.Flags().StringVar(&snapshotFile, "snapshot", "", "an etcd snapshot file, already read from the archive")
 	return cmd
+}
+
+// restoreEtcdSnapshot restores the etcd member the flags describe from the
+// snapshot in file, when its data dir holds no member yet.
+func restoreEtcdSnapshot(file string, etcdArgs []string) (string, error) {
+	dataDir, member, err := backup.MemberFromEtcdArgs(etcdArgs)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "member")); err == nil {
+		return fmt.Sprintf("etcd member %s: %s holds data already; left as it is", member.Name, dataDir), nil
+	}
+	snapshot, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("etcd snapshot: %w", err)
+	}
+	if err := restoreIntoDataDir(snapshot, dataDir, member); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("etcd member %s: restored %s (%d bytes of snapshot)", member.Name, dataDir, len(snapshot)), nil
 }
 
 // restoreEtcdData restores the etcd member the flags describe from the

@@ -185,6 +185,28 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 		t.Errorf("the volume holds %v, want the foreign .restore and etcd's member only", entries)
 	}
 
+	// The process runtime's way: the snapshot already read, in a file.
+	snapFile := filepath.Join(dir, "snapshot.db")
+	writeFile(t, snapFile, string(data))
+	fromFile := filepath.Join(dir, "from-file")
+	fileArgs := append(append([]string(nil), args[:len(args)-1]...), "--data-dir="+fromFile)
+	if msg, err := restoreEtcdSnapshot(snapFile, fileArgs); err != nil || !strings.Contains(msg, "restored "+fromFile) {
+		t.Fatalf("restore from a snapshot file: %q, %v", msg, err)
+	}
+	if msg, err := restoreEtcdSnapshot(snapFile, fileArgs); err != nil || !strings.Contains(msg, "holds data already") {
+		t.Errorf("a second run from the file: %q, %v; want the data left alone", msg, err)
+	}
+	garbage := filepath.Join(dir, "garbage.db")
+	writeFile(t, garbage, strings.Repeat("not a bbolt file ", 512))
+	badDir := filepath.Join(dir, "from-garbage")
+	badArgs := append(append([]string(nil), args[:len(args)-1]...), "--data-dir="+badDir)
+	if _, err := restoreEtcdSnapshot(garbage, badArgs); err == nil {
+		t.Error("a snapshot that is not one was restored")
+	}
+	if _, err := os.Stat(filepath.Join(badDir, "member")); err == nil {
+		t.Error("a failed restore left a member behind")
+	}
+
 	restored, _ := startPlainEtcd(t, dataDir, peer)
 	got, err := plainEtcdClient(t, restored).Get(ctx, "/registry/configmaps/default/kept")
 	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {

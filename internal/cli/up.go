@@ -82,8 +82,13 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	backupRoot, err := o.processRuntime.backupRoot(layout)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	return operator.Up(ctx, layout, operator.Options{
+		BackupFileRoot:           backupRoot,
 		MetricsBindAddress:       o.metricsAddress,
 		HealthProbeBindAddress:   o.healthAddress,
 		EndpointHost:             o.endpointHost,

@@ -83,6 +83,9 @@ type Options struct {
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
 	LeafCertificateValidity, CAValidity time.Duration
+	// BackupFileRoot is the directory file:// archive URLs must be in;
+	// empty refuses file:// archives (backup.CheckFileRoot).
+	BackupFileRoot string
 	// MaxStartingControlPlanes is how many hosted control planes the
 	// process runtime starts at once, the others queued in order of
 	// creation (runtime.StartQueue); zero: no limit. NewLocal makes
@@ -194,6 +197,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Supports:          supports,
 		LeafValidity:      opts.LeafCertificateValidity,
 		CAValidity:        opts.CAValidity,
+		BackupFileRoot:    opts.BackupFileRoot,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
 		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
 	}
@@ -202,14 +206,15 @@ func New(opts Options) (ctrl.Manager, error) {
 	}
 	fleetmetrics.Register(mgr.GetClient())
 	hcp := &hostedcontrolplane.Reconciler{
-		Client:       mgr.GetClient(),
-		Runtime:      opts.Runtime,
-		EndpointHost: opts.EndpointHost,
-		BindAddress:  bind,
-		Events:       opts.Events,
-		Releases:     opts.Releases,
-		LeafValidity: opts.LeafCertificateValidity,
-		StartQueue:   opts.StartQueue,
+		Client:         mgr.GetClient(),
+		Runtime:        opts.Runtime,
+		EndpointHost:   opts.EndpointHost,
+		BindAddress:    bind,
+		Events:         opts.Events,
+		Releases:       opts.Releases,
+		LeafValidity:   opts.LeafCertificateValidity,
+		StartQueue:     opts.StartQueue,
+		BackupFileRoot: opts.BackupFileRoot,
 	}
 	if err := hcp.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func TestMeasureBackup10kObjects(t *testing.T) {
 	quiet(t)
 	const objects = 10000
 	hs := newCLI(t)
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	hs.must("up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir())
 	t.Cleanup(func() { hs.run("down", "--purge") })
 	hs.must("create", "cluster", "none", "--name", "m", "--wait", "--timeout", "3m")
 	saved := t.TempDir()
@@ -70,7 +70,7 @@ func TestMeasureBackup10kObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs.must("down", "--purge")
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	hs.must("up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir())
 	start = time.Now()
 	hs.must("restore", "cluster", "--from", "file://"+archive, "--key-file", keyFile, "--timeout", "5m")
 	available := time.Since(start)

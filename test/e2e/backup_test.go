@@ -40,7 +40,7 @@ const backupObjects = 300
 func TestBackupRestore(t *testing.T) {
 	ownDirAndPorts(t)
 	hs := newCLI(t)
-	up := func() { hs.must("up", "--detach", "--metrics-bind-address", "0") }
+	up := func() { hs.must("up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir()) }
 	up()
 	t.Cleanup(func() { hs.run("down", "--purge") })
 	hs.must("create", "cluster", "none", "--name", "a", "--wait", "--timeout", "3m")
@@ -144,6 +144,13 @@ func TestBackupRestore(t *testing.T) {
 		}
 		if out := hs.must("get", "clusters"); strings.Contains(out, "b ") {
 			t.Errorf("a refused restore created a cluster:\n%s", out)
+		}
+		// The operator keeps file:// archives in its --backup-file-root.
+		if stderr := hs.fails("backup", "cluster", "--name", "a", "--to", "file:///var/tmp/hypershift-outside.bak", "--key-file", keyFile, "--timeout", "1m"); !strings.Contains(stderr, "is outside") || !strings.Contains(stderr, "--backup-file-root") {
+			t.Errorf("backup to a file:// path outside the operator's root: %s", stderr)
+		}
+		if _, err := os.Stat("/var/tmp/hypershift-outside.bak"); err == nil {
+			t.Error("the refused backup was written")
 		}
 		// An unreachable bucket is a condition with its reason; the
 		// operator goes on reconciling.
@@ -286,7 +293,7 @@ func (c *cli) runEnv(env []string, args ...string) result {
 func TestBackupRestoreSecondPlane(t *testing.T) {
 	ownDirAndPorts(t)
 	first := newCLI(t)
-	first.must("up", "--detach", "--metrics-bind-address", "0")
+	first.must("up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir())
 	t.Cleanup(func() { first.run("down", "--purge") })
 	first.must("create", "cluster", "simulated", "--name", "s", "--node-pool-replicas", "3", "--wait", "--timeout", "3m")
 	saved := t.TempDir()
@@ -319,7 +326,7 @@ func TestBackupRestoreSecondPlane(t *testing.T) {
 	first.must("down", "--purge")
 
 	second := newCLI(t)
-	second.must("up", "--detach", "--metrics-bind-address", "0")
+	second.must("up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir())
 	t.Cleanup(func() { second.run("down", "--purge") })
 	start := time.Now()
 	second.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--timeout", "3m")
@@ -375,7 +382,7 @@ func TestBackupRestoreHighlyAvailable(t *testing.T) {
 	archiveURL := "file://" + filepath.Join(saved, "h.bak")
 	hs.must("backup", "cluster", "--name", "h", "--to", archiveURL, "--key-file", keyFile)
 	hs.must("down", "--purge")
-	hs.must("up", "--detach", "--metrics-bind-address", "0")
+	hs.must("up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir())
 	hs.must("restore", "cluster", "--from", archiveURL, "--key-file", keyFile, "--timeout", "4m")
 	if desc := hs.must("describe", "cluster", "h"); !regexpMatch(desc, `EtcdAvailable +True +\S+ +etcd-0, etcd-1, etcd-2 running`) {
 		t.Errorf("describe after restoring an HA cluster:\n%s", desc)

@@ -38,11 +38,12 @@ func newCLI(t *testing.T) *cli {
 }
 
 // upCLI starts a management plane in its own data dir (with upArgs added to
-// `up --detach`, metrics off) and purges it when the test ends.
+// `up --detach`, metrics off, file:// archives anywhere under the temporary
+// directory, where the tests keep them) and purges it when the test ends.
 func upCLI(t *testing.T, upArgs ...string) *cli {
 	t.Helper()
 	hs := newCLI(t)
-	hs.must(append([]string{"up", "--detach", "--metrics-bind-address", "0"}, upArgs...)...)
+	hs.must(append([]string{"up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir()}, upArgs...)...)
 	t.Cleanup(func() { hs.run("down", "--purge") })
 	return hs
 }

@@ -181,8 +181,8 @@ func (r *Reconciler) wantedBackup(_ context.Context, s *scope) (*backupWanted, e
 		st = &hypershiftv1alpha1.BackupStatus{}
 	}
 	req, err := parseBackupRequest(hc)
-	if err == nil && req != nil && r.Supports.Pods {
-		err = checkPodsArchiveURL(req.URL)
+	if err == nil && req != nil {
+		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, r.Supports.Pods)
 	}
 	answered := req != nil && (st.FailedRequestID == req.ID || (st.LastBackup != nil && st.LastBackup.RequestID == req.ID))
 	switch {

@@ -90,8 +90,8 @@ func (r *Reconciler) scheduledBackup(s *scope) (*backupWanted, error) {
 		if sample, err = backup.ScheduledURL(spec.URL, string(hc.UID), time.Time{}); err == nil {
 			err = backup.CheckScheme(sample)
 		}
-		if err == nil && r.Supports.Pods {
-			err = checkPodsArchiveURL(sample)
+		if err == nil {
+			err = backup.CheckArchiveURL(sample, r.BackupFileRoot, r.Supports.Pods)
 		}
 		if err != nil {
 			err = fmt.Errorf("spec.backup.url: %w", err)

@@ -68,7 +68,8 @@ func TestScheduledBackups(t *testing.T) {
 	env := testenv.Start(t)
 	root := filepath.Join(env.DataDir, "clusters")
 	clock := &fakeClock{now: time.Now()}
-	operatortest.Start(t, env, root, func(o *operator.Options) { o.Clock = clock.Now })
+	dir := t.TempDir()
+	operatortest.Start(t, env, root, func(o *operator.Options) { o.Clock, o.BackupFileRoot = clock.Now, dir })
 	c, ctx := env.Client, t.Context()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,6 @@ func TestScheduledBackups(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	foreign := filepath.Join(dir, "notes.bak")
 	if err := os.WriteFile(foreign, []byte("someone else's"), 0o600); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,9 @@ type Reconciler struct {
 	Layout func(namespace string) runtime.Layout
 	// Supports is what the runtime can do; zero is the process runtime's.
 	Supports Capabilities
+	// BackupFileRoot is the directory file:// archives must be in
+	// (backup.CheckFileRoot); empty refuses file:// archives.
+	BackupFileRoot string
 	// LeafValidity and CAValidity are how long new certificates are
 	// valid; zero: pki's defaults (a year, ten years). Leaves are renewed
 	// two thirds into their life.

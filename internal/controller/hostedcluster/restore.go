@@ -67,8 +67,8 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 	if conditions.IsTrue(hc.Status.Conditions, hypershiftv1alpha1.Restored) {
 		return ctrl.Result{}, nil
 	}
-	if err == nil && r.Supports.Pods {
-		err = checkPodsArchiveURL(req.URL)
+	if err == nil {
+		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, r.Supports.Pods)
 	}
 	if err == nil {
 		err = r.restoreState(ctx, s, req)
@@ -298,16 +298,6 @@ func loopbackReaches(port string) bool {
 	}
 	_ = conn.Close()
 	return true
-}
-
-// checkPodsArchiveURL refuses, on a runtime of pods, archive URLs only
-// one host can read: file:// would name a path in the operator's own pod,
-// where an archive is lost with the pod and none is found to restore.
-func checkPodsArchiveURL(raw string) error {
-	if strings.HasPrefix(raw, "file:") {
-		return fmt.Errorf("archive URL %s: file:// names a path in the operator's pod on the kube runtime (hypershift install); use a bucket the operator and the control plane's pods reach (s3://BUCKET/KEY?…)", raw)
-	}
-	return nil
 }
 
 // copyRestoreRequest puts the cluster's restore request on its

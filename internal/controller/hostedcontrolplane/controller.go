@@ -55,6 +55,9 @@ type Reconciler struct {
 	// certificates for (they renew them themselves); zero: upstream's
 	// default, a year.
 	LeafValidity time.Duration
+	// BackupFileRoot is the directory file:// archives must be in
+	// (backup.CheckFileRoot); empty refuses file:// archives.
+	BackupFileRoot string
 	// StartQueue, when set, admits the cold starts of control planes: the
 	// others wait their turn (startqueue.go).
 	StartQueue *runtime.StartQueue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sort"
 	"time"
 
@@ -42,7 +41,7 @@ func (r *Reconciler) restoreInPods(ctx context.Context, s *scope, raw string) (c
 	if err := json.Unmarshal([]byte(raw), req); err != nil {
 		return r.restoreFailed(ctx, s, fmt.Errorf("annotation %s: %w", hypershiftv1alpha1.RestoreFromAnnotation, err))
 	}
-	if err := checkPodsArchiveURL(req.URL); err != nil {
+	if err := backup.CheckArchiveURL(req.URL, "", true); err != nil {
 		return r.restoreFailed(ctx, s, err)
 	}
 	if etcdRunning(s.specs, r.Runtime.Status(s.ref)) {
@@ -77,20 +76,6 @@ func (r *Reconciler) restoreFailed(ctx context.Context, s *scope, err error) (ct
 		hypershiftv1alpha1.RestoreFailedReason, err.Error())
 	ctrl.LoggerFrom(ctx).Error(err, "restore etcd data")
 	return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-}
-
-// checkPodsArchiveURL refuses archive URLs the pods cannot read: a
-// file:// path would be read in the restoring pod's own file system,
-// where no archive is.
-func checkPodsArchiveURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("archive URL %q: %w", raw, err)
-	}
-	if u.Scheme == "file" {
-		return fmt.Errorf("archive URL %s: file:// names a path in the operator's and the etcd pods' own file systems on the kube runtime, where no archive is; restore from a bucket the pods reach (s3://BUCKET/KEY?…)", raw)
-	}
-	return nil
 }
 
 // restoreFiles are the files of the restore: the archive's URL and the

@@ -59,13 +59,6 @@ func TestRestoreInPodsParts(t *testing.T) {
 	if specs[0].Restore != rs || specs[1].Restore != rs || specs[2].Restore != nil {
 		t.Errorf("setRestore gave %v %v %v, want the etcd members only", specs[0].Restore, specs[1].Restore, specs[2].Restore)
 	}
-
-	if err := checkPodsArchiveURL("file:///var/backups/a.bak"); err == nil || !strings.Contains(err.Error(), "file://") || !strings.Contains(err.Error(), "s3://") {
-		t.Errorf("file:// archive: %v, want a refusal naming file:// and what to use", err)
-	}
-	if err := checkPodsArchiveURL("s3://b/a.bak?region=x"); err != nil {
-		t.Errorf("s3:// archive: %v", err)
-	}
 }
 
 // TestRestoreSecretOnlyFromTheOwningCluster: a restore request's Secret is

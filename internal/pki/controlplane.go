@@ -34,22 +34,16 @@ const (
 	KonnectivityAgentCommonName = "system:konnectivity-agent"
 )
 
-// leafNames are the leaves EnsureControlPlane issues.
-var leafNames = []string{
-	EtcdServerName, EtcdPeerName, EtcdClientName, KubeAPIServerName, KubeAPIServerKubeletName, FrontProxyClientName,
-	AdminName, KubeControllerManagerName, KubeSchedulerName, KonnectivityServerName, KonnectivityAgentName,
-}
-
 // IsKeyPairName says whether name is a key pair a control plane's PKI
 // keeps: a CA with the generations of a rotation, a leaf, the
 // service-account key. A restore recreates these and nothing else.
 func IsKeyPairName(name string) bool {
-	for _, ca := range RotatedCANames() {
+	for _, ca := range CANames() {
 		if name == ca || name == NextName(ca) || name == PreviousName(ca) || name == DroppedName(ca) {
 			return true
 		}
 	}
-	return name == ServiceAccountKeyName || slices.Contains(leafNames, name)
+	return name == ServiceAccountKeyName || slices.Contains(LeafNames(), name)
 }
 
 // Store loads and saves key pairs by name.

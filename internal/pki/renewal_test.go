@@ -39,8 +39,26 @@ func TestLeavesRenewAtTwoThirdsOfTheirLife(t *testing.T) {
 	if want := cert.NotBefore.Add((validity + validity/10) * 2 / 3); !renewAt.Equal(want) {
 		t.Fatalf("RenewAt %v, want %v", renewAt, want)
 	}
+	// The leaves were issued one after another (seconds apart on a busy
+	// machine): just before the first one's renewal time, none is due;
+	// just after the last one's, all are.
+	first0, last0 := renewAt, renewAt
+	for _, kp := range []KeyPair{
+		first.EtcdServer, first.EtcdPeer, first.EtcdClient, first.KubeAPIServer, first.KubeAPIServerKubeletClient,
+		first.FrontProxyClient, first.Admin, first.KubeControllerManager, first.KubeScheduler, first.KonnectivityServer, first.KonnectivityAgent,
+	} {
+		c, err := ParseCertificate(kp.CertPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at := RenewAt(c); at.Before(first0) {
+			first0 = at
+		} else if at.After(last0) {
+			last0 = at
+		}
+	}
 
-	opts.Now = renewAt.Add(-time.Second)
+	opts.Now = first0.Add(-time.Second)
 	before, err := EnsureControlPlane(store, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +67,7 @@ func TestLeavesRenewAtTwoThirdsOfTheirLife(t *testing.T) {
 		t.Fatalf("renewed before two thirds of the life: %v", before.Renewed)
 	}
 
-	opts.Now = renewAt.Add(time.Second)
+	opts.Now = last0.Add(time.Second)
 	after, err := EnsureControlPlane(store, opts)
 	if err != nil {
 		t.Fatal(err)

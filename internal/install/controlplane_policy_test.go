@@ -46,15 +46,7 @@ func TestControlPlanesAreTheOperators(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	as := func(user string) client.Client {
-		cfg := rest.CopyConfig(env.RESTConfig)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	as := func(user string) client.Client { return actingAs(t, env, user) }
 	hc := hypershiftv1alpha1.NewHostedCluster(ns, "a", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
 	hcp := func(name string) *hypershiftv1alpha1.HostedControlPlane {
 		return &hypershiftv1alpha1.HostedControlPlane{
@@ -74,7 +66,7 @@ func TestControlPlanesAreTheOperators(t *testing.T) {
 	const notRequested = "the hypershift.dev/ annotations of a HostedControlPlane are set by the hypershift operator only"
 
 	tenant := as("tenant")
-	testenv.Eventually(t, 30*time.Second, "a tenant's HostedControlPlane refused", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "a tenant's HostedControlPlane refused", func() (bool, error) {
 		err := tenant.Create(ctx, hcp("by-tenant"))
 		if err == nil {
 			_ = admin.Delete(ctx, hcp("by-tenant"))
@@ -133,7 +125,7 @@ func TestControlPlanesAreTheOperators(t *testing.T) {
 		t.Fatal(err)
 	}
 	namesake := as("system:serviceaccount:tenant:hypershift-operator")
-	testenv.Eventually(t, 30*time.Second, "the kube runtime's policy in force", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the kube runtime's policy in force", func() (bool, error) {
 		err := as("system:serviceaccount:ops:hypershift-operator").Create(ctx, hcp("by-operator"))
 		return err == nil, err
 	})
@@ -141,4 +133,17 @@ func TestControlPlanesAreTheOperators(t *testing.T) {
 	refused(update(namesake, func(h *hypershiftv1alpha1.HostedControlPlane) {
 		h.Annotations[hypershiftv1alpha1.RestoreFromAnnotation] = "{}"
 	}), notRequested)
+}
+
+// actingAs is a client of env's API server that acts as user (with the
+// groups the API server gives a service account of that name).
+func actingAs(t *testing.T, env *testenv.Env, user string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -8,13 +8,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/install"
-	"hypershift.dev/internal/scheme"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
@@ -39,12 +37,7 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	if err := install.Apply(ctx, admin, objs, func(string, string, install.Result) {}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + install.DefaultNamespace + ":" + install.OperatorName}
-	operator, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	operator := actingAs(t, env, "system:serviceaccount:"+install.DefaultNamespace+":"+install.OperatorName)
 	const tenant, controlPlane = "tenant", "tenant-a"
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
@@ -81,7 +74,7 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 		}
 	}
 	// The policy is in force once the first refusal comes.
-	testenv.Eventually(t, 30*time.Second, "the operator refused a Secret in a tenant's namespace", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the operator refused a Secret in a tenant's namespace", func() (bool, error) {
 		err := operator.Create(ctx, secret(tenant, "planted", false))
 		if err == nil {
 			_ = admin.Delete(ctx, secret(tenant, "planted", false))

@@ -66,7 +66,7 @@ func CheckArchiveURL(raw, fileRoot string, pods bool) error {
 		return nil
 	}
 	if pods {
-		return fmt.Errorf("archive URL %s: file:// names a path in the operator's and the control plane's pods' own file systems on the kube runtime (hypershift install), where no archive is; use a bucket they reach (s3://BUCKET/KEY?…)", raw)
+		return fmt.Errorf("archive URL %s: file:// names a path in the operator's pod (and, to restore, in etcd's pods) on the kube runtime (hypershift install), where no archive is; use a bucket they reach (s3://BUCKET/KEY?…)", raw)
 	}
 	return CheckFileRoot(raw, fileRoot)
 }

@@ -72,8 +72,8 @@ func TestCheckArchiveURL(t *testing.T) {
 		pods    bool
 		refused string
 	}{
-		{"file:///var/backups/a.bak", true, "pods' own file systems"},
-		{"file:/var/backups/a.bak", true, "pods' own file systems"},
+		{"file:///var/backups/a.bak", true, "file:// names a path in the operator's pod"},
+		{"file:/var/backups/a.bak", true, "file:// names a path in the operator's pod"},
 		{"file://" + root + "/a.bak", true, "s3://"},
 		{"s3://backups/a.bak?region=us-east-1", true, ""},
 		{"file://" + root + "/a.bak", false, ""},

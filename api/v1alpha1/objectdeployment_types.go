@@ -244,13 +244,13 @@ const (
 	AddonProgressing ConditionType = "Progressing"
 	AddonPaused      ConditionType = "Paused"
 
-	AddonAvailableReason       ConditionReason = "Available"
-	AddonProbeFailedReason     ConditionReason = "ProbeFailed"
-	AddonCollisionReason       ConditionReason = "CollisionDetected"
-	AddonApplyFailedReason     ConditionReason = "ApplyFailed"
-	AddonNoPodsReason          ConditionReason = "ManagementPlaneRunsNoPods"
-	AddonHostedClusterReason   ConditionReason = "HostedClusterUnreachable"
-	AddonUnsupportedReason     ConditionReason = "Unsupported"
+	AddonAvailableReason     ConditionReason = "Available"
+	AddonProbeFailedReason   ConditionReason = "ProbeFailed"
+	AddonCollisionReason     ConditionReason = "CollisionDetected"
+	AddonApplyFailedReason   ConditionReason = "ApplyFailed"
+	AddonNoPodsReason        ConditionReason = "ManagementPlaneRunsNoPods"
+	AddonHostedClusterReason ConditionReason = "HostedClusterUnreachable"
+	AddonUnsupportedReason   ConditionReason = "Unsupported"
 	// AddonRevisionChangedReason: the newest ObjectSet was changed after
 	// it was made from the template; it is not applied.
 	AddonRevisionChangedReason ConditionReason = "RevisionChanged"

@@ -105,6 +105,9 @@ func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker stri
 		return fmt.Errorf("the hypershift binary that restores etcd members: %w", err)
 	}
 	file := filepath.Join(filepath.Dir(marker), ".restore-snapshot.db")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return fmt.Errorf("write the etcd snapshot: %w", err)
+	}
 	if err := os.WriteFile(file, snapshot, 0o600); err != nil {
 		return fmt.Errorf("write the etcd snapshot: %w", err)
 	}

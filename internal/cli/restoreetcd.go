@@ -59,8 +59,8 @@ func restoreEtcdSnapshot(file string, etcdArgs []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, "member")); err == nil {
-		return fmt.Sprintf("etcd member %s: %s holds data already; left as it is", member.Name, dataDir), nil
+	if msg, ok := memberHasData(dataDir, member); ok {
+		return msg, nil
 	}
 	snapshot, err := os.ReadFile(file)
 	if err != nil {
@@ -91,9 +91,8 @@ func restoreEtcdData(ctx context.Context, fromDir string, etcdArgs []string) (st
 	if err != nil {
 		return "", fmt.Errorf("restore Secret: %w", err)
 	}
-	memberDir := filepath.Join(dataDir, "member")
-	if _, err := os.Stat(memberDir); err == nil {
-		return fmt.Sprintf("etcd member %s: %s holds data already; left as it is", member.Name, dataDir), nil
+	if msg, ok := memberHasData(dataDir, member); ok {
+		return msg, nil
 	}
 	secretData, err := readSecretDir(fromDir)
 	if err != nil {
@@ -117,6 +116,15 @@ func restoreEtcdData(ctx context.Context, fromDir string, etcdArgs []string) (st
 	}
 	return fmt.Sprintf("etcd member %s: restored %s from %s (%d bytes of snapshot, cluster %s, made %s)",
 		member.Name, dataDir, archiveURL, len(snapshot), a.Manifest.Cluster, a.Manifest.Created), nil
+}
+
+// memberHasData says whether dataDir holds an etcd member already — data
+// etcd has written, which a restore never touches — and what to report.
+func memberHasData(dataDir string, member backup.RestoreMember) (string, bool) {
+	if _, err := os.Stat(filepath.Join(dataDir, "member")); err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("etcd member %s: %s holds data already; left as it is", member.Name, dataDir), true
 }
 
 // restoreIntoDataDir restores into dataDir, which may exist (a volume's

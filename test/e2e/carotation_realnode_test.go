@@ -36,11 +36,7 @@ func TestCARotationRealNode(t *testing.T) {
 	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
-	t.Cleanup(func() {
-		if _, err := os.Stat(nodeDir); err == nil {
-			hs.run("join", "--reset", "--node-dir", nodeDir)
-		}
-	})
+	resetWhenDone(t, hs, nodeDir)
 	if out := hs.must(append(joinArgs, "--node-dir", nodeDir)...); !regexpMatch(out, `node \S+ is Ready`) {
 		t.Fatalf("join did not report a Ready node:\n%s", out)
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // hostState is what a node may change on the host, read independently of
@@ -77,6 +78,31 @@ func readIPTables(t *testing.T, s hostState) {
 			s[family+" "+table+" rules"] = strings.Join(rules, "\n    ")
 		}
 	}
+}
+
+// resetWhenDone records the host and, when the test ends, resets the node
+// under nodeDir if it is still there (the test failed before its own
+// reset, or has none): a reset that fails or leaves the host other than
+// before fails the test, rather than the next real node finding what is
+// left (pods' addresses still on the CNI bridge, their chains). Call it
+// before the join and return the state it recorded.
+func resetWhenDone(t *testing.T, hs *cli, nodeDir string) hostState {
+	t.Helper()
+	before := readHost(t)
+	t.Cleanup(func() {
+		if _, err := os.Stat(nodeDir); err != nil {
+			return
+		}
+		start := time.Now()
+		r := hs.run("join", "--reset", "--node-dir", nodeDir)
+		if r.err != nil {
+			t.Errorf("join --reset when the test ended (%.1fs): %v\nstdout:\n%s\nstderr:\n%s", time.Since(start).Seconds(), r.err, r.stdout, r.stderr)
+		}
+		if diff := before.diff(readHost(t)); len(diff) > 0 {
+			t.Errorf("join --reset when the test ended left the host changed:\n  %s", strings.Join(diff, "\n  "))
+		}
+	})
+	return before
 }
 
 func (s hostState) diff(after hostState) []string {

@@ -37,11 +37,7 @@ func TestKubeRuntime(t *testing.T) {
 	mgmt := hs.adminKubeconfig("mgmt")
 
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
-	t.Cleanup(func() {
-		if _, err := os.Stat(nodeDir); err == nil {
-			hs.run("join", "--reset", "--node-dir", nodeDir)
-		}
-	})
+	resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() { dumpKubeRuntime(t, mgmt) })
 	node := joinNode(t, hs, joinArgs, "--node-dir", nodeDir)
 

@@ -96,12 +96,7 @@ func TestNoneNodes(t *testing.T) {
 		// the mounts under it, which the kernel names by the real path.
 		nodeDir, realNodeDir := symlinkedNodeDir(t)
 		foreign := makeForeignState(t, nodeDir, realNodeDir)
-		before := readHost(t)
-		t.Cleanup(func() {
-			if _, err := os.Stat(nodeDir); err == nil {
-				hs.run("join", "--reset", "--node-dir", nodeDir)
-			}
-		})
+		before := resetWhenDone(t, hs, nodeDir)
 
 		// The token from a file, out of the process list.
 		tokenFile := filepath.Join(t.TempDir(), "token")

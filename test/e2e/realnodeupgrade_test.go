@@ -56,12 +56,7 @@ func TestRealNodeInPlaceUpgrade(t *testing.T) {
 	}
 
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
-	before := readHost(t)
-	t.Cleanup(func() {
-		if _, err := os.Stat(nodeDir); err == nil {
-			hs.run("join", "--reset", "--node-dir", nodeDir)
-		}
-	})
+	before := resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() {
 		if t.Failed() {
 			events, _ := kubectl(t, kc, "get", "events", "-A", "--sort-by=.lastTimestamp")

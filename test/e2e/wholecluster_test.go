@@ -47,13 +47,8 @@ func TestWholeCluster(t *testing.T) {
 	// Before the host is recorded: the rule is the host's, reset keeps it.
 	noForward := redirectPodDNS(t, nets.cluster, upstream)
 
-	before := readHost(t)
 	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
-	t.Cleanup(func() {
-		if _, err := os.Stat(nodeDir); err == nil {
-			hs.run("join", "--reset", "--node-dir", nodeDir)
-		}
-	})
+	before := resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() { dumpOnFailure(t, hs, "w", kc, nodeDir) })
 
 	start := time.Now()

@@ -14,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -71,11 +73,15 @@ func removePod(ctx context.Context, cri runtimeapi.RuntimeServiceClient, id stri
 		if err != nil && dropStaleNetns(ctx, cri, id) {
 			_, err = cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 		}
+		if status.Code(err) == codes.NotFound {
+			return nil // removed since it was listed
+		}
 		if err != nil {
 			err = fmt.Errorf("stop: %w", err)
 			continue
 		}
-		if _, err = cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+		_, err = cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		if err != nil && status.Code(err) != codes.NotFound {
 			err = fmt.Errorf("remove: %w", err)
 			continue
 		}

@@ -296,13 +296,18 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 		note(validCgroupRoot(n.CgroupRoot))
 	}
 
-	// The kubelet goes first so it restarts no pod; containerd stays to
-	// remove the pods properly.
+	// The node daemon leaves its processes running when it stops (a new
+	// daemon adopts them): the kubelet is stopped next, from its pid
+	// record, so that it neither restarts nor removes pods while they are
+	// removed here; containerd stays to remove the pods properly.
 	if _, _, err := daemonPIDFile(dataDir).Stop(10 * time.Second); err != nil {
 		note(err)
 	}
 	rt, err := newRuntime(n, log)
 	note(err)
+	if rt != nil {
+		process.StopOrphans(filepath.Join(rt.Dir(Ref), Kubelet), log)
+	}
 	shims := n.recordShims()
 	if rt != nil {
 		note(rt.Apply(ctx, Ref, []runtime.Spec{n.ContainerdSpec()}))

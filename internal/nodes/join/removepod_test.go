@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -82,6 +84,51 @@ func TestRemovePodsGivesUpNamingThePod(t *testing.T) {
 	}
 	if len(cri.removed) != 0 {
 		t.Fatalf("removed %v", cri.removed)
+	}
+}
+
+// goneCRI lists sandboxes that another party (a kubelet finishing a pod's
+// deletion) removes before they can be stopped or removed here.
+type goneCRI struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *goneCRI) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	return &runtimeapi.ListPodSandboxResponse{Items: []*runtimeapi.PodSandbox{
+		{Id: "stopped-elsewhere", Metadata: &runtimeapi.PodSandboxMetadata{Namespace: "default", Name: "a"}},
+		{Id: "removed-elsewhere", Metadata: &runtimeapi.PodSandboxMetadata{Namespace: "default", Name: "b"}},
+	}}, nil
+}
+
+func (c *goneCRI) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	if req.PodSandboxId == "stopped-elsewhere" {
+		return nil, status.Errorf(codes.NotFound, "an error occurred when try to find sandbox %q: not found", req.PodSandboxId)
+	}
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+func (c *goneCRI) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	return nil, status.Errorf(codes.NotFound, "an error occurred when try to find sandbox %q: not found", req.PodSandboxId)
+}
+
+// A sandbox gone between the list and the stop or removal is removed: no
+// error, and no retry.
+func TestRemovePodsCountsAVanishedSandboxAsRemoved(t *testing.T) {
+	fastRetries(t)
+	cri := &goneCRI{}
+	if err := removePods(context.Background(), serveCRI(t, cri)); err != nil {
+		t.Fatalf("removePods: %v", err)
+	}
+	if cri.calls != 3 {
+		t.Fatalf("%d CRI calls, want 3 (one stop of each sandbox, one removal of the one that stopped)", cri.calls)
 	}
 }
 

@@ -123,6 +123,9 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			if err := o.validity.applyClientCertReload(); err != nil {
 				return err
 			}
+			if err := checkListeners(cmd.Flags(), cmd.ErrOrStderr(), operatorListenerFlags...); err != nil {
+				return err
+			}
 			releases, err := o.releases.load()
 			if err != nil {
 				return err

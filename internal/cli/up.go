@@ -74,6 +74,9 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())
 		return nil
 	}
+	if err := checkListeners(cmd.Flags(), cmd.OutOrStdout(), operatorListenerFlags...); err != nil {
+		return err
+	}
 	releases, err := o.releases.load()
 	if err != nil {
 		return err
@@ -115,6 +118,9 @@ func (o *upOptions) runDetached(cmd *cobra.Command) error {
 	if pid, ok := pidFile.Live(); ok {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())
 		return nil
+	}
+	if err := checkListeners(cmd.Flags(), cmd.OutOrStdout(), operatorListenerFlags...); err != nil {
+		return err
 	}
 	if err := layout.Ensure(); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -59,17 +60,22 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 		return errors.New("operator cache did not sync")
 	}
 	pidFile := daemon.PIDFile(layout.UpPIDFile())
-	if err := pidFile.RecordSelf(); err != nil {
-		return err
-	}
-	hooks.Ready(plane.Kubeconfig)
-
-	var mgrErr error
-	select {
-	case <-ctx.Done():
-		stopMgr()
-		mgrErr = <-mgrDone
-	case mgrErr = <-mgrDone:
+	// Ready only once the operator serves what it listens on: a listener
+	// that fails to bind stops the plane before it says ready, not after.
+	stopped, mgrErr := waitServing(ctx, mgrDone, opts.MetricsBindAddress, opts.HealthProbeBindAddress)
+	if !stopped {
+		if ctx.Err() == nil {
+			if err := pidFile.RecordSelf(); err != nil {
+				return err
+			}
+			hooks.Ready(plane.Kubeconfig)
+		}
+		select {
+		case <-ctx.Done():
+			stopMgr()
+			mgrErr = <-mgrDone
+		case mgrErr = <-mgrDone:
+		}
 	}
 	if mgrErr != nil {
 		log.Error(mgrErr, "operator stopped")
@@ -79,7 +85,51 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 	stopCtx := context.Background()
 	op.StopAll(stopCtx)
 	plane.Stop(stopCtx)
-	return pidFile.Remove()
+	if err := pidFile.Remove(); err != nil {
+		return err
+	}
+	if stopped {
+		return fmt.Errorf("the operator stopped before the management plane was ready: %w", mgrErr)
+	}
+	return nil
+}
+
+// waitServing waits until every listener address (HOST:PORT, "0" for none)
+// accepts connections, or the manager stops (true, and its error). ctx
+// ending is not a stop: the caller then tears down as it would after
+// ready.
+func waitServing(ctx context.Context, mgrDone <-chan error, addrs ...string) (stopped bool, mgrErr error) {
+	for _, addr := range addrs {
+		if addr == "0" || addr == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue // the manager reports it
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		target := net.JoinHostPort(host, port)
+		for {
+			conn, err := net.DialTimeout("tcp", target, time.Second)
+			if err == nil {
+				_ = conn.Close()
+				break
+			}
+			select {
+			case err := <-mgrDone:
+				if err == nil {
+					err = errors.New("the operator's manager returned")
+				}
+				return true, err
+			case <-ctx.Done():
+				return false, nil
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return false, nil
 }
 
 // Run runs `hypershift operator` on the data dir until ctx ends: the local

@@ -12,13 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"hypershift.dev/internal/hostnet"
-	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
@@ -28,9 +29,29 @@ import (
 func TestHostedClusters(t *testing.T) {
 	ownDirAndPorts(t)
 	hs := newCLI(t)
-	metricsPort := testenv.FreePort(t)
-	hs.must("up", "--detach", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	// The default metrics address taken, as by another management plane on
+	// this host: up moves to a free port and says which.
+	const defaultMetrics = "127.0.0.1:8383"
+	if l, err := net.Listen("tcp", defaultMetrics); err == nil {
+		t.Cleanup(func() { _ = l.Close() })
+	}
+	upOut := hs.must("up", "--detach")
 	t.Cleanup(func() { hs.run("down", "--purge") })
+	m := regexp.MustCompile(regexp.QuoteMeta(defaultMetrics) + ` is in use .*: --metrics-bind-address 127\.0\.0\.1:(\d+)`).FindStringSubmatch(upOut)
+	if m == nil {
+		t.Fatalf("up with %s taken does not say which metrics address it uses instead:\n%s", defaultMetrics, upOut)
+	}
+	metricsPort, _ := strconv.Atoi(m[1])
+	t.Run("a second up given a taken metrics address is refused before it makes anything", func(t *testing.T) {
+		second := newCLI(t)
+		taken := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+		if stderr := second.fails("up", "--detach", "--metrics-bind-address", taken); !strings.Contains(stderr, "--metrics-bind-address "+taken+": the address is in use") {
+			t.Errorf("up with a taken --metrics-bind-address printed %q, want the flag and the address named", stderr)
+		}
+		if entries, _ := os.ReadDir(second.dataDir); len(entries) > 0 {
+			t.Errorf("the refused up made %d entries in its data dir", len(entries))
+		}
+	})
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	if info, err := os.Stat(mgmt); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("management kubeconfig: %v (mode %v), want mode 0600", err, info.Mode().Perm())

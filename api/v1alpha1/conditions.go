@@ -91,6 +91,9 @@ const (
 	// UpgradingReason: the control plane's components are being rolled to
 	// a new version.
 	UpgradingReason ConditionReason = "Upgrading"
+	// InstallingReason: the control plane's components start at its first
+	// version (a creation, not an upgrade).
+	InstallingReason ConditionReason = "Installing"
 
 	// NodePool reasons.
 

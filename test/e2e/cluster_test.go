@@ -58,10 +58,13 @@ func TestHostedClusters(t *testing.T) {
 	}
 
 	out := hs.must("create", "cluster", "none", "--name", "a", "--wait", "--timeout", "3m")
-	for _, step := range []string{"EtcdAvailable=True", "KubeAPIServerAvailable=True", "Available=True"} {
+	for _, step := range []string{"EtcdAvailable=True", "KubeAPIServerAvailable=True", "Available=True", "ClusterVersionProgressing=True: Installing " + version.KubernetesVersion + ": "} {
 		if !strings.Contains(out, step) {
 			t.Errorf("--wait output lacks the step %q:\n%s", step, out)
 		}
+	}
+	if strings.Contains(out, "Upgrading") || strings.Contains(out, "Rolling") {
+		t.Errorf("a creation reports an upgrade:\n%s", out)
 	}
 	hs.must("create", "cluster", "none", "--name", "b", "--wait", "--timeout", "3m")
 

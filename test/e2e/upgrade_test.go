@@ -59,6 +59,26 @@ func waitVersion(t *testing.T, c client.Client, name, v string, timeout time.Dur
 	return hc
 }
 
+// waitVersionCondition waits until the cluster's ClusterVersionProgressing
+// reads want ("Status/Reason: message").
+func waitVersionCondition(t *testing.T, c client.Client, name, want string) {
+	t.Helper()
+	eventually(t, time.Minute, name+"'s ClusterVersionProgressing "+want, func() error {
+		hc := &hypershiftv1alpha1.HostedCluster{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: "clusters", Name: name}, hc); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String())
+		if cond == nil {
+			return errorf("no condition")
+		}
+		if got := fmt.Sprintf("%s/%s: %s", cond.Status, cond.Reason, cond.Message); got != want {
+			return errorf("%s", got)
+		}
+		return nil
+	})
+}
+
 // checkHistory checks that the history is Completed at to, then at from.
 func checkHistory(t *testing.T, hc *hypershiftv1alpha1.HostedCluster, to, from string) {
 	t.Helper()
@@ -289,7 +309,10 @@ func TestUpgradeWhileHibernated(t *testing.T) {
 	}
 
 	hs.must("hibernate", "cluster", "hu", "--wait", "--timeout", "2m")
+	waitVersionCondition(t, c, "hu", "False/AsExpected: At "+releaseVersion+" (hibernated)")
 	upgrade(t, hs, "hu", version.KubernetesVersion)
+	// Nothing rolls while it sleeps, and the condition says so.
+	waitVersionCondition(t, c, "hu", "True/Upgrading: Hibernated at "+releaseVersion+": the upgrade to "+version.KubernetesVersion+" continues when the control plane wakes")
 	hs.must("resume", "cluster", "hu", "--wait", "--timeout", "3m")
 	hc = waitVersion(t, c, "hu", version.KubernetesVersion, 4*time.Minute)
 	checkHistory(t, hc, version.KubernetesVersion, releaseVersion)

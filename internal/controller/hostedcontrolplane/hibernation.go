@@ -181,6 +181,7 @@ func (r *Reconciler) updateHibernatedStatus(s *scope) {
 	set(hypershiftv1alpha1.EtcdAvailable, false, hypershiftv1alpha1.HibernatedReason, why)
 	set(hypershiftv1alpha1.KubeAPIServerAvailable, false, hypershiftv1alpha1.HibernatedReason, why)
 	set(hypershiftv1alpha1.DataPlaneAvailable, false, hypershiftv1alpha1.HibernatedReason, why)
+	setHibernatedVersionStatus(hcp)
 	hcp.Status.ObservedGeneration = hcp.Generation
 }
 

@@ -88,14 +88,16 @@ func rollout(in rolloutInput) rolloutPlan {
 	plan := rolloutPlan{Total: len(units), pods: in.Pods}
 	notReached := map[string]bool{}
 	for _, u := range units {
+		done := moved(u)
+		if done {
+			plan.Moved++ // a unit past the one rolling may be done too: at creation all start at once
+		}
 		switch {
 		case plan.Rolling != "":
 			for _, name := range u.instances {
 				notReached[name] = true
 			}
-		case moved(u):
-			plan.Moved++
-		default:
+		case !done:
 			plan.Rolling = u.name
 		}
 	}
@@ -181,9 +183,18 @@ func isVersioned(component string) bool {
 
 // progress is the ClusterVersionProgressing message of a rollout under way.
 func (p rolloutPlan) progress(to string) string {
-	what := "instances"
+	return fmt.Sprintf("Rolling %s to %s (%d of %d %s done)", p.Rolling, to, p.Moved, p.Total, p.unitName())
+}
+
+// installProgress is the message of a creation under way: every instance
+// starts at once, the first in rollout order not running yet is named.
+func (p rolloutPlan) installProgress(to string) string {
+	return fmt.Sprintf("Installing %s: %d of %d %s running, waiting for %s", to, p.Moved, p.Total, p.unitName(), p.Rolling)
+}
+
+func (p rolloutPlan) unitName() string {
 	if p.pods {
-		what = "components"
+		return "components"
 	}
-	return fmt.Sprintf("Rolling %s to %s (%d of %d %s done)", p.Rolling, to, p.Moved, p.Total, what)
+	return "instances"
 }

@@ -97,7 +97,8 @@ func TestRollout(t *testing.T) {
 			instances: running(old, map[string]string{
 				"kube-apiserver-0": to, "kube-apiserver-1": to, "kube-controller-manager-0": to,
 			}, from, "kube-apiserver-0"),
-			wantRolling: "kube-apiserver-0", wantTotal: 6,
+			// The two that run the target and are ready count as done.
+			wantRolling: "kube-apiserver-0", wantMoved: 2, wantTotal: 6,
 			wantOld: []string{"kube-controller-manager-1", "kube-scheduler-0", "kube-scheduler-1"},
 		},
 		{

@@ -49,6 +49,25 @@ func (r *Reconciler) renderRollout(s *scope, cfg components.Config) ([]runtime.S
 	return plan.Specs, nil
 }
 
+// setHibernatedVersionStatus is ClusterVersionProgressing while the
+// control plane sleeps: nothing rolls, so a rollout under way when it went
+// to sleep is said to wait for the wake, and one done says where it is.
+func setHibernatedVersionStatus(hcp *hypershiftv1alpha1.HostedControlPlane) {
+	to := release.Normalize(hcp.Spec.KubernetesVersion)
+	from := lastCompleted(hcp.Status)
+	switch {
+	case from == to:
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, false,
+			hypershiftv1alpha1.AsExpectedReason, "At "+to+" (hibernated)")
+	case from == "":
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, true,
+			hypershiftv1alpha1.InstallingReason, "Hibernated before its first start at "+to+" completed: it continues when the control plane wakes")
+	default:
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, true,
+			hypershiftv1alpha1.UpgradingReason, fmt.Sprintf("Hibernated at %s: the upgrade to %s continues when the control plane wakes", from, to))
+	}
+}
+
 // lastCompleted is the version the control plane last ran completely: the
 // newest Completed entry of its history, else (a control plane made before
 // the history existed) status.version.
@@ -98,17 +117,23 @@ func (r *Reconciler) updateVersionStatus(s *scope, now time.Time) {
 	if v := lastCompleted(hypershiftv1alpha1.HostedControlPlaneStatus{VersionHistory: history}); v != "" {
 		hcp.Status.Version = v
 	}
-	if s.rollout.Done {
+	// A first rollout is the control plane's creation, not an upgrade.
+	upgrade := len(history) > 1
+	switch {
+	case s.rollout.Done:
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, false,
 			hypershiftv1alpha1.AsExpectedReason, "Running "+s.rolloutTo)
-	} else {
+	case upgrade:
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, true,
 			hypershiftv1alpha1.UpgradingReason, s.rollout.progress(s.rolloutTo))
+	default:
+		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, true,
+			hypershiftv1alpha1.InstallingReason, s.rollout.installProgress(s.rolloutTo))
+	}
+	if !s.rollout.Done {
 		// The next instance moves as soon as this one is ready.
 		s.requeueAfter(time.Second)
 	}
-	// A first rollout is the control plane's creation, not an upgrade.
-	upgrade := len(history) > 1
 	if r.Recorder == nil || !upgrade {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/version"
 )
@@ -111,8 +112,8 @@ func TestUpdateVersionStatus(t *testing.T) {
 		wantEvents  []string
 	}{
 		{
-			name: "creation under way", plan: rolloutPlan{Rolling: "kube-apiserver", Total: 3},
-			wantCond: "True/Upgrading: Rolling kube-apiserver to v1.37.1 (0 of 3 instances done)",
+			name: "creation under way", plan: rolloutPlan{Rolling: "kube-apiserver", Moved: 2, Total: 3},
+			wantCond: "True/Installing: Installing v1.37.1: 2 of 3 instances running, waiting for kube-apiserver",
 		},
 		{
 			name: "creation done", plan: rolloutPlan{Done: true, Moved: 3, Total: 3},
@@ -155,6 +156,41 @@ func TestUpdateVersionStatus(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.wantEvents) {
 				t.Errorf("events %q, want %q", got, tt.wantEvents)
+			}
+		})
+	}
+}
+
+// While the control plane sleeps nothing rolls: the condition says where
+// it is and whether a rollout waits for the wake, not the last progress
+// seen before the sleep.
+func TestHibernatedVersionStatus(t *testing.T) {
+	done := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	completed := func(v string) hypershiftv1alpha1.VersionHistory {
+		return hypershiftv1alpha1.VersionHistory{Version: v, State: hypershiftv1alpha1.CompletedVersion, StartedTime: done, CompletionTime: &done}
+	}
+	partial := hypershiftv1alpha1.VersionHistory{Version: "v1.37.1", State: hypershiftv1alpha1.PartialVersion, StartedTime: done}
+	for _, tt := range []struct {
+		name    string
+		history []hypershiftv1alpha1.VersionHistory
+		want    string
+	}{
+		{"at its version", []hypershiftv1alpha1.VersionHistory{completed("v1.37.1")}, "False/AsExpected: At v1.37.1 (hibernated)"},
+		{"an upgrade under way", []hypershiftv1alpha1.VersionHistory{partial, completed("v1.36.3")}, "True/Upgrading: Hibernated at v1.36.3: the upgrade to v1.37.1 continues when the control plane wakes"},
+		{"an upgrade asked while asleep", []hypershiftv1alpha1.VersionHistory{completed("v1.36.3")}, "True/Upgrading: Hibernated at v1.36.3: the upgrade to v1.37.1 continues when the control plane wakes"},
+		{"a creation under way", []hypershiftv1alpha1.VersionHistory{partial}, "True/Installing: Hibernated before its first start at v1.37.1 completed: it continues when the control plane wakes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hcp := &hypershiftv1alpha1.HostedControlPlane{}
+			hcp.Spec.KubernetesVersion = "v1.37.1"
+			hcp.Status.VersionHistory = tt.history
+			// The condition as a rollout left it before the sleep.
+			conditions.Set(&hcp.Status.Conditions, 1, hypershiftv1alpha1.ClusterVersionProgressing, true,
+				hypershiftv1alpha1.UpgradingReason, "Rolling kube-apiserver to v1.37.1 (0 of 3 instances done)")
+			setHibernatedVersionStatus(hcp)
+			c := meta.FindStatusCondition(hcp.Status.Conditions, hypershiftv1alpha1.ClusterVersionProgressing.String())
+			if got := fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message); got != tt.want {
+				t.Errorf("ClusterVersionProgressing %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -142,6 +142,9 @@ func (r renderer) container(s runtime.Spec) corev1.Container {
 		Ports:           containerPorts(s.Ports),
 		VolumeMounts:    mounts,
 		Resources:       corev1.ResourceRequirements{Requests: requests(s.Requests)},
+		// A container that exits in error leaves its last log lines as
+		// its termination message: the status says why it fails.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

@@ -122,8 +122,13 @@ func instanceStatus(name, component string, pod *corev1.Pod, listErr error) runt
 		return st
 	}
 	st.Restarts = int(cs.RestartCount)
+	var lastWords string
 	if t := cs.LastTerminationState.Terminated; t != nil {
 		st.LastExitReason = fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+		lastWords = logTail(t.Message)
+	}
+	if t := cs.State.Terminated; t != nil && t.Message != "" {
+		lastWords = logTail(t.Message)
 	}
 	switch {
 	case cs.State.Running != nil && cs.Ready:
@@ -141,7 +146,26 @@ func instanceStatus(name, component string, pod *corev1.Pod, listErr error) runt
 	default:
 		st.Phase, st.Message = runtime.Starting, "pod "+pod.Name
 	}
+	if st.Phase == runtime.BackOff && lastWords != "" {
+		st.Message += ": " + lastWords
+	}
 	return st
+}
+
+// logTail is the last lines of a container's termination message (its
+// last log lines, by FallbackToLogsOnError), as the process runtime
+// reports an exited process's log.
+func logTail(message string) string {
+	const lines, maxLen = 5, 1024
+	all := strings.Split(strings.TrimRight(message, "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	out := strings.TrimSpace(strings.Join(all, "\n"))
+	if len(out) > maxLen {
+		out = "…" + out[len(out)-maxLen:]
+	}
+	return out
 }
 
 // initFailure says why an init container of pod (the restore) keeps

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,8 +67,12 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 				Reason: "CrashLoopBackOff", Message: "back-off 1m20s restarting failed container",
 			}},
+			// Its last log lines (FallbackToLogsOnError): only the last
+			// five are reported.
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				Reason: "Error", ExitCode: 1,
+				Message: "line 1\nline 2\nline 3\nline 4\nline 5\n" +
+					`{"level":"fatal","msg":"failed to open backend","error":"open /var/lib/hypershift/etcd/data/member/snap/db: permission denied"}` + "\n",
 			}},
 		}},
 	})
@@ -122,6 +127,9 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 	}
 	if e := got["etcd-1"]; e.Restarts != 4 || e.LastExitReason != "Error (exit code 1)" {
 		t.Errorf("etcd-1: restarts %d, last exit %q; want 4, Error (exit code 1)", e.Restarts, e.LastExitReason)
+	}
+	if e := got["etcd-1"]; !strings.HasSuffix(e.Message, ": line 2\nline 3\nline 4\nline 5\n"+`{"level":"fatal","msg":"failed to open backend","error":"open /var/lib/hypershift/etcd/data/member/snap/db: permission denied"}`) {
+		t.Errorf("etcd-1's message %q does not end with its last five log lines", e.Message)
 	}
 	if k := got["kube-apiserver-0"]; k.Message != "pod kube-apiserver-7c9d-a" {
 		t.Errorf("kube-apiserver-0 is in %q, want the first pod by name", k.Message)

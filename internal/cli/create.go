@@ -179,6 +179,18 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	if err := o.validateFlags(platform); err != nil {
 		return err
 	}
+	var c client.Client
+	if !o.render {
+		var err error
+		if c, err = o.client(); err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("api-server-publishing") {
+			if err := o.defaultPublishing(cmd.Context(), c, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+		}
+	}
 	ns, hc := o.objects(platform)
 	var np *hypershiftv1alpha1.NodePool
 	switch {
@@ -195,10 +207,6 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 			return printYAML(cmd, ns, hc, np)
 		}
 		return printYAML(cmd, ns, hc)
-	}
-	c, err := o.client()
-	if err != nil {
-		return err
 	}
 	ctx := cmd.Context()
 	objs := []client.Object{hc}

@@ -49,6 +49,9 @@ func TestWaitPoliciesEnforced(t *testing.T) {
 	if err := install.API(ctx, c, install.RuntimeProcess, nil, ""); err != nil {
 		t.Fatal(err)
 	}
+	if rt, err := install.InstalledRuntime(ctx, c); err != nil || rt != install.RuntimeProcess {
+		t.Fatalf("InstalledRuntime = %q, %v; want %s", rt, err, install.RuntimeProcess)
+	}
 	if err := install.WaitPoliciesEnforced(ctx, c, install.RuntimeProcess, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
 package install
 
 import (
+	"context"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"hypershift.dev/internal/hostedref"
 )
@@ -13,6 +16,24 @@ import (
 // refuses HostedCluster specs the installed runtime cannot run. There is one
 // per cluster: installing the other runtime replaces it.
 const RuntimePolicyName = "hostedcluster-runtime.hypershift.dev"
+
+// RuntimeLabel on the runtime policy names the runtime installed
+// (RuntimeProcess or RuntimeKube), for clients that choose defaults by it.
+const RuntimeLabel = "hypershift.dev/runtime"
+
+// InstalledRuntime is the runtime the management cluster of c was
+// installed with, read from its runtime policy: "" when there is none, or
+// when it was installed before the policy said so.
+func InstalledRuntime(ctx context.Context, c client.Reader) (string, error) {
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Name: RuntimePolicyName}, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("read admission policy %s: %w", RuntimePolicyName, err)
+	}
+	return p.Labels[RuntimeLabel], nil
+}
 
 // namespaceLengthPolicy rejects a HostedCluster whose control-plane namespace
 // NAMESPACE-NAME would exceed 63 characters. A CRD's own CEL rules cannot
@@ -115,13 +136,19 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 		})
 	}
 	validations = append(validations, availableVersionValidation(versions))
-	return policy(RuntimePolicyName, "hostedclusters",
+	p, b := policy(RuntimePolicyName, "hostedclusters",
 		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		[]admissionregistrationv1.MatchCondition{{
 			Name:       "spec-changed",
 			Expression: "request.operation == 'CREATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec",
 		}},
 		validations...)
+	name := RuntimeProcess
+	if runtime == RuntimeKube {
+		name = RuntimeKube
+	}
+	p.Labels = map[string]string{RuntimeLabel: name}
+	return p, b
 }
 
 // fileRestoreRefused is the kube runtime's refusal of a restore from a

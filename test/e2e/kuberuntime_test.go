@@ -127,9 +127,13 @@ func TestKubeRuntime(t *testing.T) {
 	logPodUsage(t, mgmt, node.name, ns)
 	t.Run("a cluster of another release runs the image's release binary", func(t *testing.T) {
 		makeHostPathVolume(t, mgmt, "old-etcd-0", class, filepath.Join(volumes, "old-etcd-0"))
-		hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion,
-			"--api-server-publishing", "NodePort", "--api-server-address", node.ip.String(),
+		// No publishing flags: on the kube runtime create cluster chooses a
+		// NodePort at the Ready node's address, and says so.
+		out := hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion,
 			"--etcd-storage-class", class, "--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
+		if want := "publishing the API server on a NodePort at node " + node.name + "'s address " + node.ip.String(); !strings.Contains(out, want) {
+			t.Errorf("create cluster without publishing flags does not say %q:\n%s", want, out)
+		}
 		old := filepath.Join(hs.dataDir, "old.kubeconfig")
 		hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "old", "-o", old)
 		if v := mustKubectl(t, old, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {

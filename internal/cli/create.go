@@ -182,13 +182,8 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	var c client.Client
 	if !o.render {
 		var err error
-		if c, err = o.client(); err != nil {
+		if c, err = o.connect(cmd); err != nil {
 			return err
-		}
-		if !cmd.Flags().Changed("api-server-publishing") {
-			if err := o.defaultPublishing(cmd.Context(), c, cmd.OutOrStdout()); err != nil {
-				return err
-			}
 		}
 	}
 	ns, hc := o.objects(platform)
@@ -244,6 +239,21 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 		return nil
 	}
 	return waitNodePoolReady(ctx, cmd, c, client.ObjectKeyFromObject(np), o.timeout)
+}
+
+// connect is the management cluster's client, with the publishing it
+// implies when the flags do not say (defaultPublishing).
+func (o *createClusterOptions) connect(cmd *cobra.Command) (client.Client, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	if !cmd.Flags().Changed("api-server-publishing") {
+		if err := o.defaultPublishing(cmd.Context(), c, cmd.OutOrStdout()); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // validateAll has the API server check the HostedCluster and NodePool

@@ -55,11 +55,11 @@ func (r *Reconciler) renderRollout(s *scope, cfg components.Config) ([]runtime.S
 func setHibernatedVersionStatus(hcp *hypershiftv1alpha1.HostedControlPlane) {
 	to := release.Normalize(hcp.Spec.KubernetesVersion)
 	from := lastCompleted(hcp.Status)
-	switch {
-	case from == to:
+	switch from {
+	case to:
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, false,
 			hypershiftv1alpha1.AsExpectedReason, "At "+to+" (hibernated)")
-	case from == "":
+	case "":
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.ClusterVersionProgressing, true,
 			hypershiftv1alpha1.InstallingReason, "Hibernated before its first start at "+to+" completed: it continues when the control plane wakes")
 	default:

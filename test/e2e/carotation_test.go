@@ -123,9 +123,11 @@ type rotationRun struct {
 	// rotation, by the phase they were made in.
 	oldOK, oldFailed map[string]int
 	oldErrs          []string
-	// nodeProblems: samples (one a second) where the node check failed;
-	// unreachable: samples where the API server did not answer it.
+	// nodeProblems: samples (one a second) where the node check failed,
+	// spanning notReady; unreachable: samples where the API server did not
+	// answer it.
 	nodeProblems []string
+	notReady     window
 	unreachable  int
 	// failures spans every failed request of the followed admin
 	// kubeconfig and every unanswered node check.
@@ -176,6 +178,7 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 					run.failures.add(time.Now())
 				} else {
 					run.nodeProblems = append(run.nodeProblems, time.Now().Format("15:04:05")+" "+err.Error())
+					run.notReady.add(time.Now())
 				}
 				mu.Unlock()
 			}
@@ -310,8 +313,13 @@ func (run *rotationRun) check(t *testing.T, budget restartBudget) {
 	if run.oldOK["Done"] > 0 || run.oldOK["after"] > 0 || run.oldFailed["after"] == 0 {
 		t.Errorf("the admin kubeconfig saved before the rotation still works after DropOld (ok by phase %v)", run.oldOK)
 	}
-	if len(run.nodeProblems) > 0 {
-		t.Errorf("nodes were not all Ready in %d samples: %s", len(run.nodeProblems), strings.Join(firstOf(run.nodeProblems, 5), "; "))
+	switch {
+	case len(run.nodeProblems) == 0:
+	case budget.nodeNotReady > 0 && run.notReady.span() <= budget.nodeNotReady:
+		t.Logf("the node read NotReady in %d samples over %s (one window of at most %s is allowed: its kubelet restarts once for the new trust): %s",
+			len(run.nodeProblems), run.notReady.span(), budget.nodeNotReady, strings.Join(firstOf(run.nodeProblems, 5), "; "))
+	default:
+		t.Errorf("nodes were not all Ready in %d samples over %s (allowed: %s): %s", len(run.nodeProblems), run.notReady.span(), budget.nodeNotReady, strings.Join(firstOf(run.nodeProblems, 5), "; "))
 	}
 }
 
@@ -417,14 +425,14 @@ func allNodesReady(ctx context.Context, cs *kubernetes.Clientset, want int) erro
 	}
 	var notReady []string
 	for _, n := range nodes.Items {
-		ready := false
+		ready, why := false, "no Ready condition"
 		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready = true
+			if c.Type == corev1.NodeReady {
+				ready, why = c.Status == corev1.ConditionTrue, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
 			}
 		}
 		if !ready {
-			notReady = append(notReady, n.Name)
+			notReady = append(notReady, n.Name+" ("+why+")")
 		}
 	}
 	if len(nodes.Items) != want || len(notReady) > 0 {

@@ -163,7 +163,7 @@ func logTail(message string) string {
 	}
 	out := strings.TrimSpace(strings.Join(all, "\n"))
 	if len(out) > maxLen {
-		out = "…" + out[len(out)-maxLen:]
+		out = "…" + strings.ToValidUTF8(out[len(out)-maxLen:], "")
 	}
 	return out
 }

@@ -10,6 +10,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -141,4 +142,14 @@ type PortPinner interface {
 // ran it), removing only what PinPorts wrote.
 type PortUnpinner interface {
 	UnpinPorts(ref ControlPlaneRef) error
+}
+
+// LastLines is the last n lines of a log's text, without its trailing
+// newlines: what both runtimes report of a component that exited.
+func LastLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

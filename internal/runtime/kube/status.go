@@ -157,11 +157,7 @@ func instanceStatus(name, component string, pod *corev1.Pod, listErr error) runt
 // reports an exited process's log.
 func logTail(message string) string {
 	const lines, maxLen = 5, 1024
-	all := strings.Split(strings.TrimRight(message, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	out := strings.TrimSpace(strings.Join(all, "\n"))
+	out := strings.TrimSpace(runtime.LastLines(message, lines))
 	if len(out) > maxLen {
 		out = "…" + strings.ToValidUTF8(out[len(out)-maxLen:], "")
 	}

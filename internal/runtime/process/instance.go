@@ -535,9 +535,5 @@ func LogTail(path string, n int) string {
 	offset := max(info.Size()-window, 0)
 	buf := make([]byte, window)
 	m, _ := f.ReadAt(buf, offset)
-	lines := strings.Split(strings.TrimRight(string(buf[:m]), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return runtime.LastLines(string(buf[:m]), n)
 }

@@ -85,6 +85,11 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The data dir is marked before anything is made in it (the default
+	// backup root is inside it).
+	if err := layout.Ensure(); err != nil {
+		return err
+	}
 	backupRoot, err := o.processRuntime.backupRoot(layout)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -51,6 +53,9 @@ func TestHostedClusters(t *testing.T) {
 		if entries, _ := os.ReadDir(second.dataDir); len(entries) > 0 {
 			t.Errorf("the refused up made %d entries in its data dir", len(entries))
 		}
+		// The same (empty) data dir, up in the foreground: it is ready,
+		// and SIGTERM stops it.
+		upForegroundUntilReady(t, second)
 	})
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	if info, err := os.Stat(mgmt); err != nil || info.Mode().Perm() != 0o600 {
@@ -388,5 +393,57 @@ func TestEndpointHostAddress(t *testing.T) {
 	}
 	if found := wildcardListeners(t, hs.dataDir+"/"); len(found) > 0 {
 		t.Errorf("listeners on every interface:\n%s", strings.Join(found, "\n"))
+	}
+}
+
+// upForegroundUntilReady runs `up` in the foreground on c's data dir until
+// it says ready, then stops it with SIGTERM (it exits 0) and purges the
+// data dir.
+func upForegroundUntilReady(t *testing.T, c *cli) {
+	t.Helper()
+	cmd := exec.Command(c.bin, "--data-dir", c.dataDir, "up", "--metrics-bind-address", "0")
+	cmd.Env = withoutKubeconfig()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.run("down", "--purge") })
+	ready, eof := make(chan string, 1), make(chan struct{})
+	go func() {
+		defer close(eof)
+		var seen strings.Builder
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			seen.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "management plane ready") {
+				ready <- seen.String()
+			}
+		}
+	}()
+	select {
+	case out := <-ready:
+		t.Logf("up in the foreground: %s", strings.TrimSpace(out))
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	case <-eof:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Errorf("up in the foreground on a new data dir: not ready within 2m")
+	}
+	select {
+	case <-eof:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-eof
+		t.Errorf("up in the foreground did not stop within 1m of SIGTERM")
+	}
+	err = cmd.Wait()
+	spawns.add("hypershift", cmd)
+	if err != nil {
+		t.Errorf("up in the foreground on a new data dir: %v\n%s", err, stderr.String())
 	}
 }

@@ -138,6 +138,7 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 		newRotateCommand(opts),
 		newJoinCommand(),
 		newNodeCommand(),
+		newMachineCommand(),
 		newImageCommand(),
 		newInstallCommand(opts),
 		newUninstallCommand(opts),

@@ -65,6 +65,31 @@ var (
 	cgroupMount  = "/sys/fs/cgroup"
 )
 
+// MachineMarker is the file a machine made by package machine has in its
+// private /run.
+const MachineMarker = "/run/hypershift-machine"
+
+// InMachine says whether this is a machine of package machine: its
+// network namespace is its own, its kernel is the host's. A node there
+// records and restores only its namespace's kernel parameters (net/…).
+func InMachine() bool {
+	_, err := os.Stat(MachineMarker)
+	return err == nil
+}
+
+// KernelWideSysctls are the tracked kernel parameters that are not per
+// network namespace: a machine's host records them before its first
+// machine and puts them back after its last.
+func KernelWideSysctls() []string {
+	var out []string
+	for _, key := range trackedSysctls {
+		if !strings.HasPrefix(key, "net/") {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
 func hostStatePath(dataDir string) string { return filepath.Join(dataDir, "host-before.json") }
 
 // ReadHostState snapshots the host. A family whose tables cannot be read
@@ -83,7 +108,11 @@ func ReadHostState() (*HostState, error) {
 			s.IPTables[family+" "+table] = t
 		}
 	}
+	inMachine := InMachine()
 	for _, key := range trackedSysctls {
+		if inMachine && !strings.HasPrefix(key, "net/") {
+			continue // the machine's host records and restores it
+		}
 		if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
 			s.Sysctls[key] = strings.TrimSpace(string(v))
 		}

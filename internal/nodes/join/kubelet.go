@@ -24,9 +24,11 @@ func CheckKubeletPort(port int) error {
 // checkNoKubelet refuses a host that already runs a kubelet: a kubelet
 // process (an executable named kubelet, or hypershift's compiled-in one,
 // `… component kubelet`, of another join) or a listener on the kubelet's
-// well-known port or on the port this node's kubelet is to take. Both are read from procRoot (/proc), so a kubelet in
-// another PID or network namespace (a kind node) is not seen: it shares no
-// cgroups, ports or bridge with this node's.
+// well-known port or on the port this node's kubelet is to take. Both are
+// read from procRoot (/proc), and only a kubelet in this network namespace
+// counts: one in another (a kind node, a machine of package machine)
+// shares no ports, bridge or iptables with this node, and its cgroups
+// are under a root of its own.
 func checkNoKubelet(procRoot string, port int) error {
 	found := kubeletProcesses(procRoot)
 	for _, p := range slices.Compact([]int{DefaultKubeletPort, port}) {
@@ -43,9 +45,13 @@ func checkNoKubelet(procRoot string, port int) error {
 
 func kubeletProcesses(procRoot string) []string {
 	self := strconv.Itoa(os.Getpid())
+	selfNet, _ := os.Readlink(filepath.Join(procRoot, "self", "ns", "net"))
 	var out []string
 	for _, name := range listDir(procRoot) {
 		if _, err := strconv.Atoi(name); err != nil || name == self {
+			continue
+		}
+		if netns, err := os.Readlink(filepath.Join(procRoot, name, "ns", "net")); err == nil && selfNet != "" && netns != selfNet {
 			continue
 		}
 		raw, err := os.ReadFile(filepath.Join(procRoot, name, "cmdline"))

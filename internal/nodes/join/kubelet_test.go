@@ -8,7 +8,8 @@ import (
 )
 
 // A host running a kubelet (a kubelet executable, another join's compiled-in
-// one, or anything on port 10250) is refused; other processes are not.
+// one, or anything on port 10250) in this network namespace is refused;
+// other processes, and kubelets in other namespaces, are not.
 func TestCheckNoKubelet(t *testing.T) {
 	proc := func(t *testing.T, procs map[string]string, tcp string) string {
 		t.Helper()
@@ -51,6 +52,29 @@ func TestCheckNoKubelet(t *testing.T) {
 		"port 10250":         {nil, "   0: 00000000:280A 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n", "listens on TCP port 10250"},
 		// --kubelet-port 10350 and something listens there.
 		"the chosen port": {nil, "   0: 00000000:286E 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n", "listens on TCP port 10350"},
+	}
+	// A kubelet in another network namespace (another machine) is not
+	// this node's concern; one in this namespace is.
+	root := proc(t, map[string]string{"30": "/usr/local/bin/hypershift\x00component\x00kubelet\x00"}, "")
+	for pid, netns := range map[string]string{"self": "net:[4026531840]", "30": "net:[4026532999]"} {
+		if err := os.MkdirAll(filepath.Join(root, pid, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(netns, filepath.Join(root, pid, "ns", "net")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checkNoKubelet(root, DefaultKubeletPort); err != nil {
+		t.Errorf("a kubelet in another network namespace refused: %v", err)
+	}
+	if err := os.Remove(filepath.Join(root, "30", "ns", "net")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("net:[4026531840]", filepath.Join(root, "30", "ns", "net")); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkNoKubelet(root, DefaultKubeletPort); err == nil {
+		t.Error("a kubelet in this network namespace was not refused")
 	}
 	for name, tc := range cases {
 		err := checkNoKubelet(proc(t, tc.procs, tc.tcp), 10350)

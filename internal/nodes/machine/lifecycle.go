@@ -1,0 +1,380 @@
+package machine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"hypershift.dev/internal/nodes/join"
+)
+
+// Create makes machine name on the host's machine network and runs its
+// userdata in it, with the directory of the running hypershift first on
+// PATH; the userdata's output goes to out and to UserdataLog. A machine
+// whose userdata fails is kept (its log says why): Delete removes it.
+func (h Host) Create(ctx context.Context, name string, userdata []byte, out io.Writer) (Record, error) {
+	if err := ValidateName(name); err != nil {
+		return Record{}, err
+	}
+	r, err := h.make(name)
+	if err != nil {
+		return r, err
+	}
+	return r, h.runUserdata(ctx, r, userdata, out)
+}
+
+// make creates the machine, up to a running network, under the lock.
+func (h Host) make(name string) (Record, error) {
+	n, err := h.Network()
+	if err != nil {
+		return Record{}, err
+	}
+	unlock, err := h.lock()
+	if err != nil {
+		return Record{}, err
+	}
+	defer unlock()
+	dir := h.machineDir(name)
+	if _, err := os.Lstat(dir); err == nil {
+		return Record{}, fmt.Errorf("machine %s exists in %s", name, h.Dir)
+	}
+	existing, err := h.List()
+	if err != nil {
+		return Record{}, err
+	}
+	addr, err := n.allocate(existing)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := ensureBridge(n); err != nil {
+		return Record{}, err
+	}
+	for _, d := range []string{h.nsDir(name), h.rootDir(name)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return Record{}, err
+		}
+	}
+	// The record comes first: Delete undoes a creation that stopped
+	// half-way from it.
+	r := Record{Name: name, Address: addr, HostLink: hostLinkName(h.Dir, name), Created: time.Now().UTC().Truncate(time.Second)}
+	if err := h.save(r); err != nil {
+		return r, err
+	}
+	if err := holdKernel(h.recordPath(name)); err != nil {
+		return r, err
+	}
+	if err := h.makeNamespaces(r); err != nil {
+		return r, fmt.Errorf("machine %s: %w", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(h.nsFile(name, "net"), &st); err != nil {
+		return r, err
+	}
+	r.NetnsInode = st.Ino
+	if err := h.save(r); err != nil {
+		return r, err
+	}
+	if err := h.wire(r, n); err != nil {
+		return r, fmt.Errorf("machine %s: %w", name, err)
+	}
+	return r, nil
+}
+
+// makeNamespaces makes the namespaces, kept by bind mounts of their nsfs
+// files on a private mount of ns/ (unshare needs one), with the private
+// directories mounted and the hostname set.
+func (h Host) makeNamespaces(r Record) error {
+	ns, root := h.nsDir(r.Name), h.rootDir(r.Name)
+	for _, d := range privateDirs {
+		if err := os.MkdirAll(filepath.Join(root, d.source), 0o755); err != nil {
+			return err
+		}
+	}
+	// A node that finds it leaves kernel-wide parameters to this host.
+	if err := os.WriteFile(filepath.Join(root, "run", filepath.Base(join.MachineMarker)), []byte(r.Name+"\n"), 0o644); err != nil { //nolint:gosec // readable inside the machine
+		return err
+	}
+	if err := unix.Mount(ns, ns, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", ns, err)
+	}
+	if err := unix.Mount("", ns, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make %s private: %w", ns, err)
+	}
+	for _, kind := range []string{"net", "mnt", "uts"} {
+		if err := os.WriteFile(filepath.Join(ns, kind), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	args := []string{
+		"--net=" + filepath.Join(ns, "net"), "--mount=" + filepath.Join(ns, "mnt"), "--uts=" + filepath.Join(ns, "uts"),
+		"--propagation", "private", "true",
+	}
+	if out, err := exec.Command("unshare", args...).CombinedOutput(); err != nil { //nolint:gosec // paths of the machine's directory
+		return fmt.Errorf("unshare: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	steps := [][]string{{"hostname", r.Name}}
+	for _, d := range privateDirs {
+		steps = append(steps, []string{"mount", "--bind", filepath.Join(root, d.source), d.target})
+	}
+	for _, step := range steps {
+		if out, err := h.Command(r.Name, step[0], step[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("in the machine: %s: %w: %s", strings.Join(step, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// wire connects the machine to the bridge: eth0 inside, with its address
+// and a default route through the gateway.
+func (h Host) wire(r Record, n Network) error {
+	netns := h.nsFile(r.Name, "net")
+	if err := ip("link", "add", r.HostLink, "type", "veth", "peer", "name", "eth0", "netns", netns); err != nil {
+		return err
+	}
+	if err := ip("link", "set", r.HostLink, "master", n.Bridge, "up"); err != nil {
+		return err
+	}
+	prefix := netip.PrefixFrom(r.Address, n.CIDR.Bits()).String()
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"addr", "add", prefix, "dev", "eth0"},
+		{"link", "set", "eth0", "up"},
+		{"route", "add", "default", "via", n.Gateway.String()},
+	} {
+		if out, err := h.Command(r.Name, "ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("in the machine: ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// Command runs a program in the machine: its namespaces, working in /,
+// with the running hypershift's directory first on PATH.
+func (h Host) Command(name, program string, args ...string) *exec.Cmd {
+	return h.CommandContext(context.Background(), name, program, args...)
+}
+
+// CommandContext is Command, interrupted (SIGINT, then killed 10 s later)
+// when ctx ends.
+func (h Host) CommandContext(ctx context.Context, name, program string, args ...string) *exec.Cmd {
+	ns := h.nsDir(name)
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{ //nolint:gosec // the program runs in the machine, as asked
+		"--net=" + filepath.Join(ns, "net"), "--mount=" + filepath.Join(ns, "mnt"), "--uts=" + filepath.Join(ns, "uts"),
+		"--wd=/", "--", program,
+	}, args...)...)
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "PATH="+pathWithSelf())
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// runUserdata writes the userdata where cloud-init keeps it and runs it
+// with sh, the running hypershift's directory first on PATH.
+func (h Host) runUserdata(ctx context.Context, r Record, userdata []byte, out io.Writer) error {
+	path := filepath.Join(h.rootDir(r.Name), "var-lib", strings.TrimPrefix(UserdataPath, "/var/lib/"))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, userdata, 0o600); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(h.UserdataLog(r.Name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := h.CommandContext(ctx, r.Name, "sh", UserdataPath)
+	if out == nil {
+		out = io.Discard
+	}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(logFile, out), io.MultiWriter(logFile, out)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("machine %s: its userdata: %w (output in %s)", r.Name, err, h.UserdataLog(r.Name))
+	}
+	return nil
+}
+
+// pathWithSelf is PATH with the running executable's directory first.
+func pathWithSelf() string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return path
+	}
+	return filepath.Dir(self) + string(os.PathListSeparator) + path
+}
+
+// Delete stops the machine and removes what it was: the node joined in it
+// is reset (`hypershift join --reset` in it, when it has a node), the
+// processes left in its network namespace are killed, its veth, the
+// namespaces' bind mounts and its directory are removed. The last
+// machine's deletion on this host puts the kernel-wide parameters back as
+// they were before the first. Only what the machine's record names is
+// acted on.
+func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
+	if !h.isMachinesDir() {
+		return fmt.Errorf("%s is not a machines directory (no %s)", h.Dir, markerFile)
+	}
+	r, err := h.Get(name)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	var errs []error
+	if h.pinned(name, "mnt") && h.pinned(name, "net") && h.hasNode(name) {
+		cmd := h.CommandContext(ctx, name, selfExecutable(), "join", "--reset")
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("join --reset in machine %s: %w", name, err))
+		}
+	}
+	if r.NetnsInode != 0 {
+		killIn(r.NetnsInode)
+	}
+	if r.HostLink != "" && linkExists(r.HostLink) && isVeth(r.HostLink) {
+		if err := ip("link", "del", r.HostLink); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := h.unpin(name); err != nil {
+		errs = append(errs, err)
+		return errors.Join(errs...)
+	}
+	if mounts := mountsUnder(h.machineDir(name)); len(mounts) > 0 {
+		errs = append(errs, fmt.Errorf("machine %s: kept its directory, mounts are left under it: %s", name, strings.Join(mounts, ", ")))
+		return errors.Join(errs...)
+	}
+	unlock, err := h.lock()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer unlock()
+	if err := os.RemoveAll(h.machineDir(name)); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, releaseKernel(h.recordPath(name)))
+	return errors.Join(errs...)
+}
+
+// hasNode says whether a node was joined in the machine (join's default
+// node dir, inside it, is marked).
+func (h Host) hasNode(name string) bool {
+	_, err := os.Stat(filepath.Join(h.rootDir(name), "var-lib", "hypershift-node", ".hypershift-node"))
+	return err == nil
+}
+
+func selfExecutable() string {
+	if self, err := os.Executable(); err == nil {
+		return self
+	}
+	return "hypershift"
+}
+
+// pinned says whether a namespace file of the machine is a mount (an
+// nsfs bind mount keeps the namespace).
+func (h Host) pinned(name, kind string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(h.nsFile(name, kind), &st) == nil && st.Type == unix.NSFS_MAGIC
+}
+
+// unpin unmounts the namespace files and ns/ itself.
+func (h Host) unpin(name string) error {
+	var errs []error
+	for _, kind := range []string{"uts", "mnt", "net"} {
+		if h.pinned(name, kind) {
+			if err := unix.Unmount(h.nsFile(name, kind), unix.MNT_DETACH); err != nil {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", h.nsFile(name, kind), err))
+			}
+		}
+	}
+	ns := h.nsDir(name)
+	for _, m := range mountsUnder(h.machineDir(name)) {
+		if m == ns {
+			if err := unix.Unmount(ns, unix.MNT_DETACH); err != nil {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", ns, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder lists this mount namespace's mount points at or under dir.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		p := unescapeMount(f[4])
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func unescapeMount(s string) string {
+	var b bytes.Buffer
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Processes lists the pids running in a network namespace.
+func Processes(netnsInode uint64) []int {
+	want := fmt.Sprintf("net:[%d]", netnsInode)
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || fmt.Sprint(pid) != e.Name() {
+			continue
+		}
+		if link, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && link == want {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// killIn kills what runs in the machine's network namespace, and waits
+// up to 10 s for it to be gone.
+func killIn(netnsInode uint64) {
+	for _, pid := range Processes(netnsInode) {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(Processes(netnsInode)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+}

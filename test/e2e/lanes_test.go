@@ -66,6 +66,7 @@ var costs = map[string]int{
 	"TestNodePoolUpgrade":                  170,
 	"TestUpgradeWhileHibernated":           160,
 	"TestKonnectivityOneWayFirewall":       150, // est.
+	"TestMachines":                         120, // est.
 	"TestHostedClusters":                   150, // est.
 	"TestNodePools":                        130,
 	"TestHibernation":                      120,

@@ -42,6 +42,10 @@ func newMachineCommand() *cobra.Command {
 		if err != nil {
 			return machine.Host{}, fmt.Errorf("--machines-dir %s: %w", dir, err)
 		}
+		// Mount points are read as real paths: compare with one.
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
 		return machine.Host{Dir: abs}, nil
 	}
 	cmd.AddCommand(newMachineNetworkCommand(host), newMachineCreateCommand(host), newMachineListCommand(host),

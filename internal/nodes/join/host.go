@@ -303,8 +303,8 @@ func linkExists(name string) bool {
 	return err == nil
 }
 
-// mountsUnder lists mount points at or below dir, deepest first.
-func mountsUnder(dir string) []string {
+// MountsUnder lists mount points at or below dir, deepest first.
+func MountsUnder(dir string) []string {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil

@@ -62,7 +62,7 @@ func mountOf(fd int) (mountID, error) {
 // mountPointSet lists every mount point, for kernels without mount ids.
 func mountPointSet() map[string]bool {
 	set := map[string]bool{}
-	for _, mp := range mountsUnder("/") {
+	for _, mp := range MountsUnder("/") {
 		set[mp] = true
 	}
 	return set
@@ -123,7 +123,7 @@ func removeChildren(dirfd int, path string, root mountID, mounts map[string]bool
 // reports every one that stays.
 func unmountAll(dir string) error {
 	var errs []error
-	for _, m := range mountsUnder(dir) {
+	for _, m := range MountsUnder(dir) {
 		errs = append(errs, unmount(m))
 	}
 	return errors.Join(errs...)

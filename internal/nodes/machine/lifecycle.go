@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -256,7 +255,7 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 		errs = append(errs, err)
 		return errors.Join(errs...)
 	}
-	if mounts := mountsUnder(h.machineDir(name)); len(mounts) > 0 {
+	if mounts := join.MountsUnder(h.machineDir(name)); len(mounts) > 0 {
 		errs = append(errs, fmt.Errorf("machine %s: kept its directory, mounts are left under it: %s", name, strings.Join(mounts, ", ")))
 		return errors.Join(errs...)
 	}
@@ -304,7 +303,7 @@ func (h Host) unpin(name string) error {
 		}
 	}
 	ns := h.nsDir(name)
-	for _, m := range mountsUnder(h.machineDir(name)) {
+	for _, m := range join.MountsUnder(h.machineDir(name)) {
 		if m == ns {
 			if err := unix.Unmount(ns, unix.MNT_DETACH); err != nil {
 				errs = append(errs, fmt.Errorf("unmount %s: %w", ns, err))
@@ -312,42 +311,6 @@ func (h Host) unpin(name string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// mountsUnder lists this mount namespace's mount points at or under dir.
-func mountsUnder(dir string) []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		p := unescapeMount(f[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func unescapeMount(s string) string {
-	var b bytes.Buffer
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // Processes lists the pids running in a network namespace.

@@ -125,7 +125,7 @@ func TestMachinesAreApart(t *testing.T) {
 	if _, err := os.Stat(h.machineDir("m1")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("m1's directory left: %v", err)
 	}
-	if m := mountsUnder(h.Dir); len(m) != 4 {
+	if m := join.MountsUnder(h.Dir); len(m) != 4 {
 		t.Errorf("mounts under the machines directory: %v, want m2's ns/ and its three namespace files", m)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"hypershift.dev/internal/nodes/bootstrap"
@@ -31,6 +32,10 @@ import (
 //  3. Everything else — counts, labels and taints, serving certificates,
 //     drain, scale-down, autoscaling — looks only at bound Nodes
 //     (hostedCluster.poolNodes).
+//  4. A bound Node's addresses are recorded the first time it is seen with
+//     some, in labels NodeRestriction protects too, leaving out those
+//     another Node recorded first (recordAddresses); its serving
+//     certificates are approved against that record only.
 
 // Cache indexes of the hosted cluster's connection.
 const (
@@ -335,6 +340,53 @@ func (r *Reconciler) bindNodes(ctx context.Context, s *scope) error {
 		}
 		s.log.Info("node bound to its NodePool", "node", node.Name, "csr", c.csr.Name)
 		s.nodes[node.Name] = bound
+	}
+	return nil
+}
+
+// recordAddresses records the addresses of the pool's bound Nodes that
+// have none recorded yet (bootstrap.AddressRecord): those their status
+// reports when first seen, less those another Node of the cluster holds.
+func (r *Reconciler) recordAddresses(ctx context.Context, s *scope) error {
+	var taken map[string]string
+	for _, node := range s.nodes {
+		if _, done := bootstrap.RecordedAddresses(node); done || len(node.Status.Addresses) == 0 {
+			continue
+		}
+		if taken == nil {
+			all, err := s.hosted.nodes.List(labels.Everything())
+			if err != nil {
+				return err
+			}
+			taken = bootstrap.RecordedBy(all)
+		}
+		record, refused := bootstrap.AddressRecord(node, taken)
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"labels":          record,
+			"resourceVersion": node.ResourceVersion,
+		}})
+		if err != nil {
+			return err
+		}
+		recorded, err := s.hosted.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			s.requeueBy(time.Second)
+			continue
+		case err != nil:
+			return fmt.Errorf("record the addresses of node %s: %w", node.Name, err)
+		}
+		addrs, _ := bootstrap.RecordedAddresses(recorded)
+		for _, a := range addrs {
+			taken[a] = node.Name
+		}
+		if len(refused) > 0 {
+			s.log.Info("node addresses not recorded: another node holds them, or more than the record keeps",
+				"node", node.Name, "recorded", addrs, "refused", refused)
+		} else {
+			s.log.Info("node addresses recorded", "node", node.Name, "addresses", addrs)
+		}
+		s.nodes[node.Name] = recorded
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +202,51 @@ func TestNodeIdentity(t *testing.T) {
 		neverCountedOrLabelled(t, admin, status, joined, "victim")
 	})
 
+	t.Run("a node's serving certificate covers the addresses recorded when it was first seen, not those it claims later", func(t *testing.T) {
+		setAddresses(t, nodeClient, joined, "100.64.0.20")
+		testenv.Eventually(t, 30*time.Second, "node "+joined+"'s address recorded", func() (bool, error) {
+			n, err := admin.CoreV1().Nodes().Get(ctx, joined, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			addrs, ok := bootstrap.RecordedAddresses(n)
+			return ok && strings.Join(addrs, " ") == "100.64.0.20", nil
+		})
+		// The record is the control plane's: the kubelet cannot change it.
+		patch := []byte(`{"metadata":{"labels":{"` + bootstrap.AddressLabelPrefix + `0":"100.64.0.99"}}}`)
+		if _, err := nodeClient.CoreV1().Nodes().Patch(ctx, joined, types.MergePatchType, patch, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("a kubelet rewrote its recorded address: err %v, want Forbidden (NodeRestriction)", err)
+		}
+		// It may rewrite its status: a claim of another host's address.
+		setAddresses(t, nodeClient, joined, "100.64.0.20", "100.64.0.99")
+		claimed, err := nodeClient.CertificatesV1().CertificateSigningRequests().Create(ctx, servingCSR(t, joined, "100.64.0.99"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := nodeClient.CertificatesV1().CertificateSigningRequests().Create(ctx, servingCSR(t, joined, "100.64.0.20"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		approved := func(name string) bool {
+			got, err := admin.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == certificatesv1.CertificateApproved {
+					return true
+				}
+			}
+			return false
+		}
+		testenv.Eventually(t, 30*time.Second, "the serving CSR for the recorded address approved", func() (bool, error) {
+			return approved(own.Name), nil
+		})
+		if approved(claimed.Name) {
+			t.Errorf("a serving certificate for 100.64.0.99, claimed after the record, was approved")
+		}
+	})
+
 	t.Run("another pool's token cannot take a node's name", func(t *testing.T) {
 		victimTok, err := bootstrap.NewToken(time.Now(), time.Hour)
 		if err != nil {
@@ -271,6 +317,44 @@ func setReady(t *testing.T, c kubernetes.Interface, name string) {
 	}
 	if _, err := c.CoreV1().Nodes().Patch(t.Context(), name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// setAddresses reports the Node's InternalIP addresses, as its kubelet
+// would (a status patch).
+func setAddresses(t *testing.T, c kubernetes.Interface, name string, ips ...string) {
+	t.Helper()
+	var addrs []corev1.NodeAddress
+	for _, ip := range ips {
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": addrs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// servingCSR is a kubelet serving certificate request of node for ips.
+func servingCSR(t *testing.T, node string, ips ...string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: bootstrap.NodeUserPrefix + node, Organization: []string{bootstrap.NodesGroup}}}
+	for _, ip := range ips {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, nodeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "serving-csr-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeletServingSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		},
 	}
 }
 

@@ -141,6 +141,9 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (ctrl.Res
 	if err := r.bindNodes(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.recordAddresses(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.approveServingCSRs(ctx, s)
 }
 
@@ -208,7 +211,7 @@ func (r *Reconciler) approveServingCSRs(ctx context.Context, s *scope) error {
 			continue
 		}
 		if err := bootstrap.Approve(ctx, s.hosted.kube, csr, hypershiftv1alpha1.ServingCSRApprovedReason,
-			"Requested by node "+node.Name+" of NodePool "+s.np.Name+" for its own addresses"); err != nil && !apierrors.IsConflict(err) {
+			"Requested by node "+node.Name+" of NodePool "+s.np.Name+" for its recorded addresses"); err != nil && !apierrors.IsConflict(err) {
 			return err
 		}
 	}

@@ -39,8 +39,9 @@ func NodeNameOf(csr *certificatesv1.CertificateSigningRequest) string {
 // get signed as its serving certificate: for the kubelet-serving signer,
 // made by system:node:<name> in group system:nodes, for
 // CN=system:node:<name>, O=system:nodes, with only server usages, and with
-// subject alternative names that are all addresses of that Node. The
-// kubelet serves the API server's logs, exec and port-forward requests: a
+// subject alternative names that are all addresses recorded for that
+// Node (RecordedAddresses), not those its status says now. The kubelet
+// serves the API server's logs, exec and port-forward requests: a
 // certificate for an address the node does not have would let it pose as
 // another host.
 func CheckServingCSR(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node) error {
@@ -80,15 +81,19 @@ func CheckServingCSR(csr *certificatesv1.CertificateSigningRequest, node *corev1
 	if len(req.DNSNames)+len(req.IPAddresses) == 0 {
 		return errors.New("no DNS or IP subject alternative names")
 	}
-	dnsNames, ips := nodeAddresses(node)
+	recorded, ok := RecordedAddresses(node)
+	if !ok {
+		return fmt.Errorf("node %s's addresses are not recorded yet", node.Name)
+	}
+	dnsNames, ips := splitAddresses(recorded)
 	for _, name := range req.DNSNames {
 		if !slices.Contains(dnsNames, name) {
-			return fmt.Errorf("DNS name %q is not an address of node %s", name, node.Name)
+			return fmt.Errorf("DNS name %q is not an address recorded for node %s", name, node.Name)
 		}
 	}
 	for _, ip := range req.IPAddresses {
 		if !slices.ContainsFunc(ips, ip.Equal) {
-			return fmt.Errorf("IP address %s is not an address of node %s", ip, node.Name)
+			return fmt.Errorf("IP address %s is not an address recorded for node %s", ip, node.Name)
 		}
 	}
 	return nil
@@ -109,16 +114,13 @@ func parseRequest(data []byte) (*x509.CertificateRequest, error) {
 	return req, nil
 }
 
-// nodeAddresses splits a Node's status addresses into DNS names and IPs.
-func nodeAddresses(node *corev1.Node) (dnsNames []string, ips []net.IP) {
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
-			dnsNames = append(dnsNames, a.Address)
-		case corev1.NodeInternalIP, corev1.NodeExternalIP:
-			if ip := net.ParseIP(a.Address); ip != nil {
-				ips = append(ips, ip)
-			}
+// splitAddresses splits recorded addresses into DNS names and IPs.
+func splitAddresses(addrs []string) (dnsNames []string, ips []net.IP) {
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dnsNames = append(dnsNames, a)
 		}
 	}
 	return dnsNames, ips

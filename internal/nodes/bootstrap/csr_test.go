@@ -25,6 +25,11 @@ func TestCheckServingCSR(t *testing.T) {
 			{Type: corev1.NodeHostName, Address: "n1"},
 		}},
 	}
+	record, _ := AddressRecord(node, nil)
+	node.Labels = record
+	// What the status says later does not count: 10.0.0.9 was not there
+	// when the addresses were recorded.
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.9"})
 	serving := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
 	good := csrRequest{
 		cn: "system:node:n1", o: "system:nodes", dns: []string{"n1"}, ips: []string{"100.64.0.7"},
@@ -43,7 +48,8 @@ func TestCheckServingCSR(t *testing.T) {
 		{"requester not in system:nodes", func(r *csrRequest) { r.groups = []string{"system:authenticated"} }, "not in group system:nodes"},
 		{"wrong CN", func(r *csrRequest) { r.cn = "system:node:n2" }, "subject CN"},
 		{"wrong O", func(r *csrRequest) { r.o = "system:masters" }, "subject O"},
-		{"IP the node does not have", func(r *csrRequest) { r.ips = []string{"10.0.0.1"} }, "IP address 10.0.0.1 is not an address of node n1"},
+		{"IP the node does not have", func(r *csrRequest) { r.ips = []string{"10.0.0.1"} }, "IP address 10.0.0.1 is not an address recorded for node n1"},
+		{"IP its status claims since", func(r *csrRequest) { r.ips = []string{"10.0.0.9"} }, "IP address 10.0.0.9 is not an address recorded for node n1"},
 		{"DNS name the node does not have", func(r *csrRequest) { r.dns = []string{"kubernetes.default"} }, `DNS name "kubernetes.default"`},
 		{"URI SAN", func(r *csrRequest) { r.uris = []string{"spiffe://x"} }, "URI"},
 		{"no SANs", func(r *csrRequest) { r.dns, r.ips = nil, nil }, "no DNS or IP"},
@@ -51,6 +57,9 @@ func TestCheckServingCSR(t *testing.T) {
 		{"no server auth", func(r *csrRequest) { r.usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature} }, "server auth"},
 		{"another signer", func(r *csrRequest) { r.signer = certificatesv1.KubeAPIServerClientKubeletSignerName }, "signer"},
 	}
+	unrecorded := node.DeepCopy()
+	unrecorded.Labels = nil
+	checkVerdict(t, CheckServingCSR(good.csr(t), unrecorded), "not recorded yet")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := good
@@ -137,4 +146,40 @@ func makeRequest(t *testing.T, cn, o string, dns []string, ips []net.IP, uris []
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// The record keeps a node's status addresses, normalised, once each, at
+// most MaxRecordedAddresses, leaving out those another node recorded.
+func TestAddressRecord(t *testing.T) {
+	addr := func(a string) corev1.NodeAddress { return corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a} }
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n2"},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+			addr("10.0.0.2"), addr("10.0.0.1"), addr("10.0.0.2"), addr("fd00:0::7"), {Type: corev1.NodeHostName, Address: "n2"},
+			addr("10.0.0.3"), addr("10.0.0.4"),
+		}},
+	}
+	labels, refused := AddressRecord(node, map[string]string{"10.0.0.1": "n1", "n2": "n2"})
+	node.Labels = labels
+	got, ok := RecordedAddresses(node)
+	if want := []string{"10.0.0.2", "fd00::7", "n2", "10.0.0.3"}; !ok || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("recorded %v (%v), want %v", got, ok, want)
+	}
+	if want := []string{"10.0.0.1", "10.0.0.4"}; strings.Join(refused, " ") != strings.Join(want, " ") {
+		t.Errorf("refused %v, want %v (taken by n1; over the limit)", refused, want)
+	}
+	if by := RecordedBy([]*corev1.Node{node}); by["fd00::7"] != "n2" || len(by) != 4 {
+		t.Errorf("RecordedBy = %v", by)
+	}
+	// A record of none is a record: the node asked for addresses others hold.
+	none := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{addr("10.0.0.1")}}}
+	none.Labels, _ = AddressRecord(none, map[string]string{"10.0.0.1": "n1"})
+	if got, ok := RecordedAddresses(none); !ok || len(got) != 0 {
+		t.Errorf("a node whose only address is taken: recorded %v (%v), want an empty record", got, ok)
+	}
+	for _, bad := range []string{"", "x", "-1", "9"} {
+		if _, ok := RecordedAddresses(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{AddressCountLabel: bad}}}); ok {
+			t.Errorf("count label %q read as a record", bad)
+		}
+	}
 }

@@ -1,16 +1,31 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -19,7 +34,9 @@ import (
 // join-command` as userdata and become two real Ready nodes of one hosted
 // cluster, named for the machines, at their own addresses; an image is
 // loaded into each and a pod on each node answers `kubectl logs` through
-// its kubelet; deleting the machines leaves the host as it was (iptables,
+// its kubelet; a node that reports the other's address in its status gets
+// no serving certificate for it (its recorded address is its own); deleting
+// the machines leaves the host as it was (iptables,
 // links, addresses, routes, kernel parameters, cgroups, host
 // directories), and the network goes with its last machine.
 //
@@ -131,6 +148,10 @@ spec:
 		}
 	})
 
+	t.Run("a node gets no serving certificate for another node's address it claims", func(t *testing.T) {
+		nodeAsMachine(t, kc, machinesDir, "m2", addresses["m1"], addresses["m2"])
+	})
+
 	t.Run("deleting the machines leaves the host as it was", func(t *testing.T) {
 		start := time.Now()
 		machine("delete", "m1", "m2")
@@ -173,4 +194,95 @@ func existingLinks(names []string) []string {
 		}
 	}
 	return out
+}
+
+// nodeAsMachine acts as the kubelet of machine name, with its client
+// certificate from the machine's node directory: its own Node's recorded
+// address is its own; it reports another node's address in its status and
+// asks for a serving certificate for it, which is not approved, while one
+// for its own address is.
+func nodeAsMachine(t *testing.T, kc, machinesDir, name, otherIP, ownIP string) {
+	t.Helper()
+	admin := restConfig(t, kc)
+	admin.Timeout = 10 * time.Second
+	adminClient := kubernetes.NewForConfigOrDie(admin)
+	n, err := adminClient.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addrs, ok := bootstrap.RecordedAddresses(n); !ok || !slices.Contains(addrs, ownIP) || slices.Contains(addrs, otherIP) {
+		t.Fatalf("node %s's recorded addresses: %v (recorded %v), want its own %s only", name, addrs, ok, ownIP)
+	}
+	// The kubelet's current-certificate link is absolute, in the
+	// machine's view: /var/lib there is root/var-lib here.
+	varLib := filepath.Join(machinesDir, name, "root", "var-lib")
+	current := filepath.Join(varLib, "hypershift-node", "kubelet-pki", "kubelet-client-current.pem")
+	if target, err := os.Readlink(current); err == nil && strings.HasPrefix(target, "/var/lib/") {
+		current = filepath.Join(varLib, strings.TrimPrefix(target, "/var/lib/"))
+	}
+	pair, err := os.ReadFile(current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(admin)
+	cfg.BearerToken, cfg.Username, cfg.Password = "", "", ""
+	cfg.CertFile, cfg.KeyFile = "", ""
+	cfg.CertData, cfg.KeyData = pair, pair
+	node := kubernetes.NewForConfigOrDie(cfg)
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"addresses": []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: ownIP}, {Type: corev1.NodeInternalIP, Address: otherIP}, {Type: corev1.NodeHostName, Address: name},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.CoreV1().Nodes().Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("node %s reports %s in its status: %v", name, otherIP, err)
+	}
+	create := func(ip string) string {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+			Subject:     pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}},
+			IPAddresses: []net.IP{net.ParseIP(ip)},
+		}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		csr, err := node.CertificatesV1().CertificateSigningRequests().Create(t.Context(), &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-serving-"},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+				SignerName: certificatesv1.KubeletServingSignerName,
+				Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("node %s asks for a serving certificate for %s: %v", name, ip, err)
+		}
+		return csr.Name
+	}
+	claimed, own := create(otherIP), create(ownIP)
+	approved := func(csr string) bool {
+		got, err := adminClient.CertificatesV1().CertificateSigningRequests().Get(t.Context(), csr, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved {
+				return true
+			}
+		}
+		return false
+	}
+	eventually(t, time.Minute, "node "+name+"'s serving CSR for its own address approved", func() error {
+		if !approved(own) {
+			return fmt.Errorf("CSR %s pending", own)
+		}
+		return nil
+	})
+	if approved(claimed) {
+		t.Errorf("node %s got a serving certificate for %s, node m1's address", name, otherIP)
+	}
 }

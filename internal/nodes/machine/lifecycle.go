@@ -130,6 +130,15 @@ func (h Host) makeNamespaces(r Record) error {
 			return fmt.Errorf("in the machine: %s: %w: %s", strings.Join(step, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
+	// A new mount namespace is a copy of the host's, the other machines'
+	// namespace pins included: held there, a deleted machine's namespaces
+	// would live on. The machine drops every ns/ of the machines directory
+	// (one made meanwhile was not copied: not mounted, ignored).
+	for _, m := range join.MountsUnder(h.Dir) {
+		if filepath.Base(m) == "ns" {
+			_ = h.Command(r.Name, "umount", "--lazy", m).Run()
+		}
+	}
 	return nil
 }
 
@@ -218,9 +227,10 @@ func pathWithSelf() string {
 }
 
 // Delete stops the machine and removes what it was: the node joined in it
-// is reset (`hypershift join --reset` in it, when it has a node), the
-// processes left in its network namespace are killed, its veth, the
-// namespaces' bind mounts and its directory are removed. The last
+// is reset (`hypershift join --reset` in it, when it has a node; if that
+// fails the machine is kept), the processes left in its network namespace
+// are killed, the namespaces' bind mounts are removed (its veth goes with
+// its network namespace) and then its directory. The last
 // machine's deletion on this host puts the kernel-wide parameters back as
 // they were before the first. Only what the machine's record names is
 // acted on.
@@ -235,25 +245,33 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 	if out == nil {
 		out = io.Discard
 	}
-	var errs []error
 	if h.pinned(name, "mnt") && h.pinned(name, "net") && h.hasNode(name) {
 		cmd := h.CommandContext(ctx, name, selfExecutable(), "join", "--reset")
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Run(); err != nil {
-			errs = append(errs, fmt.Errorf("join --reset in machine %s: %w", name, err))
+			// Its pods' processes may still run: the machine stays, to be
+			// looked at and deleted again.
+			return fmt.Errorf("join --reset in machine %s: %w; the machine is kept", name, err)
 		}
 	}
-	if r.NetnsInode != 0 {
-		killIn(r.NetnsInode)
-	}
-	if r.HostLink != "" && linkExists(r.HostLink) && isVeth(r.HostLink) {
-		if err := ip("link", "del", r.HostLink); err != nil {
-			errs = append(errs, err)
-		}
+	var errs []error
+	// Only the namespace the pin holds is the machine's: a record that
+	// names another inode (the host's) kills nothing.
+	if inode, ok := h.netnsInode(name); ok && inode == r.NetnsInode && inode != hostNetnsInode() {
+		killIn(inode)
 	}
 	if err := h.unpin(name); err != nil {
 		errs = append(errs, err)
 		return errors.Join(errs...)
+	}
+	// The veth pair goes with the network namespace, once nothing holds
+	// it: the host side is waited for, never deleted by name.
+	veth := func() bool { return r.HostLink != "" && linkExists(r.HostLink) && isVeth(r.HostLink) }
+	for deadline := time.Now().Add(10 * time.Second); veth() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if veth() {
+		errs = append(errs, fmt.Errorf("machine %s: its veth %s is still there after its network namespace was released", name, r.HostLink))
 	}
 	if mounts := join.MountsUnder(h.machineDir(name)); len(mounts) > 0 {
 		errs = append(errs, fmt.Errorf("machine %s: kept its directory, mounts are left under it: %s", name, strings.Join(mounts, ", ")))
@@ -269,6 +287,27 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 	}
 	errs = append(errs, releaseKernel(h.recordPath(name)))
 	return errors.Join(errs...)
+}
+
+// netnsInode is the inode of the machine's pinned network namespace.
+func (h Host) netnsInode(name string) (uint64, bool) {
+	if !h.pinned(name, "net") {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(h.nsFile(name, "net"), &st); err != nil {
+		return 0, false
+	}
+	return st.Ino, true
+}
+
+// hostNetnsInode is the inode of this process's network namespace.
+func hostNetnsInode() uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return 0
+	}
+	return st.Ino
 }
 
 // hasNode says whether a node was joined in the machine (join's default

@@ -113,6 +113,16 @@ func TestMachinesAreApart(t *testing.T) {
 	if p := Processes(m1.NetnsInode); len(p) != 1 {
 		t.Errorf("processes in m1: %v, want the userdata's sleep", p)
 	}
+	// m2, made after m1, holds nothing of m1: its deletion is whole at once.
+	out2, err := h.Command("m2", "cat", "/proc/self/mountinfo").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out2), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], h.Dir+"/") {
+			t.Errorf("m2's mount namespace has a mount point in the machines directory: %s", line)
+		}
+	}
 	if err := h.Delete(t.Context(), "m1", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +169,11 @@ func TestDeleteActsOnlyOnTheMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A record edited to name the bridge as the machine's host link.
+	// A record edited to name the bridge as the machine's host link, and
+	// the host's network namespace as its own.
 	edited := m
 	edited.HostLink = n.Bridge
+	edited.NetnsInode = hostNetnsInode()
 	if err := h.save(edited); err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,8 @@ func TestAddressRecord(t *testing.T) {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n2"},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
-			addr("10.0.0.2"), addr("10.0.0.1"), addr("10.0.0.2"), addr("fd00:0::7"), {Type: corev1.NodeHostName, Address: "n2"},
+			addr("10.0.0.2"), addr("10.0.0.1"), addr("10.0.0.2"), addr("fd00:0::7"),
+			{Type: corev1.NodeHostName, Address: "n2"},
 			addr("10.0.0.3"), addr("10.0.0.4"),
 		}},
 	}

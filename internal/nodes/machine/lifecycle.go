@@ -255,6 +255,13 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 		}
 	}
 	var errs []error
+	// The host side of the machine's eth0, verified from inside, goes at
+	// once; the kernel would remove it with the namespace, later.
+	if h.ownsLink(r) {
+		if err := ip("link", "del", r.HostLink); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Only the namespace the pin holds is the machine's: a record that
 	// names another inode (the host's) kills nothing.
 	if inode, ok := h.netnsInode(name); ok && inode == r.NetnsInode && inode != hostNetnsInode() {
@@ -264,8 +271,8 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 		errs = append(errs, err)
 		return errors.Join(errs...)
 	}
-	// The veth pair goes with the network namespace, once nothing holds
-	// it: the host side is waited for, never deleted by name.
+	// Otherwise the veth pair goes with the network namespace, once
+	// nothing holds it: waited for, never deleted by name alone.
 	veth := func() bool { return r.HostLink != "" && linkExists(r.HostLink) && isVeth(r.HostLink) }
 	for deadline := time.Now().Add(10 * time.Second); veth() && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
@@ -287,6 +294,24 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 	}
 	errs = append(errs, releaseKernel(h.recordPath(name)))
 	return errors.Join(errs...)
+}
+
+// ownsLink says whether the record's host link is the peer of the
+// machine's eth0, as read in the machine (eth0@ifINDEX).
+func (h Host) ownsLink(r Record) bool {
+	if r.HostLink == "" || !linkExists(r.HostLink) || !h.pinned(r.Name, "net") {
+		return false
+	}
+	index, err := os.ReadFile(filepath.Join("/sys/class/net", r.HostLink, "ifindex"))
+	if err != nil {
+		return false
+	}
+	out, err := h.Command(r.Name, "ip", "-o", "link", "show", "dev", "eth0").Output()
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(out))
+	return len(f) > 1 && strings.TrimSuffix(f[1], ":") == "eth0@if"+strings.TrimSpace(string(index))
 }
 
 // netnsInode is the inode of the machine's pinned network namespace.

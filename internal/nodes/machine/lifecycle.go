@@ -228,11 +228,11 @@ func pathWithSelf() string {
 
 // Delete stops the machine and removes what it was: the node joined in it
 // is reset (`hypershift join --reset` in it, when it has a node; if that
-// fails the machine is kept), the processes left in its network namespace
-// are killed, the namespaces' bind mounts are removed (its veth goes with
-// its network namespace) and then its directory. The last
-// machine's deletion on this host puts the kernel-wide parameters back as
-// they were before the first. Only what the machine's record names is
+// fails the machine is kept), its veth is deleted, the processes left in
+// its network namespace are killed, the namespaces' bind mounts are
+// removed and then its directory. The last machine's deletion on this host
+// puts the kernel-wide parameters back as they were before the first. Only
+// what the machine's record names, and is verified to be the machine's, is
 // acted on.
 func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 	if !h.isMachinesDir() {
@@ -268,32 +268,36 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 		killIn(inode)
 	}
 	if err := h.unpin(name); err != nil {
-		errs = append(errs, err)
-		return errors.Join(errs...)
+		return errors.Join(append(errs, err)...)
 	}
-	// Otherwise the veth pair goes with the network namespace, once
+	return errors.Join(append(errs, h.remove(r))...)
+}
+
+// remove removes the directory of a machine whose namespaces are released,
+// once no mount is left under it, and releases the kernel record.
+func (h Host) remove(r Record) error {
+	var errs []error
+	// A veth not verified above goes with the network namespace, once
 	// nothing holds it: waited for, never deleted by name alone.
 	veth := func() bool { return r.HostLink != "" && linkExists(r.HostLink) && isVeth(r.HostLink) }
 	for deadline := time.Now().Add(10 * time.Second); veth() && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if veth() {
-		errs = append(errs, fmt.Errorf("machine %s: its veth %s is still there after its network namespace was released", name, r.HostLink))
+		errs = append(errs, fmt.Errorf("machine %s: its veth %s is still there after its network namespace was released", r.Name, r.HostLink))
 	}
-	if mounts := join.MountsUnder(h.machineDir(name)); len(mounts) > 0 {
-		errs = append(errs, fmt.Errorf("machine %s: kept its directory, mounts are left under it: %s", name, strings.Join(mounts, ", ")))
-		return errors.Join(errs...)
+	if mounts := join.MountsUnder(h.machineDir(r.Name)); len(mounts) > 0 {
+		return errors.Join(append(errs, fmt.Errorf("machine %s: kept its directory, mounts are left under it: %s", r.Name, strings.Join(mounts, ", ")))...)
 	}
 	unlock, err := h.lock()
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	defer unlock()
-	if err := os.RemoveAll(h.machineDir(name)); err != nil {
+	if err := os.RemoveAll(h.machineDir(r.Name)); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, releaseKernel(h.recordPath(name)))
-	return errors.Join(errs...)
+	return errors.Join(append(errs, releaseKernel(h.recordPath(r.Name)))...)
 }
 
 // ownsLink says whether the record's host link is the peer of the

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/nodes/join"
 )
@@ -36,15 +34,7 @@ func lockKernelState() (func(), error) {
 	if err := os.MkdirAll(kernelStateDir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(kernelStateDir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return func() { _ = f.Close() }, nil
+	return flock(filepath.Join(kernelStateDir, ".lock"))
 }
 
 func kernelStatePath() string { return filepath.Join(kernelStateDir, "kernel.json") }

@@ -115,8 +115,12 @@ func (h Host) isMachinesDir() bool {
 
 // lock holds the directory's lock until the returned function is called:
 // addresses and the kernel-parameter record are decided under it.
-func (h Host) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(h.Dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+func (h Host) lock() (func(), error) { return flock(filepath.Join(h.Dir, lockFile)) }
+
+// flock takes an exclusive lock on the file at path (made when missing)
+// until the returned function is called.
+func flock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

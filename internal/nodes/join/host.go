@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -90,12 +91,46 @@ func KernelWideSysctls() []string {
 	return out
 }
 
+// procSys is where kernel parameters are read and written.
+const procSys = "/proc/sys"
+
+// ReadSysctls reads the kernel parameters keys under root (/proc/sys),
+// leaving out those that cannot be read.
+func ReadSysctls(root string, keys []string) map[string]string {
+	values := map[string]string{}
+	for _, key := range keys {
+		if v, err := os.ReadFile(filepath.Join(root, key)); err == nil {
+			values[key] = strings.TrimSpace(string(v))
+		}
+	}
+	return values
+}
+
+// RestoreSysctls writes values back under root for each of keys whose
+// value differs now; a key values does not hold is left alone.
+func RestoreSysctls(root string, keys []string, values map[string]string) []error {
+	var errs []error
+	for _, key := range keys {
+		v, ok := values[key]
+		if !ok {
+			continue
+		}
+		p := filepath.Join(root, key)
+		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) != v {
+			if err := os.WriteFile(p, []byte(v), 0o644); err != nil { //nolint:gosec // a /proc/sys file
+				errs = append(errs, fmt.Errorf("restore %s: %w", key, err))
+			}
+		}
+	}
+	return errs
+}
+
 func hostStatePath(dataDir string) string { return filepath.Join(dataDir, "host-before.json") }
 
 // ReadHostState snapshots the host. A family whose tables cannot be read
 // (no ip6tables in the kernel) is left out, and left alone by Reset.
 func ReadHostState() (*HostState, error) {
-	s := &HostState{IPTables: map[string]Table{}, Sysctls: map[string]string{}, Paths: map[string]bool{}}
+	s := &HostState{IPTables: map[string]Table{}, Paths: map[string]bool{}}
 	for _, family := range iptablesFamilies {
 		for _, table := range iptablesTables {
 			t, err := iptablesSave(family, table)
@@ -108,21 +143,18 @@ func ReadHostState() (*HostState, error) {
 			s.IPTables[family+" "+table] = t
 		}
 	}
-	inMachine := InMachine()
-	for _, key := range trackedSysctls {
-		if inMachine && !strings.HasPrefix(key, "net/") {
-			continue // the machine's host records and restores it
-		}
-		if v, err := os.ReadFile(filepath.Join("/proc/sys", key)); err == nil {
-			s.Sysctls[key] = strings.TrimSpace(string(v))
-		}
+	keys := trackedSysctls
+	if InMachine() {
+		// The machine's host records and restores the kernel-wide ones.
+		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !strings.HasPrefix(k, "net/") })
 	}
+	s.Sysctls = ReadSysctls(procSys, keys)
 	s.Netns = listDir(netnsDir)
 	for _, p := range trackedPaths {
 		_, err := os.Lstat(p)
 		s.Paths[p] = err == nil
 	}
-	s.Bridge = linkExists(Bridge)
+	s.Bridge = LinkExists(Bridge)
 	lo, err := loopbackAddresses()
 	if err != nil {
 		return nil, err
@@ -298,7 +330,8 @@ func listDir(dir string) []string {
 	return out
 }
 
-func linkExists(name string) bool {
+// LinkExists says whether a network link of that name exists here.
+func LinkExists(name string) bool {
 	_, err := os.Stat(filepath.Join("/sys/class/net", name))
 	return err == nil
 }

@@ -324,7 +324,7 @@ func Reset(ctx context.Context, n *Node, log logr.Logger) error {
 	unmounted := unmountAll(dataDir)
 	note(unmounted)
 	note(n.removeCgroupRoot())
-	if linkExists(Bridge) && (before == nil || !before.Bridge) {
+	if LinkExists(Bridge) && (before == nil || !before.Bridge) {
 		if out, err := exec.Command("ip", "link", "delete", Bridge).CombinedOutput(); err != nil {
 			note(fmt.Errorf("delete %s: %s", Bridge, bytes.TrimSpace(out)))
 		}
@@ -353,18 +353,7 @@ func restoreHost(before *HostState, dataDir string) error {
 	}
 	// Only the parameters and paths join records are acted on, whatever
 	// else host-before.json names.
-	for _, key := range trackedSysctls {
-		v, ok := before.Sysctls[key]
-		if !ok {
-			continue
-		}
-		p := filepath.Join("/proc/sys", key)
-		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) != v {
-			if err := os.WriteFile(p, []byte(v), 0o644); err != nil { //nolint:gosec // a /proc/sys file
-				errs = append(errs, fmt.Errorf("restore %s: %w", key, err))
-			}
-		}
-	}
+	errs = append(errs, RestoreSysctls(procSys, trackedSysctls, before.Sysctls)...)
 	// Entries the node made in host directories that were already there.
 	for _, link := range listDir("/var/log/containers") {
 		p := filepath.Join("/var/log/containers", link)

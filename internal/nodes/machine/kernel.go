@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/nodes/join"
@@ -69,12 +68,7 @@ func holdKernel(recordPath string) error {
 	defer unlock()
 	s, err := readKernelState()
 	if errors.Is(err, os.ErrNotExist) {
-		s = kernelState{Before: map[string]string{}}
-		for _, key := range join.KernelWideSysctls() {
-			if v, err := os.ReadFile(filepath.Join(procSys, key)); err == nil {
-				s.Before[key] = strings.TrimSpace(string(v))
-			}
-		}
+		s = kernelState{Before: join.ReadSysctls(procSys, join.KernelWideSysctls())}
 	} else if err != nil {
 		return err
 	}
@@ -107,19 +101,7 @@ func releaseKernel(recordPath string) error {
 	if len(s.Holders) > 0 {
 		return writeKernelState(s)
 	}
-	var errs []error
-	for _, key := range join.KernelWideSysctls() {
-		v, ok := s.Before[key]
-		if !ok {
-			continue
-		}
-		p := filepath.Join(procSys, key)
-		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) != v {
-			if err := os.WriteFile(p, []byte(v), 0o644); err != nil { //nolint:gosec // a /proc/sys file
-				errs = append(errs, fmt.Errorf("restore %s: %w", key, err))
-			}
-		}
-	}
+	errs := join.RestoreSysctls(procSys, join.KernelWideSysctls(), s.Before)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}

@@ -279,7 +279,7 @@ func (h Host) remove(r Record) error {
 	var errs []error
 	// A veth not verified above goes with the network namespace, once
 	// nothing holds it: waited for, never deleted by name alone.
-	veth := func() bool { return r.HostLink != "" && linkExists(r.HostLink) && isVeth(r.HostLink) }
+	veth := func() bool { return r.HostLink != "" && join.LinkExists(r.HostLink) && isVeth(r.HostLink) }
 	for deadline := time.Now().Add(10 * time.Second); veth() && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -303,7 +303,7 @@ func (h Host) remove(r Record) error {
 // ownsLink says whether the record's host link is the peer of the
 // machine's eth0, as read in the machine (eth0@ifINDEX).
 func (h Host) ownsLink(r Record) bool {
-	if r.HostLink == "" || !linkExists(r.HostLink) || !h.pinned(r.Name, "net") {
+	if r.HostLink == "" || !join.LinkExists(r.HostLink) || !h.pinned(r.Name, "net") {
 		return false
 	}
 	index, err := os.ReadFile(filepath.Join("/sys/class/net", r.HostLink, "ifindex"))

@@ -54,7 +54,7 @@ func testHost(t *testing.T) (Host, Network) {
 		if err := h.DeleteNetwork(); err != nil {
 			t.Errorf("delete the network: %v", err)
 		}
-		if linkExists(n.Bridge) {
+		if join.LinkExists(n.Bridge) {
 			t.Errorf("bridge %s left", n.Bridge)
 		}
 	})
@@ -129,7 +129,7 @@ func TestMachinesAreApart(t *testing.T) {
 	if p := Processes(m1.NetnsInode); len(p) != 0 {
 		t.Errorf("processes left in m1 after delete: %v", p)
 	}
-	if linkExists(m1.HostLink) {
+	if join.LinkExists(m1.HostLink) {
 		t.Errorf("m1's veth %s left", m1.HostLink)
 	}
 	if _, err := os.Stat(h.machineDir("m1")); !errors.Is(err, os.ErrNotExist) {
@@ -191,7 +191,7 @@ func TestDeleteActsOnlyOnTheMachine(t *testing.T) {
 	if err := h.Delete(t.Context(), "m", nil); err != nil {
 		t.Fatal(err)
 	}
-	if !linkExists(n.Bridge) {
+	if !join.LinkExists(n.Bridge) {
 		t.Error("deleting a machine whose record names the bridge removed the bridge")
 	}
 	if err := outside.Process.Signal(syscall.Signal(0)); err != nil {
@@ -202,10 +202,10 @@ func TestDeleteActsOnlyOnTheMachine(t *testing.T) {
 	}
 	// m's own veth goes with its namespace (the kernel's cleanup runs
 	// after the last reference is gone).
-	for deadline := time.Now().Add(10 * time.Second); linkExists(m.HostLink) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); join.LinkExists(m.HostLink) && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if linkExists(m.HostLink) {
+	if join.LinkExists(m.HostLink) {
 		t.Errorf("m's veth %s left", m.HostLink)
 	}
 	_ = os.RemoveAll(stray)

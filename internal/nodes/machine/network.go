@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/nodes/join"
 )
 
 const networkFile = "network.json"
@@ -125,7 +126,7 @@ func (h Host) saveNetwork(n Network) error {
 }
 
 func ensureBridge(n Network) error {
-	if linkExists(n.Bridge) {
+	if join.LinkExists(n.Bridge) {
 		return nil
 	}
 	prefix := netip.PrefixFrom(n.Gateway, n.CIDR.Bits()).String()
@@ -161,7 +162,7 @@ func (h Host) DeleteNetwork() error {
 	if err != nil {
 		return err
 	}
-	if linkExists(n.Bridge) {
+	if join.LinkExists(n.Bridge) {
 		if err := ip("link", "del", n.Bridge); err != nil {
 			return err
 		}
@@ -188,11 +189,6 @@ func ip(args ...string) error {
 		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-func linkExists(name string) bool {
-	_, err := os.Stat(filepath.Join("/sys/class/net", name))
-	return err == nil
 }
 
 // isVeth says whether the link is a veth (what a machine's host side is).

@@ -273,6 +273,15 @@ func (n *Node) kubeletSpec() runtime.Spec {
 // allowed, the host's address so
 // the API server reaches it, webhook authentication and authorization, and
 // a serving certificate the operator approves.
+//
+// Images are never garbage-collected by disk usage (imageGCHighThresholdPercent
+// 100): the kubelet leaves the sandbox image to the runtime to pin, which
+// Debian's containerd 1.6 cannot do, and images loaded with `node
+// load-image` come from no registry. With the kubelet's collection the
+// sandbox image went as soon as the host disk crossed 85%, and no pod could
+// start again. Eviction thresholds are absolute for the same reason: the
+// node shares its host's disk, whose percentages measure everything else on
+// it.
 func (n *Node) kubeletConfig(clientCA string) string {
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
 	return strings.Join([]string{
@@ -289,6 +298,14 @@ func (n *Node) kubeletConfig(clientCA string) string {
 		`failCgroupV1: false`,
 		`failSwapOn: false`,
 		`podLogsDir: ` + q(n.path("pod-logs")),
+		`imageGCHighThresholdPercent: 100`,
+		`imageGCLowThresholdPercent: 80`,
+		`evictionHard:`,
+		`  memory.available: 100Mi`,
+		`  nodefs.available: 1Gi`,
+		`  nodefs.inodesFree: 2%`,
+		`  imagefs.available: 1Gi`,
+		`  imagefs.inodesFree: 2%`,
 		`authentication:`,
 		`  anonymous:`,
 		`    enabled: false`,

@@ -5,7 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
+	kubeletvalidation "k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
 
 	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/nodes/bootstrap"
@@ -77,4 +85,39 @@ func TestSaveLoad(t *testing.T) {
 	if info.Mode().Perm() != 0o600 {
 		t.Errorf("node.json mode %v, want 0600", info.Mode().Perm())
 	}
+}
+
+// The kubelet accepts its configuration as its own loader and validation
+// read it, and the node keeps its images: no garbage collection by disk
+// usage (the sandbox image cannot be pinned with containerd 1.6, and the
+// node has no registry to pull it again), eviction at absolute free space.
+func TestKubeletConfigAccepted(t *testing.T) {
+	_, codecs, err := kubeletscheme.NewSchemeAndCodecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := runtimeDecode(codecs, []byte(testNode().kubeletConfig("/ca.crt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, ok := obj.(*kubeletconfig.KubeletConfiguration)
+	if !ok {
+		t.Fatalf("decoded a %T", obj)
+	}
+	if err := kubeletvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultFeatureGate); err != nil {
+		t.Fatalf("the kubelet refuses its configuration: %v", err)
+	}
+	if kc.ImageGCHighThresholdPercent != 100 {
+		t.Errorf("imageGCHighThresholdPercent %d: the kubelet would remove the sandbox image under disk usage", kc.ImageGCHighThresholdPercent)
+	}
+	for _, signal := range []string{"nodefs.available", "imagefs.available"} {
+		if v := kc.EvictionHard[signal]; v == "" || strings.HasSuffix(v, "%") {
+			t.Errorf("evictionHard[%s] = %q, want an absolute quantity", signal, v)
+		}
+	}
+}
+
+func runtimeDecode(codecs *serializer.CodecFactory, data []byte) (runtime.Object, error) {
+	obj, _, err := codecs.UniversalDecoder().Decode(data, nil, nil)
+	return obj, err
 }

@@ -323,25 +323,36 @@ func (r *Reconciler) bindNodes(ctx context.Context, s *scope) error {
 		if !ok || c.pool != s.np.Name || node.CreationTimestamp.Before(&c.csr.CreationTimestamp) {
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"labels":          map[string]string{bootstrap.BindingLabel: s.np.Name},
-			"resourceVersion": node.ResourceVersion,
-		}})
+		bound, err := labelNodeAsSeen(ctx, s, node, map[string]string{bootstrap.BindingLabel: s.np.Name})
 		if err != nil {
-			return err
-		}
-		bound, err := s.hosted.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		switch {
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			s.requeueBy(time.Second)
-			continue
-		case err != nil:
 			return fmt.Errorf("bind node %s to NodePool %s: %w", node.Name, s.np.Name, err)
+		}
+		if bound == nil {
+			continue
 		}
 		s.log.Info("node bound to its NodePool", "node", node.Name, "csr", c.csr.Name)
 		s.nodes[node.Name] = bound
 	}
 	return nil
+}
+
+// labelNodeAsSeen adds labels to node only if it is still the version the
+// decision was made on (its resourceVersion): a Node changed or deleted
+// since returns nil, and the pool is looked at again in a second.
+func labelNodeAsSeen(ctx context.Context, s *scope, node *corev1.Node, labels map[string]string) (*corev1.Node, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":          labels,
+		"resourceVersion": node.ResourceVersion,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	patched, err := s.hosted.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		s.requeueBy(time.Second)
+		return nil, nil
+	}
+	return patched, err
 }
 
 // recordAddresses records the addresses of the pool's bound Nodes that
@@ -361,20 +372,12 @@ func (r *Reconciler) recordAddresses(ctx context.Context, s *scope) error {
 			taken = bootstrap.RecordedBy(all)
 		}
 		record, refused := bootstrap.AddressRecord(node, taken)
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"labels":          record,
-			"resourceVersion": node.ResourceVersion,
-		}})
+		recorded, err := labelNodeAsSeen(ctx, s, node, record)
 		if err != nil {
-			return err
-		}
-		recorded, err := s.hosted.kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		switch {
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			s.requeueBy(time.Second)
-			continue
-		case err != nil:
 			return fmt.Errorf("record the addresses of node %s: %w", node.Name, err)
+		}
+		if recorded == nil {
+			continue
 		}
 		addrs, _ := bootstrap.RecordedAddresses(recorded)
 		for _, a := range addrs {

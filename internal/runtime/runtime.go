@@ -31,8 +31,12 @@ type ControlPlaneRef struct {
 // whose data another owner holds: nothing of it is used, stopped or removed.
 var ErrNotOwner = errors.New("control plane belongs to another owner")
 
-// Runtime runs the components of control planes.
+// Runtime runs the components of control planes. Every runtime implements
+// every method; what it can do beyond running specs is stated once, by
+// Capabilities, and callers ask that rather than the runtime's type.
 type Runtime interface {
+	// Capabilities states what the runtime can do.
+	Capabilities() Capabilities
 	// Layout says where a control plane's instances find their files and
 	// how they reach each other; the renderer renders for it.
 	Layout(ref ControlPlaneRef) Layout
@@ -44,13 +48,55 @@ type Runtime interface {
 	Apply(ctx context.Context, ref ControlPlaneRef, specs []Spec) error
 	// Status reports each instance of a control plane, sorted by name.
 	Status(ref ControlPlaneRef) []InstanceStatus
+	// Running reports whether an instance of a control plane runs or is
+	// starting, also before its first Apply: processes an earlier operator
+	// started, which that Apply adopts (Status knows only what was
+	// applied).
+	Running(ref ControlPlaneRef) bool
 	// Published returns where clients outside the control plane reach the
 	// published port named name (Spec.Publish.Name); ok is false
 	// while that is not known yet (a node port not allocated yet).
 	Published(ctx context.Context, ref ControlPlaneRef, port string) (host string, hostPort int, ok bool, err error)
 	// Delete stops a control plane and removes its data.
 	Delete(ctx context.Context, ref ControlPlaneRef) error
+
+	// Sleep stops every instance of a control plane in place, keeping its
+	// data and what the runtime publishes for it; the next Apply runs them
+	// again. Only for Capabilities().InPlace: other runtimes sleep by an
+	// Apply of fewer specs and return ErrNotInPlace.
+	Sleep(ctx context.Context, ref ControlPlaneRef) error
+	// Fence applies specs with every writer of etcd stopped, in place, and
+	// returns the writers still left, each named for the status; the next
+	// Apply starts them again. Only for Capabilities().InPlace, as Sleep.
+	Fence(ctx context.Context, ref ControlPlaneRef, specs []Spec) ([]string, error)
+
+	// PinPorts tells the runtime the published ports of a control plane
+	// before it allocates any: a restored cluster keeps the endpoint its
+	// saved kubeconfigs name. It reports false when the control plane has
+	// ports already.
+	PinPorts(ref ControlPlaneRef, ports map[string]int) (bool, error)
+	// UnpinPorts takes back the pin of a control plane that never started
+	// (its cluster was deleted before it ran), removing only what PinPorts
+	// wrote.
+	UnpinPorts(ref ControlPlaneRef) error
 }
+
+// Capabilities are what a runtime can do beyond running specs.
+type Capabilities struct {
+	// Pods: control planes run as pods of a management cluster (their
+	// Layout's Pods); otherwise as processes of this host.
+	Pods bool
+	// InPlace: Sleep and Fence stop instances and keep what the runtime
+	// publishes for them, which an Apply of fewer specs would delete and
+	// the next Apply make again (the kube runtime's Services and their
+	// node ports). Without it, hibernation and the fence are an Apply of
+	// fewer specs.
+	InPlace bool
+}
+
+// ErrNotInPlace is returned by Sleep and Fence of a runtime without
+// Capabilities().InPlace.
+var ErrNotInPlace = errors.New("this runtime stops instances by an Apply of fewer specs, not in place")
 
 // Layout is what a runtime offers the instances of one control plane.
 type Layout struct {
@@ -110,38 +156,6 @@ type InstanceStatus struct {
 	// Version is the Spec.Version the running instance was started from
 	// ("": the compiled-in release; release.Normalize names it).
 	Version string
-}
-
-// Sleeper is a runtime that puts a control plane to sleep in place instead
-// of by an Apply of fewer specs, which would delete what the next Apply has
-// to make again (the kube runtime's Services keep their node ports). Sleep
-// stops every instance and keeps the control plane's data; the next Apply
-// runs them again.
-type Sleeper interface {
-	Sleep(ctx context.Context, ref ControlPlaneRef) error
-}
-
-// RunningReporter is a runtime that can tell whether an instance of a
-// control plane runs also before its first Apply: processes an earlier
-// operator started, which that Apply adopts. Status knows only what was
-// applied.
-type RunningReporter interface {
-	Running(ref ControlPlaneRef) bool
-}
-
-// PortPinner is a runtime that can be told the ports of a control plane
-// before it allocates any (the process runtime): a restored cluster keeps
-// the published endpoint its saved kubeconfigs name. PinPorts reports
-// false when the control plane already has ports.
-type PortPinner interface {
-	PinPorts(ref ControlPlaneRef, ports map[string]int) (bool, error)
-}
-
-// PortUnpinner is a PortPinner that can take back a pin of a control plane
-// that never started (its cluster was deleted before a HostedControlPlane
-// ran it), removing only what PinPorts wrote.
-type PortUnpinner interface {
-	UnpinPorts(ref ControlPlaneRef) error
 }
 
 // LastLines is the last n lines of a log's text, without its trailing

@@ -311,8 +311,8 @@ func (r *Reconciler) deleteControlPlane(ctx context.Context, s *scope, ns *corev
 	// A restore pins the archive's port before the HostedControlPlane
 	// exists; a cluster deleted in between never ran, so that pin is all
 	// there is to take back.
-	if unpinner, ok := r.Runtime.(runtime.PortUnpinner); ok {
-		if err := unpinner.UnpinPorts(runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}); err != nil {
+	if r.Runtime != nil {
+		if err := r.Runtime.UnpinPorts(runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

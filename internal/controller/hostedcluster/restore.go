@@ -257,9 +257,8 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 	port, _ := strconv.Atoi(portText)
 	changed := fmt.Sprintf("the API endpoint %s of the archive is not kept (%%s): saved kubeconfigs must take the new server address from Secret %s/%s",
 		endpoint, s.hc.Namespace, AdminKubeconfigSecretName(s.hc))
-	pinner, ok := r.Runtime.(runtime.PortPinner)
-	if !ok {
-		return fmt.Sprintf(changed, "the runtime allocates its own ports")
+	if r.Runtime == nil {
+		return fmt.Sprintf(changed, "no runtime")
 	}
 	// On one host the port must be free here; a runtime of pods checks
 	// its management cluster's node ports itself.
@@ -275,7 +274,7 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 		}
 	}
 	ref := runtime.ControlPlaneRef{Namespace: s.ns, Name: s.hc.Name}
-	pinned, err := pinner.PinPorts(ref, map[string]int{components.EndpointPort: port})
+	pinned, err := r.Runtime.PinPorts(ref, map[string]int{components.EndpointPort: port})
 	switch {
 	case err != nil:
 		ctrl.LoggerFrom(ctx).Error(err, "pin the archive's API port")

@@ -1,8 +1,6 @@
 package hostedcontrolplane
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -10,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/runtimetest"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -24,7 +22,7 @@ func TestKonnectivityInputs(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	published := publishedPorts{"endpoint": 30000}
+	published := &runtimetest.Fake{PublishedHost: "192.0.2.10", PublishedPorts: map[string]int{"endpoint": 30000}}
 	r := &Reconciler{Client: env.Client, Runtime: published}
 	s := &scope{hcp: &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k"}}}
 
@@ -55,7 +53,7 @@ func TestKonnectivityInputs(t *testing.T) {
 	if err != nil || k != nil || len(missing) != 1 {
 		t.Fatalf("Secrets without the port: %+v, %q, %v; want only the port missing", k, missing, err)
 	}
-	published[konnectivityPort] = 30001
+	published.PublishedPorts[konnectivityPort] = 30001
 	k, missing, err = r.konnectivityInputs(ctx, s)
 	if err != nil || len(missing) != 0 || k == nil {
 		t.Fatalf("everything there: %+v, %q, %v", k, missing, err)
@@ -64,28 +62,4 @@ func TestKonnectivityInputs(t *testing.T) {
 		string(k.Cert) != "agent-cert" || string(k.Key) != "agent-key" {
 		t.Errorf("agent inputs %+v: want the published host and konnectivity port, the CA's certificate (not its key) and the agent's pair", k)
 	}
-}
-
-// publishedPorts is a runtime of which only Published is used: each named
-// port is published at 192.0.2.10.
-type publishedPorts map[string]int
-
-var _ runtime.Runtime = publishedPorts(nil)
-
-func (p publishedPorts) Published(_ context.Context, _ runtime.ControlPlaneRef, name string) (string, int, bool, error) {
-	port, ok := p[name]
-	return "192.0.2.10", port, ok, nil
-}
-
-func (publishedPorts) Layout(runtime.ControlPlaneRef) runtime.Layout { return runtime.Layout{} }
-func (publishedPorts) Ports(context.Context, runtime.ControlPlaneRef, []string) (map[string]int, error) {
-	return nil, errors.New("not used")
-}
-
-func (publishedPorts) Apply(context.Context, runtime.ControlPlaneRef, []runtime.Spec) error {
-	return errors.New("not used")
-}
-func (publishedPorts) Status(runtime.ControlPlaneRef) []runtime.InstanceStatus { return nil }
-func (publishedPorts) Delete(context.Context, runtime.ControlPlaneRef) error {
-	return errors.New("not used")
 }

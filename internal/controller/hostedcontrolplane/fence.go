@@ -26,16 +26,6 @@ import (
 //	   ▲                                                         │
 //	   └──────────────── annotation removed: all start again ◀──┘
 
-// inPlaceFencer is a runtime that fences a control plane in place rather
-// than by an Apply of etcd alone, which would delete what must outlive the
-// fence (the kube runtime's Services with their node ports and load
-// balancer addresses). Fence applies specs with every writer of etcd
-// stopped and returns the writers still left, each named for the status;
-// the next Apply starts them again.
-type inPlaceFencer interface {
-	Fence(ctx context.Context, ref runtime.ControlPlaneRef, specs []runtime.Spec) ([]string, error)
-}
-
 // fenced: the HostedCluster controller fenced this control plane.
 func fenced(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
 	return hcp.Annotations[hypershiftv1alpha1.FencedAnnotation] == "true"
@@ -51,7 +41,10 @@ func (r *Reconciler) reconcileFence(_ context.Context, s *scope) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	}
 	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(s.hcp))
-	if _, ok := r.Runtime.(inPlaceFencer); ok {
+	// A runtime that fences in place (the kube runtime) keeps what an
+	// Apply of etcd alone would delete: its Services with their node ports
+	// and load balancer addresses.
+	if r.Runtime.Capabilities().InPlace {
 		s.fenceInPlace = true // reconcileRuntime calls Fence instead of Apply
 		return ctrl.Result{}, nil
 	}
@@ -59,11 +52,10 @@ func (r *Reconciler) reconcileFence(_ context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
-// fenceInPlace has an inPlaceFencer runtime stop the writers (the kube
+// fenceInPlace has a runtime that fences in place stop the writers (the kube
 // runtime scales its Deployments to 0) and keeps what it reports left.
 func (r *Reconciler) fenceInPlace(ctx context.Context, s *scope) error {
-	fencer, _ := r.Runtime.(inPlaceFencer)
-	left, err := fencer.Fence(ctx, s.ref, s.specs)
+	left, err := r.Runtime.Fence(ctx, s.ref, s.specs)
 	if err != nil {
 		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())

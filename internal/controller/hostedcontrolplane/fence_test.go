@@ -1,7 +1,6 @@
 package hostedcontrolplane
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/runtime/runtimetest"
 )
 
 func TestEtcdOnly(t *testing.T) {
@@ -91,24 +91,12 @@ func TestFencedConditions(t *testing.T) {
 	}
 }
 
-// podFencer is a runtime that fences in place, as the kube runtime does.
-type podFencer struct {
-	runtime.Runtime
-	got  []runtime.Spec
-	left []string
-}
-
-func (f *podFencer) Fence(_ context.Context, _ runtime.ControlPlaneRef, specs []runtime.Spec) ([]string, error) {
-	f.got = specs
-	return f.left, nil
-}
-
 // TestFenceInPlace: on a runtime that fences in place, the fence hands it
 // every rendered instance (an Apply of etcd alone would delete the
 // Services) and calls Fence instead of Apply; what it reports left keeps
 // Fenced False.
 func TestFenceInPlace(t *testing.T) {
-	fencer := &podFencer{left: []string{"pod kube-apiserver-7f-x is terminating"}}
+	fencer := &runtimetest.Fake{Caps: runtime.Capabilities{Pods: true, InPlace: true}, FenceLeft: []string{"pod kube-apiserver-7f-x is terminating"}}
 	r := &Reconciler{Runtime: fencer}
 	specs := []runtime.Spec{{Name: "etcd-0", Component: "etcd"}, {Name: "kube-apiserver-0", Component: "kube-apiserver"}}
 	s := &scope{
@@ -127,10 +115,10 @@ func TestFenceInPlace(t *testing.T) {
 	if _, err := r.reconcileRuntime(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	if len(fencer.got) != len(specs) {
-		t.Errorf("Fence got %d specs, want %d", len(fencer.got), len(specs))
+	if got := fencer.Fenced(); len(got) != len(specs) {
+		t.Errorf("Fence got %d specs, want %d", len(got), len(specs))
 	}
-	if !slices.Equal(s.writersLeft, fencer.left) {
-		t.Errorf("writers left %q, want %q", s.writersLeft, fencer.left)
+	if !slices.Equal(s.writersLeft, fencer.FenceLeft) {
+		t.Errorf("writers left %q, want %q", s.writersLeft, fencer.FenceLeft)
 	}
 }

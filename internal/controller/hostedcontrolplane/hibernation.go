@@ -18,7 +18,6 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/endpointproxy"
-	"hypershift.dev/internal/runtime"
 )
 
 // Hibernation of a control plane, as the HostedCluster controller decided
@@ -65,7 +64,7 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 	// Nothing answers while it sleeps: close the connection rather than
 	// let its health checks fail.
 	r.hostedClusters().cache.Forget(key)
-	if _, ok := r.Runtime.(runtime.Sleeper); ok {
+	if r.Runtime.Capabilities().InPlace {
 		s.sleepInPlace = true // reconcileRuntime calls Sleep instead of Apply
 		return ctrl.Result{}, nil
 	}
@@ -79,11 +78,10 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 	return ctrl.Result{}, nil
 }
 
-// sleepInPlace has a Sleeper runtime stop the control plane (the kube
-// runtime scales its workloads to 0).
+// sleepInPlace has a runtime that stops instances in place stop the
+// control plane (the kube runtime scales its workloads to 0).
 func (r *Reconciler) sleepInPlace(ctx context.Context, s *scope) error {
-	sleeper, _ := r.Runtime.(runtime.Sleeper)
-	if err := sleeper.Sleep(ctx, s.ref); err != nil {
+	if err := r.Runtime.Sleep(ctx, s.ref); err != nil {
 		conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
 			hypershiftv1alpha1.RuntimeErrorReason, err.Error())
 		return fmt.Errorf("hibernate: %w", err)

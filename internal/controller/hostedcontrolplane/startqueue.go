@@ -58,13 +58,5 @@ func (r *Reconciler) reconcileStartQueue(_ context.Context, s *scope) (ctrl.Resu
 // API never stopped is not queued (and never reported Available=False)
 // after an operator restart.
 func (r *Reconciler) running(ref runtime.ControlPlaneRef) bool {
-	if rr, ok := r.Runtime.(runtime.RunningReporter); ok {
-		return rr.Running(ref)
-	}
-	for _, in := range r.Runtime.Status(ref) {
-		if in.Phase != runtime.Stopped {
-			return true
-		}
-	}
-	return false
+	return r.Runtime.Running(ref)
 }

@@ -33,9 +33,7 @@ const (
 	maxNodePort = 32767
 )
 
-var _ runtime.PortPinner = (*Runtime)(nil)
-
-// PinPorts implements runtime.PortPinner for published NodePorts: ports
+// PinPorts implements runtime.Runtime for published NodePorts: ports
 // maps a published name (Publish.Name) to the node port it must get when
 // its spec leaves the node port to the management cluster. It reports
 // false when the control plane has published Services already, and an

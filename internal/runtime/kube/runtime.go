@@ -94,6 +94,28 @@ func New(c client.Client, opts Options) *Runtime {
 	return &Runtime{client: c, reader: opts.APIReader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
 }
 
+// Capabilities implements runtime.Runtime: pods of the management cluster,
+// which sleep and fence in place (their Services keep their node ports).
+func (*Runtime) Capabilities() runtime.Capabilities {
+	return runtime.Capabilities{Pods: true, InPlace: true}
+}
+
+// Running implements runtime.Runtime: an instance applied is not Stopped.
+// Pods outlive an operator, and the next one's first Apply finds their
+// workloads as they are.
+func (r *Runtime) Running(ref runtime.ControlPlaneRef) bool {
+	for _, in := range r.Status(ref) {
+		if in.Phase != runtime.Stopped {
+			return true
+		}
+	}
+	return false
+}
+
+// UnpinPorts implements runtime.Runtime: the pin is an annotation of the
+// control plane's namespace, which goes with it; nothing else to take back.
+func (*Runtime) UnpinPorts(runtime.ControlPlaneRef) error { return nil }
+
 // Layout implements runtime.Runtime: every instance is a pod with its own
 // network, reached through Services, its files under Dir/<Component>.
 func (r *Runtime) Layout(ref runtime.ControlPlaneRef) runtime.Layout {

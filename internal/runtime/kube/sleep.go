@@ -11,9 +11,7 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-var _ runtime.Sleeper = (*Runtime)(nil)
-
-// Sleep implements runtime.Sleeper: it scales the control plane's
+// Sleep implements runtime.Runtime, in place: it scales the control plane's
 // Deployments and StatefulSets to 0, keeping its Services (their node
 // ports and load balancers), Secrets and etcd's volumes. The next Apply
 // declares the replicas again, so the control plane comes back as it was.

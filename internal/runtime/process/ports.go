@@ -84,7 +84,7 @@ func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []
 	return ports, atomicfile.Write(path, data, 0o600)
 }
 
-// PinPorts implements runtime.PortPinner: a control plane that has no
+// PinPorts implements runtime.Runtime: a control plane that has no
 // ports yet gets these (a restored cluster keeps its published endpoint).
 // It returns false, writing nothing, when the control plane has ports.
 func (r *Runtime) PinPorts(ref runtime.ControlPlaneRef, ports map[string]int) (bool, error) {
@@ -128,7 +128,7 @@ func (r *Runtime) releasePorts(ref runtime.ControlPlaneRef) {
 	}
 }
 
-// UnpinPorts implements runtime.PortUnpinner: the control plane's
+// UnpinPorts implements runtime.Runtime: the control plane's
 // directory is removed only when PinPorts' file is all it holds. One that
 // ran holds its owner's marker and data, which Delete removes; anything
 // else there is not this pin's and is left alone.

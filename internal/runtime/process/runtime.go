@@ -115,6 +115,18 @@ func (r *Runtime) Dir(ref runtime.ControlPlaneRef) string {
 	return filepath.Join(r.root, ref.Namespace)
 }
 
+// Capabilities implements runtime.Runtime: processes of this host, which
+// sleep and fence by an Apply of fewer specs.
+func (*Runtime) Capabilities() runtime.Capabilities { return runtime.Capabilities{} }
+
+// Sleep implements runtime.Runtime: not in place (runtime.ErrNotInPlace).
+func (*Runtime) Sleep(context.Context, runtime.ControlPlaneRef) error { return runtime.ErrNotInPlace }
+
+// Fence implements runtime.Runtime: not in place (runtime.ErrNotInPlace).
+func (*Runtime) Fence(context.Context, runtime.ControlPlaneRef, []runtime.Spec) ([]string, error) {
+	return nil, runtime.ErrNotInPlace
+}
+
 // Layout implements runtime.Runtime: the instances share this host's
 // network and keep their files under Dir(ref).
 func (r *Runtime) Layout(ref runtime.ControlPlaneRef) runtime.Layout {
@@ -206,7 +218,7 @@ func (r *Runtime) Status(ref runtime.ControlPlaneRef) []runtime.InstanceStatus {
 	return out
 }
 
-// Running implements runtime.RunningReporter: an instance this runtime
+// Running implements runtime.Runtime: an instance this runtime
 // runs is not Stopped, or, for a control plane not applied yet, a pid.json
 // of its directory names a live process (pid and start time) — which the
 // first Apply adopts. A directory of another owner runs nothing of ref's.

@@ -1,0 +1,95 @@
+package runtime
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What a runtime can do is asked of it (Capabilities, and methods every
+// runtime implements), never of its type: the controllers and the operator
+// hold no type assertion on a runtime, so a new runtime is one more
+// implementation of the interface and nothing else changes.
+func TestNoTypeAssertionOnARuntime(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	for _, root := range []string{"../controller", "../operator"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			checked++
+			imports := importNames(f)
+			ast.Inspect(f, func(n ast.Node) bool {
+				if a, ok := n.(*ast.TypeAssertExpr); ok && (namesARuntime(a.X, imports) || namesARuntime(a.Type, imports)) {
+					t.Errorf("%s: type assertion on a runtime; ask runtime.Capabilities or add a method every runtime implements", fset.Position(a.Pos()))
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d files; run from the package directory", checked)
+	}
+}
+
+// namesARuntime matches a runtime value (r.Runtime, o.NodeRuntime, rt)
+// and a type of this package or of a runtime's (runtime.X, *kube.Runtime),
+// by the names the file imports them under.
+func namesARuntime(e ast.Expr, imports map[string]string) bool {
+	for {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.X
+			continue
+		case *ast.StarExpr:
+			e = x.X
+			continue
+		}
+		break
+	}
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name == "rt"
+	case *ast.SelectorExpr:
+		if strings.HasSuffix(x.Sel.Name, "Runtime") && imports[exprName(x.X)] == "" {
+			return true // a field: r.Runtime, opts.NodeRuntime
+		}
+		path := imports[exprName(x.X)]
+		return path == "hypershift.dev/internal/runtime" || strings.HasPrefix(path, "hypershift.dev/internal/runtime/")
+	}
+	return false
+}
+
+func exprName(e ast.Expr) string {
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+// importNames maps the names a file's imports go by to their paths.
+func importNames(f *ast.File) map[string]string {
+	out := map[string]string{}
+	for _, imp := range f.Imports {
+		path := strings.Trim(imp.Path.Value, `"`)
+		name := filepath.Base(path)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		out[name] = path
+	}
+	return out
+}

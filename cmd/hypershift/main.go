@@ -9,6 +9,7 @@ import (
 	"hypershift.dev/internal/components/embedded"
 	"hypershift.dev/internal/components/konnectivity"
 	"hypershift.dev/internal/components/own"
+	"hypershift.dev/internal/nodes/podnet"
 )
 
 func main() {
@@ -18,5 +19,6 @@ func main() {
 	// and hypershift's own.
 	registry := append(embedded.Components(), konnectivity.Components()...)
 	registry = append(registry, coredns.Component)
+	registry = append(registry, podnet.Components()...)
 	os.Exit(cli.Execute(append(registry, own.Components()...)))
 }

@@ -128,6 +128,8 @@ func TestMachines(t *testing.T) {
 kind: Pod
 metadata:
   name: hello-%[1]s
+  labels:
+    app: hello
 spec:
   nodeName: %[1]s
   containers:
@@ -142,6 +144,41 @@ spec:
 			eventually(t, time.Minute, "kubectl logs hello-"+name, func() error {
 				if out, err := kubectl(t, kc, "logs", "hello-"+name); err != nil || !strings.Contains(out, "hello from hello-"+name) {
 					return fmt.Errorf("kubectl logs hello-%s: %s", name, outcome(out, err))
+				}
+				return nil
+			})
+		}
+	})
+
+	t.Run("pods on different machines reach each other and a Service's pods on both", func(t *testing.T) {
+		ips := map[string]string{}
+		for name := range addresses {
+			ips[name] = mustKubectl(t, kc, "get", "pod", "hello-"+name, "-o", "jsonpath={.status.podIP}")
+		}
+		for from, to := range map[string]string{"m1": "m2", "m2": "m1"} {
+			eventually(t, time.Minute, "hello-"+from+" reaches hello-"+to, func() error {
+				out, err := kubectl(t, kc, "exec", "hello-"+from, "--", "/hello", "get", "http://"+ips[to]+":8080/")
+				if err != nil || !strings.Contains(out, "hello from hello-"+to) {
+					return fmt.Errorf("%s", outcome(out, err))
+				}
+				return nil
+			})
+		}
+		mustKubectl(t, kc, "expose", "pod", "hello-m1", "--name", "hello", "--port", "8080", "--selector", "app=hello")
+		svc := mustKubectl(t, kc, "get", "service", "hello", "-o", "jsonpath={.spec.clusterIP}")
+		for _, from := range []string{"m1", "m2"} {
+			seen := map[string]bool{}
+			eventually(t, time.Minute, "the Service's both pods answer from hello-"+from, func() error {
+				out, err := kubectl(t, kc, "exec", "hello-"+from, "--", "/hello", "get", "http://"+svc+":8080/")
+				if err == nil {
+					for name := range addresses {
+						if strings.Contains(out, "hello from hello-"+name) {
+							seen[name] = true
+						}
+					}
+				}
+				if len(seen) < 2 {
+					return fmt.Errorf("seen %v; last %s", seen, outcome(out, err))
 				}
 				return nil
 			})

@@ -149,6 +149,17 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		return err
 	}
 	defer rt.Release()
+	// A node joined before the pod network component has no port for it.
+	if n.Ports[portPodNetwork] == 0 {
+		ports, err := rt.Ports(ctx, Ref, []string{portPodNetwork})
+		if err != nil {
+			return err
+		}
+		if n.Ports == nil {
+			n.Ports = map[string]int{}
+		}
+		n.Ports[portPodNetwork] = ports[portPodNetwork]
+	}
 	// Building the image reads the whole binary once (its digest): done
 	// while containerd starts.
 	built := make(chan error, 1)

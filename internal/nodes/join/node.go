@@ -40,6 +40,7 @@ const (
 	portKubeletHealthz    = "kubelet-healthz"
 	portContainerdMetrics = "containerd-metrics"
 	portAPIServerProxy    = "kube-apiserver-proxy-healthz"
+	portPodNetwork        = "pod-network-healthz"
 )
 
 // Ref is the process runtime's name for a node's processes.
@@ -49,7 +50,7 @@ var Ref = runtime.ControlPlaneRef{Namespace: "components", Name: "node"}
 // picks; the kubelet's is chosen by join (--kubelet-port), kube-proxy's
 // are its well-known ones.
 func allocatedPorts() []string {
-	return []string{portKubeletHealthz, portContainerdMetrics, portAPIServerProxy}
+	return []string{portKubeletHealthz, portContainerdMetrics, portAPIServerProxy, portPodNetwork}
 }
 
 // Node is a joined node's configuration, kept in DATA_DIR/node.json: every
@@ -159,7 +160,7 @@ func (n *Node) BootstrapKubeconfigPath() string { return n.path("bootstrap-kubec
 // Specs renders the node's processes: containerd, the kubelet, the API
 // server proxy and kube-proxy.
 func (n *Node) Specs() []runtime.Spec {
-	return []runtime.Spec{n.ContainerdSpec(), n.runRelease(n.kubeletSpec()), n.apiServerProxySpec(), n.runRelease(n.kubeProxySpec())}
+	return []runtime.Spec{n.ContainerdSpec(), n.runRelease(n.kubeletSpec()), n.apiServerProxySpec(), n.runRelease(n.kubeProxySpec()), n.podNetworkSpec()}
 }
 
 // ContainerdSpec renders the node's containerd alone.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/nodes/podnet"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -103,4 +104,29 @@ func serverHostPort(server string) string {
 		return net.JoinHostPort(u.Hostname(), "443")
 	}
 	return u.Host
+}
+
+// podNetworkSpec renders the pod network between nodes (package podnet:
+// flannel's host-gw backend): routes to the other nodes' pod CIDRs through
+// their addresses. It runs with the kubelet's client certificate, once
+// the kubelet is ready.
+func (n *Node) podNetworkSpec() runtime.Spec {
+	netConf := fmt.Sprintf(`{"Network": %q, "Backend": {"Type": "host-gw"}}`, n.Network.ClusterCIDR)
+	dir := n.path(Ref.Namespace, podnet.Name)
+	o := podnet.Options{
+		Kubeconfig:   n.KubeletKubeconfig(),
+		NetConf:      filepath.Join(dir, "net-conf.json"),
+		NodeName:     n.Name,
+		PublicIP:     n.NodeIP,
+		HealthListen: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Ports[portPodNetwork])),
+	}
+	return runtime.Spec{
+		Name:      podnet.Name,
+		Component: podnet.Name,
+		Args:      o.Args(),
+		Files:     []runtime.File{{Path: "net-conf.json", Content: []byte(netConf)}},
+		Ports:     map[string]int{portPodNetwork: n.Ports[portPodNetwork]},
+		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portPodNetwork], Path: "/healthz"},
+		After:     []string{Kubelet},
+	}
 }

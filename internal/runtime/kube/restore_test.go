@@ -161,7 +161,10 @@ func egressAllows(p *networkingv1.NetworkPolicy, port int) bool {
 // reports false; a node port another Service holds is refused, naming it.
 func testPinnedNodePort(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 	rt := New(env.Client, testOptions())
-	const pinned = 31777
+	// Ports no Service holds now: the other subtests' Services get node
+	// ports the API server picks at random.
+	free := unusedNodePorts(t, env, 2)
+	pinned, held := free[0], free[1]
 	ok, err := rt.PinPorts(ref, map[string]int{components.EndpointPort: pinned})
 	if err != nil || !ok {
 		t.Fatalf("PinPorts = %v, %v; want true", ok, err)
@@ -191,7 +194,6 @@ func testPinnedNodePort(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 		t.Errorf("PinPorts of a node port in use: %v, want an error naming the Service that holds it", err)
 	}
 	// A pin whose control plane has no Service yet holds its port too.
-	const held = 31790
 	if ok, err := rt.PinPorts(other, map[string]int{components.EndpointPort: held}); err != nil || !ok {
 		t.Fatalf("PinPorts(%s) = %v, %v; want true", other.Namespace, ok, err)
 	}
@@ -200,6 +202,31 @@ func testPinnedNodePort(t *testing.T, env *testenv.Env, ref runtime.ControlPlane
 	if err == nil || !strings.Contains(err.Error(), "pinned by namespace "+other.Namespace) {
 		t.Errorf("PinPorts of a node port another namespace pinned: %v, want an error naming that namespace", err)
 	}
+}
+
+// unusedNodePorts returns n node ports that no Service of env holds.
+func unusedNodePorts(t *testing.T, env *testenv.Env, n int) []int {
+	t.Helper()
+	services := &corev1.ServiceList{}
+	if err := env.Client.List(t.Context(), services); err != nil {
+		t.Fatal(err)
+	}
+	used := map[int]bool{}
+	for _, svc := range services.Items {
+		for _, p := range svc.Spec.Ports {
+			used[int(p.NodePort)] = true
+		}
+	}
+	var out []int
+	for port := 31777; len(out) < n && port <= maxNodePort; port++ {
+		if !used[port] {
+			out = append(out, port)
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("fewer than %d free node ports", n)
+	}
+	return out
 }
 
 // TestStatusOfAFailingRestore: an etcd pod whose restore init container

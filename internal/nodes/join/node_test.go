@@ -17,6 +17,7 @@ import (
 
 	"hypershift.dev/internal/golden"
 	"hypershift.dev/internal/nodes/bootstrap"
+	hsruntime "hypershift.dev/internal/runtime"
 )
 
 func testNode() *Node {
@@ -120,4 +121,31 @@ func TestKubeletConfigAccepted(t *testing.T) {
 func runtimeDecode(codecs *serializer.CodecFactory, data []byte) (runtime.Object, error) {
 	obj, _, err := codecs.UniversalDecoder().Decode(data, nil, nil)
 	return obj, err
+}
+
+// Every process that reads the kubelet's kubeconfig only at start is
+// restarted by a CA rotation (its spec changes with the trust), and none
+// that does not: containerd and the API server proxy keep running.
+func TestTrustChangeRestartsKubeconfigReaders(t *testing.T) {
+	before := testNode()
+	after := testNode()
+	after.Trust = "0123456789abcdef"
+	hashes := map[string]string{}
+	for _, s := range before.Specs() {
+		hashes[s.Name] = s.Hash()
+	}
+	for _, s := range after.Specs() {
+		readsKubeconfig := strings.Contains(strings.Join(s.Args, " ")+string(fileContents(s)), after.KubeletKubeconfig())
+		if changed := hashes[s.Name] != s.Hash(); changed != readsKubeconfig {
+			t.Errorf("%s: restarted by a trust change %v, reads the kubelet's kubeconfig %v", s.Name, changed, readsKubeconfig)
+		}
+	}
+}
+
+func fileContents(s hsruntime.Spec) []byte {
+	var out []byte
+	for _, f := range s.Files {
+		out = append(out, f.Content...)
+	}
+	return out
 }

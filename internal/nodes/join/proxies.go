@@ -124,7 +124,9 @@ func (n *Node) podNetworkSpec() runtime.Spec {
 		Name:      podnet.Name,
 		Component: podnet.Name,
 		Args:      o.Args(),
-		Files:     []runtime.File{{Path: "net-conf.json", Content: []byte(netConf)}},
+		// It reads the kubelet's kubeconfig once, as kube-proxy does: a CA
+		// rotation restarts it.
+		Files:     append([]runtime.File{{Path: "net-conf.json", Content: []byte(netConf)}}, n.trustFiles()...),
 		Ports:     map[string]int{portPodNetwork: n.Ports[portPodNetwork]},
 		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portPodNetwork], Path: "/healthz"},
 		After:     []string{Kubelet},

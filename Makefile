@@ -130,7 +130,7 @@ update-golden: ## Regenerate golden files.
 	$(GO) test ./internal/components ./internal/cli/... ./internal/nodes/join/... ./internal/dataplane/... ./internal/runtime/kube/... -update
 
 .PHONY: demo
-demo: deps build ## Management plane + one hosted cluster, used with kubectl.
+demo: deps build ## Management plane + one hosted cluster (as root: two real nodes running an app behind a Service).
 	./hack/demo.sh "$(DEMO_DIR)"
 
 .PHONY: bench
@@ -139,5 +139,8 @@ bench: build ## Measure create latency and footprint (see docs/performance.md).
 
 .PHONY: clean
 clean:
+	-$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" delete demo-1 demo-2
+	-$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" network --delete
+	-rmdir "$(DEMO_DIR)-machines"
 	-$(BIN)/hypershift down --data-dir "$(DEMO_DIR)" --purge
 	rm -rf $(BIN)

@@ -20,6 +20,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/nodes/join"
+	"hypershift.dev/internal/nodes/machine"
 )
 
 type joinOptions struct {
@@ -27,6 +28,7 @@ type joinOptions struct {
 	tokenFile             string
 	nodeDir, nodeName     string
 	nodeIP, cniBinDir     string
+	providerID            string
 	kubeletPort           int
 	kubernetesVersion     string
 	timeout               time.Duration
@@ -59,6 +61,7 @@ func newJoinCommand() *cobra.Command {
 	f.StringVar(&o.nodeDir, "node-dir", join.DefaultDataDir, "directory for everything the node keeps")
 	f.StringVar(&o.nodeName, "node-name", "", "name of the Node (default: the host name)")
 	f.StringVar(&o.nodeIP, "node-ip", "", "address the API server reaches the kubelet on (default: the host's first global IPv4)")
+	f.StringVar(&o.providerID, "provider-id", os.Getenv(machine.ProviderIDEnv), "the Node's spec.providerID, PROVIDER://ID as the machine's provider names it (default: $"+machine.ProviderIDEnv+", set in a machine's userdata)")
 	f.StringVar(&o.cniBinDir, "cni-bin-dir", join.DefaultCNIBinDir, "directory of the CNI plugins")
 	f.IntVar(&o.kubeletPort, "kubelet-port", join.DefaultKubeletPort, "port the kubelet serves on (the API server reaches it there for logs and exec)")
 	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "Kubernetes version of the kubelet and kube-proxy, fetched from the control plane's release server when it is not the one compiled into hypershift (default: the compiled-in one; `create join-command` prints the pool's)")
@@ -81,6 +84,9 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if err := join.CheckKubernetesVersion(o.kubernetesVersion); err != nil {
 		return err
 	}
+	if err := join.CheckProviderID(o.providerID); err != nil {
+		return err
+	}
 	if n, joined, err := join.Load(o.nodeDir); err != nil {
 		return err
 	} else if joined {
@@ -101,7 +107,7 @@ func (o *joinOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	n, err := join.NewNode(cluster, prereq, join.NodeOptions{Name: o.nodeName, IP: o.nodeIP, DataDir: o.nodeDir, KubeletPort: o.kubeletPort})
+	n, err := join.NewNode(cluster, prereq, join.NodeOptions{Name: o.nodeName, IP: o.nodeIP, DataDir: o.nodeDir, KubeletPort: o.kubeletPort, ProviderID: o.providerID})
 	if err != nil {
 		return err
 	}

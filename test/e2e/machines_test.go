@@ -111,10 +111,12 @@ func TestMachines(t *testing.T) {
 	if addresses["m1"] == addresses["m2"] || !strings.HasPrefix(addresses["m1"], strings.TrimSuffix(cidr, "0/24")) {
 		t.Errorf("machine addresses %v, want two distinct addresses of %s", addresses, cidr)
 	}
-	nodes := mustKubectl(t, kc, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	// Each Node carries its machine's provider ID, which the userdata's
+	// join found in its environment (Cluster API matches Machines so).
+	nodes := mustKubectl(t, kc, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address} {.status.conditions[?(@.type=="Ready")].status} {.spec.providerID}{"\n"}{end}`)
 	for name, addr := range addresses {
-		if !strings.Contains(nodes, name+" "+addr+" True") {
-			t.Errorf("no Ready node %s at %s:\n%s", name, addr, nodes)
+		if !strings.Contains(nodes, name+" "+addr+" True hypershift-host://"+name+"\n") {
+			t.Errorf("no Ready node %s at %s with provider ID hypershift-host://%s:\n%s", name, addr, name, nodes)
 		}
 	}
 	if list := machine("list"); !regexp.MustCompile(`(?m)^m1\s+\S+\s+hypershift-host://m1\s+[1-9]`).MatchString(list) {

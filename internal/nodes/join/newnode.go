@@ -21,6 +21,9 @@ type NodeOptions struct {
 	DataDir string
 	// KubeletPort is the kubelet's port; default 10250.
 	KubeletPort int
+	// ProviderID is the Node's spec.providerID, as the machine's provider
+	// names it; empty: none.
+	ProviderID string
 }
 
 // NewNode describes this host as a node of cluster c.
@@ -49,7 +52,8 @@ func NewNode(c *Cluster, prereq Prerequisites, opts NodeOptions) (*Node, error) 
 		Cluster: c.Name, NodePool: c.NodePool, Name: name, Server: c.Server, NodeIP: ip,
 		ContainerdPath: prereq.Containerd, CNIBinDir: prereq.CNIBinDir,
 		CA: string(c.CAPEM), ClientCA: string(c.ClientCAPEM), Network: c.Network,
-		Ports:   map[string]int{portKubelet: port},
-		DataDir: opts.DataDir,
+		Ports:      map[string]int{portKubelet: port},
+		DataDir:    opts.DataDir,
+		ProviderID: opts.ProviderID,
 	}, nil
 }

@@ -62,6 +62,10 @@ type Node struct {
 	Name     string `json:"name"`
 	Server   string `json:"server"`
 	NodeIP   string `json:"nodeIP"`
+	// ProviderID is the Node's spec.providerID (the kubelet's providerID),
+	// as the machine's provider names it: Cluster API matches a Machine to
+	// its Node by it. Empty: none.
+	ProviderID string `json:"providerID,omitempty"`
 	// ContainerdPath is the host's containerd executable.
 	ContainerdPath string `json:"containerdPath"`
 	CNIBinDir      string `json:"cniBinDir"`
@@ -322,8 +326,25 @@ func (n *Node) kubeletConfig(clientCA string) string {
 		`  - ` + q(n.Network.ClusterDNS),
 		`clusterDomain: ` + q(n.Network.ClusterDomain),
 		`resolvConf: /etc/resolv.conf`,
-		``,
-	}, "\n")
+	}, "\n") + n.providerIDConfig() + "\n"
+}
+
+func (n *Node) providerIDConfig() string {
+	if n.ProviderID == "" {
+		return ""
+	}
+	return fmt.Sprintf("\nproviderID: %q", n.ProviderID)
+}
+
+// CheckProviderID refuses a provider ID that is not PROVIDER://ID.
+func CheckProviderID(id string) error {
+	if id == "" {
+		return nil
+	}
+	if scheme, rest, ok := strings.Cut(id, "://"); !ok || scheme == "" || rest == "" || len(id) > 256 || strings.ContainsAny(id, " \t\n\"") {
+		return fmt.Errorf("--provider-id %q: want PROVIDER://ID (at most 256 characters, no spaces or quotes), as the machine's provider names it", id)
+	}
+	return nil
 }
 
 // BootstrapKubeconfig renders the kubelet's bootstrap kubeconfig.

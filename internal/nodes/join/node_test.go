@@ -97,7 +97,9 @@ func TestKubeletConfigAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := runtimeDecode(codecs, []byte(testNode().kubeletConfig("/ca.crt")))
+	n := testNode()
+	n.ProviderID = "hypershift-host://m1"
+	obj, err := runtimeDecode(codecs, []byte(n.kubeletConfig("/ca.crt")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +109,9 @@ func TestKubeletConfigAccepted(t *testing.T) {
 	}
 	if err := kubeletvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultFeatureGate); err != nil {
 		t.Fatalf("the kubelet refuses its configuration: %v", err)
+	}
+	if kc.ProviderID != n.ProviderID {
+		t.Errorf("providerID %q, want the machine's %q", kc.ProviderID, n.ProviderID)
 	}
 	if kc.ImageGCHighThresholdPercent != 100 {
 		t.Errorf("imageGCHighThresholdPercent %d: the kubelet would remove the sandbox image under disk usage", kc.ImageGCHighThresholdPercent)
@@ -148,4 +153,22 @@ func fileContents(s hsruntime.Spec) []byte {
 		out = append(out, f.Content...)
 	}
 	return out
+}
+
+func TestCheckProviderID(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"":                                true,
+		"hypershift-host://m1":            true,
+		"aws:///us-east-1a/i-01":          true,
+		"m1":                              false,
+		"://m1":                           false,
+		"kubevirt://":                     false,
+		"a://b c":                         false,
+		`a://b"`:                          false,
+		"a://" + strings.Repeat("x", 300): false,
+	} {
+		if err := CheckProviderID(id); (err == nil) != ok {
+			t.Errorf("CheckProviderID(%q) = %v, want ok %v", id, err, ok)
+		}
+	}
 }

@@ -187,6 +187,10 @@ func (h Host) CommandContext(ctx context.Context, name, program string, args ...
 	return cmd
 }
 
+// ProviderIDEnv is the variable a machine's userdata finds its provider ID
+// in (Record.ProviderID); `hypershift join` registers the Node with it.
+const ProviderIDEnv = "HYPERSHIFT_PROVIDER_ID"
+
 // runUserdata writes the userdata where cloud-init keeps it and runs it
 // with sh, the running hypershift's directory first on PATH.
 func (h Host) runUserdata(ctx context.Context, r Record, userdata []byte, out io.Writer) error {
@@ -203,6 +207,9 @@ func (h Host) runUserdata(ctx context.Context, r Record, userdata []byte, out io
 	}
 	defer logFile.Close()
 	cmd := h.CommandContext(ctx, r.Name, "sh", UserdataPath)
+	// A cloud machine learns its ID from its metadata service; here the
+	// userdata's join reads it from the environment.
+	cmd.Env = append(cmd.Env, ProviderIDEnv+"="+r.ProviderID())
 	if out == nil {
 		out = io.Discard
 	}

@@ -141,6 +141,6 @@ bench: build ## Measure create latency and footprint (see docs/performance.md).
 clean:
 	-$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" delete demo-1 demo-2
 	-$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" network --delete
-	-rmdir "$(DEMO_DIR)-machines"
+	-cd "$(DEMO_DIR)-machines" 2>/dev/null && rm -f .hypershift-machines .lock && rmdir "$(DEMO_DIR)-machines"
 	-$(BIN)/hypershift down --data-dir "$(DEMO_DIR)" --purge
 	rm -rf $(BIN)

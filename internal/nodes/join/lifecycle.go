@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +115,12 @@ func AllocatePorts(ctx context.Context, n *Node) error {
 	if err != nil {
 		return err
 	}
+	return n.takePorts(ctx, rt)
+}
+
+// takePorts sets the node's allocated ports from rt, which picks each once
+// and keeps it.
+func (n *Node) takePorts(ctx context.Context, rt *process.Runtime) error {
 	ports, err := rt.Ports(ctx, Ref, allocatedPorts())
 	if err != nil {
 		return err
@@ -149,16 +156,12 @@ func Run(ctx context.Context, n *Node, ctrPath string, log logr.Logger) error {
 		return err
 	}
 	defer rt.Release()
-	// A node joined before the pod network component has no port for it.
-	if n.Ports[portPodNetwork] == 0 {
-		ports, err := rt.Ports(ctx, Ref, []string{portPodNetwork})
-		if err != nil {
+	// A node joined before a component was added (the pod network) has no
+	// port for it yet.
+	if slices.ContainsFunc(allocatedPorts(), func(name string) bool { return n.Ports[name] == 0 }) {
+		if err := n.takePorts(ctx, rt); err != nil {
 			return err
 		}
-		if n.Ports == nil {
-			n.Ports = map[string]int{}
-		}
-		n.Ports[portPodNetwork] = ports[portPodNetwork]
 	}
 	// Building the image reads the whole binary once (its digest): done
 	// while containerd starts.

@@ -93,6 +93,9 @@ func ShortTempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// Named in the test's output: it is how a process seen on the host
+	// (its command line names the directory) is traced to its test.
+	t.Logf("temporary directory %s", dir)
 	return dir
 }
 

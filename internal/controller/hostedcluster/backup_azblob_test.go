@@ -105,6 +105,7 @@ func TestScheduledBackupsToAzureBlob(t *testing.T) {
 	if err := c.Patch(ctx, hc, patch); err != nil {
 		t.Fatal(err)
 	}
+	waitObserved(t, c, hc)
 	cond := tick(3)
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != hypershiftv1alpha1.BucketUnavailableReason.String() ||
 		!strings.Contains(cond.Message, "azblob:// expects AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY") {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,19 @@ func scheduleTick(t *testing.T, c client.Client, clock *fakeClock, hc *hypershif
 		err := c.Get(t.Context(), key, hc)
 		st := hc.Status.Backup
 		return st != nil && st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: want}), err
+	})
+}
+
+// waitObserved waits until the operator has reconciled hc's current
+// generation. A reconcile that read the cluster before a spec patch may
+// still be running; the test's clock moves only once one has seen the new
+// spec, or that reconcile would rightly back up with the old one.
+func waitObserved(t *testing.T, c client.Client, hc *hypershiftv1alpha1.HostedCluster) {
+	t.Helper()
+	gen := hc.Generation
+	testenv.Eventually(t, time.Minute, "the operator to observe generation "+strconv.FormatInt(gen, 10), func() (bool, error) {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(hc), hc)
+		return hc.Status.ObservedGeneration >= gen, err
 	})
 }
 
@@ -143,14 +157,7 @@ func TestScheduledBackups(t *testing.T) {
 	if err := c.Patch(ctx, hc, patch); err != nil {
 		t.Fatal(err)
 	}
-	// A reconcile that read the cluster before the patch may still be
-	// running; the clock moves only once one has seen the new spec, or that
-	// reconcile would rightly back up to the old URL.
-	gen := hc.Generation
-	testenv.Eventually(t, time.Minute, "the operator to observe the new spec.backup.url", func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc)
-		return hc.Status.ObservedGeneration >= gen, err
-	})
+	waitObserved(t, c, hc)
 	for i := 4; i < 6; i++ {
 		scheduleTick(t, c, clock, hc, i)
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String())

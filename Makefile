@@ -101,9 +101,9 @@ run_tests = $(GO) test -json -count=1 $(1) 2>&1 | $(BIN)/testreport \
 # printed after its own (the report has them all).
 TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./test/e2e ./...)
 
-# How many CPU slots the end-to-end tests share at most (test/e2e/lanes_test.go):
-# a test starts beside others only while the CPU pressure is low; 1 runs them
-# one after another (docs/testing.md).
+# How many end-to-end tests run side by side at most (test/e2e/lanes_test.go):
+# a test starts beside others only while the CPU pressure is low, a quiet
+# test beside one other at most; 1 runs them one after another (docs/testing.md).
 E2E_SLOTS ?= 3
 export HYPERSHIFT_E2E_SLOTS := $(E2E_SLOTS)
 

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +20,8 @@ import (
 //     ports the kernel hands out: it runs beside any other test.
 //   - quiet(t): it also asserts a bound on time (an outage budget, a count
 //     of answers within a window, requests that must never fail) that a
-//     busy CPU could break: it takes two of the CPU slots.
+//     busy CPU could break: it runs beside one other test at most (which
+//     may be another quiet test: each of the two has one beside it).
 //   - wholeHost(t): it needs what the host has one of — a real node (a
 //     kubelet on port 10250, containerd, kube-proxy, the CNI bridge, host
 //     iptables), a network namespace with its veth on the host, or a
@@ -27,60 +29,59 @@ import (
 //     beside the others.
 //   - quietWholeHost(t): both.
 //
-// The tests run side by side on at most $HYPERSHIFT_E2E_SLOTS CPU slots
-// (1: one after another; make test gives 3, so a quiet test runs beside
-// one other at most), the whole-host ones first, then the longest first
-// (costs); and a test starts beside others only while the CPU is idle
-// enough (withPressure), whatever else runs on the machine: the other
+// At most $HYPERSHIFT_E2E_SLOTS tests run side by side (1: one after
+// another; make test gives 3), the whole-host ones first, then the longest
+// first (costs); and a test starts beside others only while the CPU is
+// idle enough (withPressure), whatever else runs on the machine: the other
 // packages' tests run beside these.
-func ownDirAndPorts(t *testing.T) { lanes.enter(t, 1, false) }
+func ownDirAndPorts(t *testing.T) { lanes.enter(t, false, false) }
 
-func quiet(t *testing.T) { lanes.enter(t, 2, false) }
+func quiet(t *testing.T) { lanes.enter(t, true, false) }
 
-func wholeHost(t *testing.T) { lanes.enter(t, 1, true) }
+func wholeHost(t *testing.T) { lanes.enter(t, false, true) }
 
-func quietWholeHost(t *testing.T) { lanes.enter(t, 2, true) }
+func quietWholeHost(t *testing.T) { lanes.enter(t, true, true) }
 
 // costs is how long each test ran, in seconds, beside others on a 2-core
-// machine (bin/test-artifacts/test-report.txt of 2026-11-29; "est." where
-// that run did not get to the test). It only orders the start, longest
+// machine (the 25 slowest of CI's test-report.txt of 2026-11-30; "≤55" for
+// one that ran under 55 s there, "est." for one it did not time). It only orders the start, longest
 // first, so that a long test does not start last; a test missing here
 // starts after those listed.
 var costs = map[string]int{
-	"TestKubeRuntime":                      900, // est.
-	"TestMigrateCluster":                   540,
-	"TestControlPlaneUpgrade":              420,
-	"TestWholeCluster":                     330,
-	"TestCertificateRenewal":               320,
-	"TestBackupRestore":                    300, // est.
-	"TestCARotation":                       250, // est.
-	"TestCARotationRealNode":               250, // est.
-	"TestStartQueue":                       240,
-	"TestAddons":                           220,
-	"TestIdleWake":                         200,
-	"TestBackupRestoreSecondPlane":         200, // est.
-	"TestBackupRestoreHighlyAvailable":     200, // est.
-	"TestCARotationHighlyAvailable":        200, // est.
-	"TestHighlyAvailableUpgrade":           190,
-	"TestNoneNodes":                        180,
-	"TestNodePoolUpgrade":                  170,
-	"TestUpgradeWhileHibernated":           160,
-	"TestKonnectivityOneWayFirewall":       150, // est.
-	"TestMachines":                         120, // est.
-	"TestHostedClusters":                   150, // est.
-	"TestNodePools":                        130,
-	"TestHibernation":                      120,
-	"TestRealNodeInPlaceUpgrade":           120,
-	"TestSingleReplicaRecovers":            120,
-	"TestHighlyAvailableChaos":             110,
-	"TestKonnectivityServer":               100,
-	"TestWatchCacheKeptForWhatNodesUse":    100,
-	"TestDataPlane":                        100, // est.
-	"TestManagementPlaneLoss":              95,
-	"TestFleetMetrics":                     80,
-	"TestDashboard":                        70,
-	"TestDumpCluster":                      60,
-	"TestEndpointHostAddress":              60, // est.
+	"TestKubeRuntime":                      1270,
+	"TestMigrateCluster":                   500,
+	"TestCertificateRenewal":               300,
+	"TestBackupRestore":                    220,
+	"TestCARotation":                       160,
+	"TestCARotationHighlyAvailable":        155,
+	"TestHighlyAvailableChaos":             120,
+	"TestCARotationRealNode":               110,
+	"TestHostedClusters":                   105,
+	"TestWholeCluster":                     90,
+	"TestBackupRestoreHighlyAvailable":     85,
+	"TestHighlyAvailableUpgrade":           80,
+	"TestMachines":                         80,
+	"TestStartQueue":                       80,
+	"TestRealNodeInPlaceUpgrade":           75,
+	"TestControlPlaneUpgrade":              70,
+	"TestKonnectivityServer":               70,
+	"TestManagementPlaneLoss":              70,
+	"TestIdleWake":                         65,
+	"TestKonnectivityOneWayFirewall":       65,
+	"TestAddons":                           60,
+	"TestHibernation":                      60,
+	"TestNoneNodes":                        60,
+	"TestUpgradeWhileHibernated":           60,
+	"TestBackupRestoreSecondPlane":         55, // ≤55
+	"TestDashboard":                        55, // ≤55
+	"TestDataPlane":                        55, // ≤55
+	"TestDumpCluster":                      55, // ≤55
+	"TestEndpointHostAddress":              55, // ≤55
+	"TestFleetMetrics":                     55, // ≤55
+	"TestNodePoolUpgrade":                  55, // ≤55
+	"TestNodePools":                        55,
+	"TestSingleReplicaRecovers":            55, // ≤55
+	"TestWatchCacheKeptForWhatNodesUse":    55, // ≤55
 	"TestSingleProcessControlPlane":        50,
 	"TestSchedulerStartsWithFirstNodePool": 45,
 	"TestReleases":                         30,
@@ -130,20 +131,18 @@ func slotsFromEnv() int {
 	return n
 }
 
-// scheduler hands out CPU slots and the host to waiting tests, longest
-// first. It starts dispatching a moment (gather) after the first test
-// asks, so that the tests released together by t.Parallel all queue.
+// scheduler starts waiting tests when there is room for them and the host
+// is free, longest first. It starts dispatching a moment (gather) after
+// the first test asks, so that the tests released together by t.Parallel
+// all queue.
 type scheduler struct {
 	mu       sync.Mutex
-	slots    int // free CPU slots
-	capacity int
+	capacity int // tests at once
+	running  []*waiter
 	hostBusy bool
-	// pinned is the CPU slots that running tests hold which holding the
-	// line frees no sooner: the whole-host test's and the multi-slot ones'.
-	pinned int
-	gather time.Duration
-	// patience is how long a test that needs more CPU slots than are free
-	// lets others by before it holds the line for them.
+	gather   time.Duration
+	// patience is how long a quiet test that has too many tests running for
+	// it lets others by before it holds the line for them.
 	patience time.Duration
 	asked    bool // a test has asked: the gathering moment runs
 	started  bool // the moment is over: dispatch
@@ -157,25 +156,26 @@ type scheduler struct {
 	pressure    func() (percent float64, known bool)
 	maxPressure float64
 	spacing     time.Duration
-	running     int
 	lastStart   time.Time
 	recheck     *time.Timer // armed while a test waits for the CPU to calm
 }
 
 type waiter struct {
-	name  string
-	cost  time.Duration
-	slots int
-	host  bool
-	since time.Time
-	ready chan struct{}
+	name string
+	cost time.Duration
+	// maxBeside is how many other tests may run beside it: one for a quiet
+	// test, the capacity less one for the others.
+	maxBeside int
+	host      bool
+	since     time.Time
+	ready     chan struct{}
 	// When it started: how many tests ran, and the CPU pressure.
 	beside   int
 	pressure float64
 }
 
 func newScheduler(capacity int, gather, patience time.Duration) *scheduler {
-	return &scheduler{slots: capacity, capacity: capacity, gather: gather, patience: patience}
+	return &scheduler{capacity: max(capacity, 1), gather: gather, patience: patience}
 }
 
 // withPressure makes s start a test beside others only while pressure
@@ -205,7 +205,7 @@ func cpuPressure() (float64, bool) {
 // crowded reports whether the CPU is too busy for one more test beside
 // those running, and arms a re-check when it is.
 func (s *scheduler) crowded() bool {
-	if s.pressure == nil || s.running == 0 {
+	if s.pressure == nil || len(s.running) == 0 {
 		return false
 	}
 	busy := time.Since(s.lastStart) < s.spacing
@@ -231,13 +231,13 @@ func (s *scheduler) crowded() bool {
 // reads the pressure again.
 var recheckEvery = 2 * time.Second
 
-// enter marks t parallel and blocks until its slots (and the host) are
-// free; they are given back when t and its cleanups are done.
-func (s *scheduler) enter(t *testing.T, slots int, host bool) {
+// enter marks t parallel and blocks until there is room for it (and the
+// host is free); its place is given back when t and its cleanups are done.
+func (s *scheduler) enter(t *testing.T, quiet, host bool) {
 	t.Helper()
 	t.Parallel()
 	start := time.Now()
-	w := s.acquire(t.Name(), time.Duration(costs[t.Name()])*time.Second, slots, host)
+	w := s.acquire(t.Name(), time.Duration(costs[t.Name()])*time.Second, quiet, host)
 	// go test counts this wait in the test's time; the report takes it
 	// off (hack/testreport reads this line).
 	t.Logf("lanes: queued %.1fs", time.Since(start).Seconds())
@@ -249,8 +249,11 @@ func (s *scheduler) enter(t *testing.T, slots int, host bool) {
 	t.Cleanup(func() { s.release(w) })
 }
 
-func (s *scheduler) acquire(name string, cost time.Duration, slots int, host bool) *waiter {
-	w := &waiter{name: name, cost: cost, slots: min(slots, s.capacity), host: host, since: time.Now(), ready: make(chan struct{})}
+func (s *scheduler) acquire(name string, cost time.Duration, quiet, host bool) *waiter {
+	w := &waiter{name: name, cost: cost, maxBeside: s.capacity - 1, host: host, since: time.Now(), ready: make(chan struct{})}
+	if quiet {
+		w.maxBeside = min(w.maxBeside, 1)
+	}
 	s.mu.Lock()
 	s.waiting = append(s.waiting, w)
 	if !s.asked {
@@ -271,22 +274,34 @@ func (s *scheduler) acquire(name string, cost time.Duration, slots int, host boo
 func (s *scheduler) release(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.slots += w.slots
-	s.running--
-	if w.host || w.slots > 1 {
-		s.pinned -= w.slots
-	}
+	s.running = slices.DeleteFunc(s.running, func(r *waiter) bool { return r == w })
 	if w.host {
 		s.hostBusy = false
 	}
 	s.dispatch()
 }
 
+// fits reports whether w may start now: one more test keeps every running
+// test, and w, within the number of tests it allows beside it.
+func (s *scheduler) fits(w *waiter) bool {
+	n := len(s.running) // beside each, once w runs
+	if n > w.maxBeside {
+		return false
+	}
+	for _, r := range s.running {
+		if n > r.maxBeside {
+			return false
+		}
+	}
+	return true
+}
+
 // dispatch starts waiting tests: those that need the host first (they run
 // one after another, so their chain is the longest), then the others,
 // longest first. A test that waits for the host lets the next one by, and
-// so does one that waits for CPU slots, for its patience; then it holds the
-// line, so that a two-slot test is not passed over for ever.
+// so does a quiet test that waits for fewer tests to run, for its
+// patience; then it holds the line, so that it is not passed over for
+// ever.
 func (s *scheduler) dispatch() {
 	if !s.started || len(s.waiting) == 0 {
 		return
@@ -302,27 +317,24 @@ func (s *scheduler) dispatch() {
 	blocked := false
 	for _, w := range s.waiting {
 		switch {
-		case blocked || (w.host && s.hostBusy) || (w.slots <= s.slots && s.crowded()):
+		case blocked || (w.host && s.hostBusy):
 			still = append(still, w)
-		case w.slots > s.slots:
+		case !s.fits(w):
 			still = append(still, w)
-			// Holding the line only helps when the slots of the one-slot
-			// tests it holds back will do: not while the whole-host test
-			// or another multi-slot test holds them.
-			blocked = time.Since(w.since) > s.patience && w.slots <= s.capacity-s.pinned
+			// Too many run for this test itself: holding the line lets
+			// them drain to what it allows beside it.
+			blocked = len(s.running) > w.maxBeside && time.Since(w.since) > s.patience
+		case s.crowded():
+			still = append(still, w)
 		default:
-			s.slots -= w.slots
 			if w.host {
 				s.hostBusy = true
 			}
-			if w.host || w.slots > 1 {
-				s.pinned += w.slots
-			}
-			w.beside = s.running
+			w.beside = len(s.running)
 			if s.pressure != nil {
 				w.pressure, _ = s.pressure()
 			}
-			s.running++
+			s.running = append(s.running, w)
 			s.lastStart = time.Now()
 			close(w.ready)
 		}
@@ -331,71 +343,58 @@ func (s *scheduler) dispatch() {
 }
 
 // TestSchedulerOrder: the longest test starts first, a test waiting for
-// the host lets shorter ones by, one waiting for CPU slots holds the line,
-// and no more than the slots (and one host test) are ever taken.
+// the host lets shorter ones by, a quiet test has one test beside it at
+// most, and no more than the capacity (and one host test) ever run.
 func TestSchedulerOrder(t *testing.T) {
 	s := newScheduler(3, 50*time.Millisecond, 0)
 	type req struct {
-		name  string
-		cost  time.Duration
-		slots int
-		host  bool
+		name        string
+		cost        time.Duration
+		quiet, host bool
 	}
 	reqs := []req{
-		{"hostShort", 5, 1, true},
-		{"hostLong", 9, 1, true},
-		{"small", 1, 1, false},
-		{"double", 7, 2, false},
-		{"medium", 3, 1, false},
+		{"hostShort", 5, false, true},
+		{"hostLong", 9, false, true},
+		{"small", 1, false, false},
+		{"quiet", 7, true, false},
+		{"medium", 3, false, false},
 	}
 	got := make(chan *waiter, len(reqs))
 	for _, r := range reqs {
-		go func() { got <- s.acquire(r.name, r.cost, r.slots, r.host) }()
+		go func() { got <- s.acquire(r.name, r.cost, r.quiet, r.host) }()
 	}
-	next := func() string {
-		t.Helper()
-		select {
-		case w := <-got:
-			return w.name
-		case <-time.After(5 * time.Second):
-			t.Fatal("no test started")
-			return ""
-		}
-	}
-	none := func() {
-		t.Helper()
-		select {
-		case w := <-got:
-			t.Fatalf("%s started with no room for it", w.name)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	byName := map[string]*waiter{}
 	take := func(want ...string) {
 		t.Helper()
 		var names []string
 		for range want {
-			n := next()
-			names = append(names, n)
+			select {
+			case w := <-got:
+				names = append(names, w.name)
+				byName[w.name] = w
+			case <-time.After(5 * time.Second):
+				t.Fatalf("started %v, want %v", names, want)
+			}
 		}
 		sort.Strings(names)
 		sort.Strings(want)
 		if fmt.Sprint(names) != fmt.Sprint(want) {
 			t.Fatalf("started %v, want %v", names, want)
 		}
-		none()
+		select {
+		case w := <-got:
+			t.Fatalf("%s started with no room for it", w.name)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	byName := map[string]*waiter{}
-	take("hostLong", "double")
+	take("hostLong", "quiet")
 	s.mu.Lock()
-	if s.slots != 0 || !s.hostBusy {
-		t.Errorf("slots %d free, host busy %v; want 0 and true", s.slots, s.hostBusy)
+	if len(s.running) != 2 || !s.hostBusy {
+		t.Errorf("%d running, host busy %v; want 2 and true", len(s.running), s.hostBusy)
 	}
 	s.mu.Unlock()
-	// Release by name: the scheduler only needs the waiter's slots and host.
-	byName["double"] = &waiter{slots: 2}
-	s.release(byName["double"])
+	s.release(byName["quiet"])
 	take("medium", "small")
-	byName["hostLong"] = &waiter{slots: 1, host: true}
 	s.release(byName["hostLong"])
 	take("hostShort")
 }
@@ -403,10 +402,10 @@ func TestSchedulerOrder(t *testing.T) {
 // TestSchedulerHostFirst: a test that needs the host starts before a
 // longer one that does not, since the host's tests run one after another.
 func TestSchedulerHostFirst(t *testing.T) {
-	s := newScheduler(2, 50*time.Millisecond, time.Hour)
+	s := newScheduler(1, 50*time.Millisecond, time.Hour)
 	got := make(chan string, 2)
-	go func() { s.acquire("long", 10, 2, false); got <- "long" }()
-	go func() { s.acquire("host", 1, 1, true); got <- "host" }()
+	go func() { s.acquire("long", 10, false, false); got <- "long" }()
+	go func() { s.acquire("host", 1, false, true); got <- "host" }()
 	select {
 	case first := <-got:
 		if first != "host" {
@@ -422,56 +421,77 @@ func TestSchedulerHostFirst(t *testing.T) {
 	}
 }
 
-// TestSchedulerPatience: a test that needs two slots while one is free lets
-// a one-slot test by until it has waited its patience; then it holds the
-// line and starts when the slots are free.
+// TestSchedulerPatience: a quiet test that finds two tests running lets a
+// third by until it has waited its patience; then it holds the line and
+// starts once one test runs.
 func TestSchedulerPatience(t *testing.T) {
-	s := newScheduler(2, 10*time.Millisecond, 300*time.Millisecond)
-	running := s.acquire("running", 9, 1, false)
-	got := make(chan string, 3)
-	go func() { s.acquire("double", 5, 2, false); got <- "double" }()
-	time.Sleep(50 * time.Millisecond) // double queues first
-	go func() { s.acquire("early", 1, 1, false); got <- "early" }()
-	if first := <-got; first != "early" {
-		t.Fatalf("%s started, want the one-slot test let by", first)
+	s := newScheduler(3, 10*time.Millisecond, 300*time.Millisecond)
+	a := s.acquire("a", 9, false, false)
+	b := s.acquire("b", 9, false, false)
+	got := make(chan *waiter, 3)
+	go func() { got <- s.acquire("quiet", 5, true, false) }()
+	time.Sleep(50 * time.Millisecond) // quiet queues first
+	go func() { got <- s.acquire("early", 1, false, false) }()
+	early := <-got
+	if early.name != "early" {
+		t.Fatalf("%s started, want the other test let by", early.name)
 	}
-	early := &waiter{slots: 1}
-	time.Sleep(400 * time.Millisecond) // past double's patience
-	go func() { s.acquire("late", 1, 1, false); got <- "late" }()
+	time.Sleep(400 * time.Millisecond) // past quiet's patience
+	go func() { got <- s.acquire("late", 1, false, false) }()
 	time.Sleep(100 * time.Millisecond)
-	s.release(early) // one slot free: double still waits for two, and holds the line
+	s.release(early) // two run: quiet still waits, and holds the line
 	select {
-	case name := <-got:
-		t.Fatalf("%s started, want double to hold the line past its patience", name)
+	case w := <-got:
+		t.Fatalf("%s started, want the quiet test to hold the line past its patience", w.name)
 	case <-time.After(100 * time.Millisecond):
 	}
-	s.release(running)
-	if next := <-got; next != "double" {
-		t.Fatalf("%s started, want double", next)
+	s.release(a)
+	if next := <-got; next.name != "quiet" {
+		t.Fatalf("%s started, want quiet", next.name)
+	}
+	select {
+	case w := <-got:
+		t.Fatalf("%s started beside a quiet test that has one beside it already", w.name)
+	case <-time.After(100 * time.Millisecond):
+	}
+	s.release(b)
+	if next := <-got; next.name != "late" {
+		t.Fatalf("%s started, want late", next.name)
 	}
 }
 
-// TestSchedulerNoWaitBehindPinnedSlots: a two-slot test that has waited
-// past its patience does not hold the line when only the slots of the
-// whole-host test, or of another two-slot test, would let it run: the
-// one-slot tests go on beside.
-func TestSchedulerNoWaitBehindPinnedSlots(t *testing.T) {
-	for name, host := range map[string]bool{"behind the whole-host test": true, "behind a quiet test": false} {
+// TestSchedulerQuietBesideQuiet: two quiet tests run side by side (each has
+// one beside it), the second without waiting for the first, whether the
+// first holds the host or not; a third test waits until one of them ends.
+func TestSchedulerQuietBesideQuiet(t *testing.T) {
+	for name, host := range map[string]bool{"beside the whole-host test": true, "beside a quiet test": false} {
 		t.Run(name, func(t *testing.T) {
 			s := newScheduler(3, 10*time.Millisecond, 0)
-			s.acquire("running", 9, 2, host)
-			got := make(chan string, 2)
-			go func() { s.acquire("double", 5, 2, false); got <- "double" }()
-			time.Sleep(50 * time.Millisecond)
-			go func() { s.acquire("single", 1, 1, false); got <- "single" }()
+			first := s.acquire("first", 9, true, host)
+			got := make(chan *waiter, 2)
+			go func() { got <- s.acquire("second", 5, true, false) }()
+			var second *waiter
 			select {
-			case name := <-got:
-				if name != "single" {
-					t.Fatalf("%s started, want the one-slot test", name)
+			case second = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the second quiet test waited while one test ran")
+			}
+			go func() { got <- s.acquire("third", 1, false, false) }()
+			select {
+			case w := <-got:
+				t.Fatalf("%s started beside two quiet tests", w.name)
+			case <-time.After(100 * time.Millisecond):
+			}
+			s.release(first)
+			select {
+			case w := <-got:
+				if w.beside != 1 {
+					t.Errorf("third started beside %d tests, want 1", w.beside)
 				}
 			case <-time.After(5 * time.Second):
-				t.Fatal("the one-slot test waited behind a test that cannot run beside the running one")
+				t.Fatal("the third test did not start when a quiet test ended")
 			}
+			s.release(second)
 		})
 	}
 }
@@ -498,7 +518,7 @@ func TestSchedulerWaitsForIdleCPU(t *testing.T) {
 	s := newScheduler(3, 10*time.Millisecond, time.Hour).withPressure(read, 30, 200*time.Millisecond)
 	got := make(chan *waiter, 3)
 	for _, name := range []string{"a", "b", "c"} {
-		go func() { got <- s.acquire(name, 1, 1, false) }()
+		go func() { got <- s.acquire(name, 1, false, false) }()
 	}
 	within := func(d time.Duration) *waiter {
 		select {
@@ -532,7 +552,7 @@ func TestSchedulerWaitsForIdleCPU(t *testing.T) {
 	// Unknown pressure: one after another.
 	set(0, false)
 	for _, name := range []string{"d", "e"} {
-		go func() { got <- s.acquire(name, 1, 1, false) }()
+		go func() { got <- s.acquire(name, 1, false, false) }()
 	}
 	d := within(5 * time.Second)
 	if d == nil {

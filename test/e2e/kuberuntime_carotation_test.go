@@ -28,8 +28,14 @@ import (
 // 1-year ones after it: the renewal that follows reaches etcd, the
 // controller manager and the scheduler in place (their pods are not
 // replaced, and keep working after the old leaves expired). It rewrites
-// the saved kubeconfig inner for the subtests after it.
-func kubeRuntimeCARotation(t *testing.T, hs *cli, mgmt, inner, ns string) {
+// the saved kubeconfig inner for the subtests after it. It closes settled
+// once the operator runs at its usual validity again and the controller
+// manager has rolled for it (or when it ends before), so that other
+// clusters may use the operator while the short leaves run out.
+func kubeRuntimeCARotation(t *testing.T, hs *cli, mgmt, inner, ns string, settled chan<- struct{}) {
+	var once sync.Once
+	settle := func() { once.Do(func() { close(settled) }) }
+	defer settle()
 	eventually(t, 2*time.Minute, "inner's API server pod ready for 10 s", func() error {
 		return readyFor(t, mgmt, ns, "kube-apiserver", 10*time.Second)
 	})
@@ -86,6 +92,7 @@ func kubeRuntimeCARotation(t *testing.T, hs *cli, mgmt, inner, ns string) {
 		}
 		return readyFor(t, mgmt, ns, "kube-controller-manager", 5*time.Second)
 	})
+	settle()
 	before := podsOf(t, mgmt, ns)
 	old := servedNotAfter(t, inner)
 	if until := time.Until(old); until <= 0 || until > time.Hour {

@@ -28,7 +28,9 @@ const kubeRuntimeUID = 65532
 // deleted (the API comes back, the data is kept), the operator's pods are
 // deleted while the hosted API is polled (it never stops), it is backed
 // up, destroyed and restored (kubeRuntimeBackupRestore), and destroying
-// it leaves nothing of it in the management cluster.
+// it leaves nothing of it in the management cluster. While its CAs rotate
+// and its short leaves run out, a cluster of the older release and a
+// cluster migrated to the embedded plane and back run beside it.
 func TestKubeRuntime(t *testing.T) {
 	quietWholeHost(t)
 	requireRealNode(t)
@@ -125,28 +127,49 @@ func TestKubeRuntime(t *testing.T) {
 	})
 	// A minute and more after Available, past the start-up work.
 	logPodUsage(t, mgmt, node.name, ns)
-	t.Run("a cluster of another release runs the image's release binary", func(t *testing.T) {
-		makeHostPathVolume(t, mgmt, "old-etcd-0", class, filepath.Join(volumes, "old-etcd-0"))
-		// No publishing flags: on the kube runtime create cluster chooses a
-		// NodePort at the Ready node's address, and says so.
-		out := hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion,
-			"--etcd-storage-class", class, "--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
-		if want := "publishing the API server on a NodePort at node " + node.name + "'s address " + node.ip.String(); !strings.Contains(out, want) {
-			t.Errorf("create cluster without publishing flags does not say %q:\n%s", want, out)
-		}
-		old := filepath.Join(hs.dataDir, "old.kubeconfig")
-		hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "old", "-o", old)
-		if v := mustKubectl(t, old, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {
-			t.Errorf("/version does not report %s:\n%s", releaseVersion, v)
-		}
-		pods := mustKubectl(t, mgmt, "-n", "clusters-old", "get", "pods", "-l", "hypershift.dev/component=kube-apiserver",
-			"-o", `jsonpath={.items[0].metadata.annotations.hypershift\.dev/kubernetes-version} {.items[0].spec.containers[0].command}`)
-		if !strings.Contains(pods, releaseVersion+" ") || !strings.Contains(pods, "/releases/"+releaseVersion+"/kubernetes") {
-			t.Errorf("the API server's pod: %s, want the version annotation and the release binary as its command", pods)
-		}
-		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
+	// The CA rotation's renewal waits minutes for its short leaves to run
+	// out; once the operator is back at its usual validity, another
+	// release's cluster and the migration run meanwhile, on clusters of
+	// their own.
+	t.Run("while inner's CAs rotate and renew", func(t *testing.T) {
+		settled := make(chan struct{})
+		t.Run("a CA rotation under requests reaches Done and a renewal replaces no etcd or controller pod", func(t *testing.T) {
+			t.Parallel()
+			kubeRuntimeCARotation(t, hs, mgmt, inner, ns, settled)
+		})
+		t.Run("other clusters, once the operator is settled", func(t *testing.T) {
+			t.Parallel()
+			select {
+			case <-settled:
+			case <-t.Context().Done():
+				return
+			}
+			t.Run("a cluster of another release runs the image's release binary", func(t *testing.T) {
+				makeHostPathVolume(t, mgmt, "old-etcd-0", class, filepath.Join(volumes, "old-etcd-0"))
+				// No publishing flags: on the kube runtime create cluster chooses a
+				// NodePort at the Ready node's address, and says so.
+				out := hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion,
+					"--etcd-storage-class", class, "--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
+				if want := "publishing the API server on a NodePort at node " + node.name + "'s address " + node.ip.String(); !strings.Contains(out, want) {
+					t.Errorf("create cluster without publishing flags does not say %q:\n%s", want, out)
+				}
+				old := filepath.Join(hs.dataDir, "old.kubeconfig")
+				hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "old", "-o", old)
+				if v := mustKubectl(t, old, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {
+					t.Errorf("/version does not report %s:\n%s", releaseVersion, v)
+				}
+				pods := mustKubectl(t, mgmt, "-n", "clusters-old", "get", "pods", "-l", "hypershift.dev/component=kube-apiserver",
+					"-o", `jsonpath={.items[0].metadata.annotations.hypershift\.dev/kubernetes-version} {.items[0].spec.containers[0].command}`)
+				if !strings.Contains(pods, releaseVersion+" ") || !strings.Contains(pods, "/releases/"+releaseVersion+"/kubernetes") {
+					t.Errorf("the API server's pod: %s, want the version annotation and the release binary as its command", pods)
+				}
+				hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
+			})
+			t.Run("migrated to the embedded plane and back under writes: no acknowledged write lost, the CAs kept, the source gone", func(t *testing.T) {
+				kubeRuntimeMigrate(t, hs, mgmt, node.ip, class, volumes)
+			})
+		})
 	})
-	t.Run("a CA rotation under requests reaches Done and a renewal replaces no etcd or controller pod", func(t *testing.T) { kubeRuntimeCARotation(t, hs, mgmt, inner, ns) })
 	etcdVolume := "inner-etcd-0"
 	t.Run("a backup restored in etcd's pod after destroy keeps the objects and the saved kubeconfig", func(t *testing.T) {
 		etcdVolume = kubeRuntimeBackupRestore(t, hs, mgmt, inner, class, volumes)
@@ -176,9 +199,6 @@ func TestKubeRuntime(t *testing.T) {
 		if claim := mustKubectl(t, mgmt, "get", "pv", etcdVolume, "-o", "jsonpath={.spec.claimRef.name}"); claim != "data-etcd-0" {
 			t.Errorf("the volume was bound by %q, want etcd's claim data-etcd-0", claim)
 		}
-	})
-	t.Run("migrated to the embedded plane and back under writes: no acknowledged write lost, the CAs kept, the source gone", func(t *testing.T) {
-		kubeRuntimeMigrate(t, hs, mgmt, node.ip, class, volumes)
 	})
 	t.Run("uninstall", func(t *testing.T) {
 		hs.must("--kubeconfig", mgmt, "uninstall")

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"hypershift.dev/internal/nodes/join"
-	"hypershift.dev/internal/testenv"
 )
 
 // TestCARotationRealNode rotates the CAs of a cluster whose node is
@@ -36,7 +35,7 @@ func TestCARotationRealNode(t *testing.T) {
 	joinArgs := joinCommandArgs(t, out)
 	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
-	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+	nodeDir := filepath.Join(shortTempDir(t), "node")
 	resetWhenDone(t, hs, nodeDir)
 	if out := hs.must(append(joinArgs, "--node-dir", nodeDir)...); !regexpMatch(out, `node \S+ is Ready`) {
 		t.Fatalf("join did not report a Ready node:\n%s", out)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"hypershift.dev/internal/runtime/process"
-	"hypershift.dev/internal/testenv"
 )
 
 // foreignState is host state a node's reset must not touch, made by the
@@ -282,7 +281,7 @@ func checkJoinRefusals(t *testing.T, hs *cli) {
 		t.Errorf("the refused join wrote into %s: %v", foreign, entries)
 	}
 
-	second := filepath.Join(testenv.ShortTempDir(t), "node")
+	second := filepath.Join(shortTempDir(t), "node")
 	stderr = hs.fails(append(args, "--node-dir", second)...)
 	if !strings.Contains(stderr, "another kubelet runs on this host") {
 		t.Errorf("a second join on this host: error\n%s\nwant it refused", stderr)

@@ -34,7 +34,16 @@ type result struct {
 }
 
 func newCLI(t *testing.T) *cli {
-	return &cli{t: t, bin: testenv.Binary(t), dataDir: testenv.ShortTempDir(t)}
+	return &cli{t: t, bin: testenv.Binary(t), dataDir: shortTempDir(t)}
+}
+
+// shortTempDir is testenv.ShortTempDir, whose processes the CPU meter
+// charges to t.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir := testenv.ShortTempDir(t)
+	meter.own(t, dir)
+	return dir
 }
 
 // upCLI starts a management plane in its own data dir (with upArgs added to

@@ -50,7 +50,7 @@ func TestKonnectivityOneWayFirewall(t *testing.T) {
 	kc := hs.adminKubeconfig("k")
 	image := buildHelloImage(t)
 
-	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+	nodeDir := filepath.Join(shortTempDir(t), "node")
 	t.Cleanup(func() {
 		if _, err := os.Stat(nodeDir); err != nil {
 			return

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"hypershift.dev/internal/testenv"
 )
 
 // kubeRuntimeUID is the user and group the kube runtime's pods run as:
@@ -38,7 +36,7 @@ func TestKubeRuntime(t *testing.T) {
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))
 	mgmt := hs.adminKubeconfig("mgmt")
 
-	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+	nodeDir := filepath.Join(shortTempDir(t), "node")
 	resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() { dumpKubeRuntime(t, mgmt) })
 	node := joinNode(t, hs, joinArgs, "--node-dir", nodeDir)
@@ -46,7 +44,7 @@ func TestKubeRuntime(t *testing.T) {
 	// The management cluster has no storage provisioner: the test makes
 	// the volume etcd's claim binds to, of a class the cluster is told to
 	// use (a class binds claims and volumes by name, provisioner or not).
-	volumes := testenv.ShortTempDir(t)
+	volumes := shortTempDir(t)
 	const class = "hypershift-e2e-static"
 	makeHostPathVolume(t, mgmt, "inner-etcd-0", class, filepath.Join(volumes, "etcd-0"))
 

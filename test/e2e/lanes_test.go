@@ -108,8 +108,10 @@ func TestMain(m *testing.M) {
 	if _, known := cpuPressure(); !known {
 		fmt.Fprintln(os.Stderr, "lanes: /proc/pressure/cpu is not readable: the end-to-end tests run one at a time")
 	}
+	meter.start()
 	code := m.Run()
 	fmt.Fprintln(os.Stderr, spawns.String())
+	fmt.Fprint(os.Stderr, meter.finish(25))
 	if err := stopSharedPlane(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)
@@ -122,6 +124,8 @@ func TestMain(m *testing.M) {
 var packageTempDir string
 
 var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute).withPressure(cpuPressure, 30, 20*time.Second)
+
+func init() { lanes.hostHolder = meter.holdHost }
 
 func slotsFromEnv() int {
 	n, err := strconv.Atoi(os.Getenv("HYPERSHIFT_E2E_SLOTS"))
@@ -158,6 +162,10 @@ type scheduler struct {
 	spacing     time.Duration
 	lastStart   time.Time
 	recheck     *time.Timer // armed while a test waits for the CPU to calm
+
+	// hostHolder, when set, is told the whole-host test that runs ("" when
+	// none).
+	hostHolder func(test string)
 }
 
 type waiter struct {
@@ -277,8 +285,15 @@ func (s *scheduler) release(w *waiter) {
 	s.running = slices.DeleteFunc(s.running, func(r *waiter) bool { return r == w })
 	if w.host {
 		s.hostBusy = false
+		s.onHost("")
 	}
 	s.dispatch()
+}
+
+func (s *scheduler) onHost(test string) {
+	if s.hostHolder != nil {
+		s.hostHolder(test)
+	}
 }
 
 // fits reports whether w may start now: one more test keeps every running
@@ -329,6 +344,7 @@ func (s *scheduler) dispatch() {
 		default:
 			if w.host {
 				s.hostBusy = true
+				s.onHost(w.name)
 			}
 			w.beside = len(s.running)
 			if s.pressure != nil {

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"hypershift.dev/internal/nodes/bootstrap"
-	"hypershift.dev/internal/testenv"
 )
 
 // TestMachines: two machines on this host (`hypershift machine`), each a
@@ -47,7 +46,7 @@ func TestMachines(t *testing.T) {
 	requireRealNode(t)
 	before := readHost(t)
 	pre := newCLI(t) // machine commands use no data dir
-	machinesDir := filepath.Join(testenv.ShortTempDir(t), "machines")
+	machinesDir := filepath.Join(shortTempDir(t), "machines")
 	machine := func(args ...string) string {
 		t.Helper()
 		return pre.must(append([]string{"machine", "--machines-dir", machinesDir}, args...)...)

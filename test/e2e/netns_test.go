@@ -49,7 +49,7 @@ func newNetns(t *testing.T) *netns {
 	}
 	suffix := randomHex(t, 3)
 	n := &netns{
-		path:     filepath.Join(testenv.ShortTempDir(t), "netns"),
+		path:     filepath.Join(shortTempDir(t), "netns"),
 		hostLink: "hse" + suffix + "h",
 		nsLink:   "hse" + suffix + "n",
 	}

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/nodes/join"
-	"hypershift.dev/internal/testenv"
 )
 
 // TestNoneNodes is the user's journey of bring-your-own nodes: a None
@@ -54,7 +53,7 @@ func TestNoneNodes(t *testing.T) {
 			{"malformed token", withFlag(joinArgs, "--token", "not-a-token"), "--token must be ID.SECRET"},
 		}
 		for _, tc := range cases {
-			nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+			nodeDir := filepath.Join(shortTempDir(t), "node")
 			stderr := hs.fails(append(tc.args, "--node-dir", nodeDir)...)
 			if !strings.Contains(stderr, tc.want) {
 				t.Errorf("%s: error\n%s\nwant it to say %q", tc.name, stderr, tc.want)
@@ -266,7 +265,7 @@ func checkNodeNetworking(t *testing.T, kc, realNodeDir string) {
 // it resolves to.
 func symlinkedNodeDir(t *testing.T) (nodeDir, realNodeDir string) {
 	t.Helper()
-	base, err := filepath.EvalSymlinks(testenv.ShortTempDir(t))
+	base, err := filepath.EvalSymlinks(shortTempDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

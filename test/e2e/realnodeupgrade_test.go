@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/nodes/join"
-	"hypershift.dev/internal/testenv"
 )
 
 // TestRealNodeInPlaceUpgrade joins this host to a platform None pool at
@@ -55,7 +54,7 @@ func TestRealNodeInPlaceUpgrade(t *testing.T) {
 		t.Fatalf("kube-public/hypershift-releases = %s, want the release server's URL and both releases' sha256", info)
 	}
 
-	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+	nodeDir := filepath.Join(shortTempDir(t), "node")
 	before := resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() {
 		if t.Failed() {

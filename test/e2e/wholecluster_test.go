@@ -16,7 +16,6 @@ import (
 
 	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/nodes/join"
-	"hypershift.dev/internal/testenv"
 )
 
 // outsideName is a name that exists only in the test's upstream DNS
@@ -47,7 +46,7 @@ func TestWholeCluster(t *testing.T) {
 	// Before the host is recorded: the rule is the host's, reset keeps it.
 	noForward := redirectPodDNS(t, nets.cluster, upstream)
 
-	nodeDir := filepath.Join(testenv.ShortTempDir(t), "node")
+	nodeDir := filepath.Join(shortTempDir(t), "node")
 	before := resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() { dumpOnFailure(t, hs, "w", kc, nodeDir) })
 

@@ -58,6 +58,9 @@ type packageResult struct {
 	action  string
 	elapsed float64
 	tests   int
+	// cpu is the package's "CPU by test" table (test/e2e's CPU meter):
+	// its heading line and the indented lines after it.
+	cpu []string
 }
 
 // summary follows one `go test -json` stream.
@@ -129,6 +132,12 @@ func (s *summary) pkg(e event) {
 		if e.Output != "PASS\n" {
 			fmt.Fprint(s.out, e.Output)
 		}
+		switch {
+		case strings.HasPrefix(e.Output, cpuTableHeading):
+			p.cpu = []string{e.Output}
+		case len(p.cpu) > 0 && strings.HasPrefix(e.Output, "  "):
+			p.cpu = append(p.cpu, e.Output)
+		}
 	case "pass", "fail", "skip":
 		p.action, p.elapsed = e.Action, e.Elapsed
 		if e.FailedBuild != "" {
@@ -190,6 +199,10 @@ func (s *summary) counts() (passed, failed, skipped int) {
 	return passed, failed, skipped
 }
 
+// cpuTableHeading starts the table test/e2e prints of the CPU its tests
+// used (cpumeter_test.go); the report repeats it.
+const cpuTableHeading = "CPU by test "
+
 // report is where the time went, ending with the closing line.
 func (s *summary) report(slowest int) string {
 	var b strings.Builder
@@ -210,6 +223,11 @@ func (s *summary) report(slowest int) string {
 		fmt.Fprintf(&b, "%9.1fs  start +%-8s %-4s %4d tests  %s\n", p.elapsed, s.offset(p.start), p.action, p.tests, p.name)
 	}
 	s.writeSlowest(&b, slowest)
+	for _, p := range pkgs {
+		if len(p.cpu) > 0 {
+			fmt.Fprintf(&b, "\n== %s: %s", p.name, strings.Join(p.cpu, ""))
+		}
+	}
 	s.writeSkipsAndFailures(&b, pkgs)
 	passed, failed, skipped := s.counts()
 	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)

@@ -144,3 +144,29 @@ func TestStepsOfASlowTest(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUTableRepeated: a package's "CPU by test" table, printed at its
+// end, is repeated in the report under the package's name, without the
+// lines before and after it.
+func TestCPUTableRepeated(t *testing.T) {
+	s := newSummary(io.Discard)
+	for _, out := range []string{
+		"processes the tests ran: kubectl 3 runs, 1 CPU-s\n",
+		cpuTableHeading + "(sampled):\n",
+		"      120 CPU-s  TestHeavy\n",
+		"       10 CPU-s  in all 1 tests\n",
+		"ok  \tp\t1.0s\n",
+	} {
+		s.handle(event{Action: "output", Package: "p", Output: out})
+	}
+	s.handle(event{Action: "pass", Package: "p", Test: "TestHeavy", Elapsed: 1})
+	s.handle(event{Action: "pass", Package: "p", Elapsed: 2})
+	got := s.report(5)
+	want := "\n== p: " + cpuTableHeading + "(sampled):\n      120 CPU-s  TestHeavy\n       10 CPU-s  in all 1 tests\n\n"
+	if !strings.Contains(got, want) {
+		t.Errorf("report:\n%s\nwant the table:\n%s", got, want)
+	}
+	if strings.Contains(got, "processes the tests ran") || strings.Contains(got, "ok  \tp") {
+		t.Errorf("the report repeats lines outside the table:\n%s", got)
+	}
+}

@@ -3,13 +3,16 @@ package install
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/hostedref"
+	"hypershift.dev/internal/runtime"
 )
 
 // RuntimePolicyName names the admission policy (and its binding) that
@@ -98,42 +101,44 @@ const (
 	etcdStorage    = `has(object.spec.etcd) && has(object.spec.etcd.managed) && has(object.spec.etcd.managed.storage)`
 )
 
-// runtimePolicy refuses what the runtime cannot do, naming the field and
-// the fix: among it a Kubernetes version other than versions (the releases
-// of the installation's catalog). It checks creates and those updates that
-// change the spec, so that an object made under another runtime can still
-// get its finalizers removed.
-func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	var validations []admissionregistrationv1.Validation
-	switch runtime {
-	case RuntimeKube:
-		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type in ['NodePort', 'LoadBalancer']`)
+// capabilitiesOf is what runtime (RuntimeProcess or RuntimeKube) can do.
+func capabilitiesOf(rt string) runtime.Capabilities {
+	if rt == RuntimeKube {
+		return runtime.Kube
+	}
+	return runtime.Process
+}
+
+// runtimePolicy refuses what the runtime cannot do (its capabilities),
+// naming the field and the fix: among it a Kubernetes version other than
+// versions (the releases of the installation's catalog). It checks creates
+// and those updates that change the spec, so that an object made under
+// another runtime can still get its finalizers removed.
+func runtimePolicy(rt string, versions []string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	caps := capabilitiesOf(rt)
+	validations := []admissionregistrationv1.Validation{publishingValidation(caps)}
+	if !caps.PublishesOn(string(hypershiftv1alpha1.HostPort)) {
 		validations = append(validations, admissionregistrationv1.Validation{
-			Expression: "size(" + wrong + ") == 0",
-			MessageExpression: "'spec.services[].servicePublishingStrategy.type: ' + " + wrong + ".join(', ') +" +
-				" ' is not supported: the kube runtime publishes through Services: use NodePort or LoadBalancer'",
-			Reason: ptr(metav1.StatusReasonInvalid),
-		}, admissionregistrationv1.Validation{
 			// No entry means HostPort.
 			Expression: "has(object.spec.services) && object.spec.services.exists(s, s.service == 'APIServer')",
-			Message: "spec.services needs an APIServer entry of type NodePort or LoadBalancer: the kube runtime cannot publish on a host port" +
+			Message: "spec.services needs an APIServer entry of type " + strings.Join(caps.Publishing, " or ") + ": the " + caps.Name + " runtime cannot publish on a host port" +
 				" (hypershift create cluster --api-server-publishing NodePort --api-server-address ADDRESS)",
 			Reason: ptr(metav1.StatusReasonInvalid),
-		}, idleWakeRefused(), fileRestoreRefused())
-	default:
-		wrong := fmt.Sprintf(publishedTypes, `s.servicePublishingStrategy.type == 'HostPort'`)
+		})
+	}
+	if !caps.Volumes {
 		validations = append(validations, admissionregistrationv1.Validation{
-			Expression: "size(" + wrong + ") == 0",
-			MessageExpression: "'spec.services[].servicePublishingStrategy.type: ' + " + wrong + ".join(', ') +" +
-				" ' is not supported: the process runtime publishes the API server on a port of the management host: use HostPort" +
-				" (NodePort and LoadBalancer need the kube runtime of `hypershift install`)'",
-			Reason: ptr(metav1.StatusReasonInvalid),
-		}, admissionregistrationv1.Validation{
 			Expression: "!(" + etcdStorage + ")",
-			Message: "spec.etcd.managed.storage is not supported: the process runtime keeps etcd's data in the operator's data dir;" +
+			Message: "spec.etcd.managed.storage is not supported: the " + caps.Name + " runtime keeps etcd's data in the operator's data dir;" +
 				" remove spec.etcd.managed.storage (persistent volumes need the kube runtime of `hypershift install`)",
 			Reason: ptr(metav1.StatusReasonInvalid),
 		})
+	}
+	if !caps.WakeOnRequest {
+		validations = append(validations, idleWakeRefused())
+	}
+	if !caps.ArchivesOnHost {
+		validations = append(validations, fileRestoreRefused())
 	}
 	validations = append(validations, availableVersionValidation(versions))
 	p, b := policy(RuntimePolicyName, "hostedclusters",
@@ -143,12 +148,28 @@ func runtimePolicy(runtime string, versions []string) (*admissionregistrationv1.
 			Expression: "request.operation == 'CREATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec",
 		}},
 		validations...)
-	name := RuntimeProcess
-	if runtime == RuntimeKube {
-		name = RuntimeKube
-	}
-	p.Labels = map[string]string{RuntimeLabel: name}
+	p.Labels = map[string]string{RuntimeLabel: caps.Name}
 	return p, b
+}
+
+// publishingValidation refuses a service published by a strategy the
+// runtime does not offer.
+func publishingValidation(caps runtime.Capabilities) admissionregistrationv1.Validation {
+	quoted := make([]string, len(caps.Publishing))
+	for i, p := range caps.Publishing {
+		quoted[i] = "'" + p + "'"
+	}
+	wrong := fmt.Sprintf(publishedTypes, "s.servicePublishingStrategy.type in ["+strings.Join(quoted, ", ")+"]")
+	how, hint := "publishes the API server on a port of the management host", " (NodePort and LoadBalancer need the kube runtime of `hypershift install`)"
+	if caps.Pods {
+		how, hint = "publishes through Services", ""
+	}
+	return admissionregistrationv1.Validation{
+		Expression: "size(" + wrong + ") == 0",
+		MessageExpression: "'spec.services[].servicePublishingStrategy.type: ' + " + wrong + ".join(', ') +" +
+			" ' is not supported: the " + caps.Name + " runtime " + how + ": use " + strings.Join(caps.Publishing, " or ") + hint + "'",
+		Reason: ptr(metav1.StatusReasonInvalid),
+	}
 }
 
 // fileRestoreRefused is the kube runtime's refusal of a restore from a

@@ -9,8 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/kube"
@@ -25,11 +23,6 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 	events, notify := NewEvents()
 	opts.Events = events
 	opts.NodeRuntime, opts.NodeEvents = nil, nil
-	opts.Supports = hostedcluster.Capabilities{
-		Publishing:  []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer},
-		EtcdStorage: true,
-		Pods:        true,
-	}
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
 		if kubeOpts.APIReader == nil {
 			// Ownership is decided on what the API server says, not on a

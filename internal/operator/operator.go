@@ -50,10 +50,6 @@ type Options struct {
 	// (internal/release); nil: the compiled-in one only. The runtimes run
 	// them and the HostedCluster controller refuses any other version.
 	Releases *release.Catalog
-	// Supports is what Runtime can do beyond the process runtime
-	// (publishing strategies, etcd storage); the HostedCluster controller
-	// refuses the rest.
-	Supports hostedcluster.Capabilities
 	// Events carries runtime notifications to the HostedControlPlane
 	// controller; see NewEvents.
 	Events chan event.GenericEvent
@@ -185,8 +181,6 @@ func New(opts Options) (ctrl.Manager, error) {
 			names = append(names, san)
 		}
 	}
-	supports := opts.Supports
-	supports.Releases = opts.Releases
 	hc := &hostedcluster.Reconciler{
 		Client:            mgr.GetClient(),
 		APIServerIPs:      ips,
@@ -194,7 +188,7 @@ func New(opts Options) (ctrl.Manager, error) {
 		Layout:            podsLayout(opts.Runtime),
 		Runtime:           opts.Runtime,
 		Clock:             opts.Clock,
-		Supports:          supports,
+		Releases:          opts.Releases,
 		LeafValidity:      opts.LeafCertificateValidity,
 		CAValidity:        opts.CAValidity,
 		BackupFileRoot:    opts.BackupFileRoot,

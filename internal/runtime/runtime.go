@@ -10,6 +10,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -81,8 +82,13 @@ type Runtime interface {
 	UnpinPorts(ref ControlPlaneRef) error
 }
 
-// Capabilities are what a runtime can do beyond running specs.
+// Capabilities are what a runtime can do beyond running specs. Each
+// runtime's value is stated once, below (Process, Kube), and returned by
+// its Capabilities method; the controllers' validation and the operator's
+// admission policy derive from it.
 type Capabilities struct {
+	// Name is how users know the runtime, for messages: "process", "kube".
+	Name string
 	// Pods: control planes run as pods of a management cluster (their
 	// Layout's Pods); otherwise as processes of this host.
 	Pods bool
@@ -92,7 +98,44 @@ type Capabilities struct {
 	// node ports). Without it, hibernation and the fence are an Apply of
 	// fewer specs.
 	InPlace bool
+	// Publishing are the service publishing strategies it offers, by the
+	// API's names (HostPort, NodePort, LoadBalancer).
+	Publishing []string
+	// Volumes: it keeps etcd's data on claims of a storage class
+	// (spec.etcd.managed.storage); otherwise in the operator's data dir.
+	Volumes bool
+	// OneProcess: it can run a control plane as a single process (the
+	// single-process annotation).
+	OneProcess bool
+	// WakeOnRequest: an endpoint proxy of this host holds a request to a
+	// hibernated control plane while it starts (spec.hibernation.idleAfter).
+	WakeOnRequest bool
+	// ArchivesOnHost: the operator and etcd read and write this host's
+	// files, so a file:// archive is a path here; otherwise it would name a
+	// path in a pod.
+	ArchivesOnHost bool
 }
+
+// PublishesOn reports whether strategy is among c.Publishing.
+func (c Capabilities) PublishesOn(strategy string) bool {
+	return slices.Contains(c.Publishing, strategy)
+}
+
+var (
+	// Process is the process runtime's (internal/runtime/process):
+	// processes of the operator's host, which publish on its ports.
+	Process = Capabilities{
+		Name: "process", Publishing: []string{"HostPort"},
+		OneProcess: true, WakeOnRequest: true, ArchivesOnHost: true,
+	}
+	// Kube is the kube runtime's (internal/runtime/kube): pods of the
+	// management cluster, published by Services, etcd on claims, asleep
+	// and fenced in place.
+	Kube = Capabilities{
+		Name: "kube", Pods: true, InPlace: true,
+		Publishing: []string{"NodePort", "LoadBalancer"}, Volumes: true,
+	}
+)
 
 // ErrNotInPlace is returned by Sleep and Fence of a runtime without
 // Capabilities().InPlace.

@@ -27,6 +27,7 @@ import (
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -56,8 +57,9 @@ type Reconciler struct {
 	// names they reach each other at go into the certificates. Nil: a
 	// runtime of one host.
 	Layout func(namespace string) runtime.Layout
-	// Supports is what the runtime can do; zero is the process runtime's.
-	Supports Capabilities
+	// Releases are the Kubernetes versions the operator runs; nil: the
+	// compiled-in one only.
+	Releases *release.Catalog
 	// BackupFileRoot is the directory file:// archives must be in
 	// (backup.CheckFileRoot); empty refuses file:// archives.
 	BackupFileRoot string
@@ -134,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcileNormal validates the spec, runs the phases and derives the status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hc := s.hc
-	if err := validateSpec(hc, r.Supports); err != nil {
+	if err := validateSpec(hc, r.capabilities()); err != nil {
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.ValidConfiguration, false,
 			hypershiftv1alpha1.UnsupportedReason, err.Error())
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Available, false,

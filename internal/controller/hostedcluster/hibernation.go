@@ -27,7 +27,7 @@ func validateHibernation(hc *hypershiftv1alpha1.HostedCluster, supports Capabili
 	if h.IdleAfter != nil && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
 		return fmt.Errorf("spec.hibernation.idleAfter cannot be combined with annotation %s: waking on a request puts the endpoint proxy in front of a separate API server; remove one", hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 	}
-	if h.IdleAfter != nil && supports.Pods {
+	if h.IdleAfter != nil && !supports.WakeOnRequest {
 		return errors.New("spec.hibernation.idleAfter is not supported by this operator's runtime: it runs control planes as pods, and waking on a request needs the process runtime's endpoint proxy; use spec.hibernation.enabled or schedules")
 	}
 	return nil

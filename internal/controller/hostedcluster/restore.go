@@ -68,7 +68,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	if err == nil {
-		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, r.Supports.Pods)
+		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, !r.capabilities().ArchivesOnHost)
 	}
 	if err == nil {
 		err = r.restoreState(ctx, s, req)
@@ -262,7 +262,7 @@ func (r *Reconciler) pinEndpoint(ctx context.Context, s *scope, endpoint string)
 	}
 	// On one host the port must be free here; a runtime of pods checks
 	// its management cluster's node ports itself.
-	if !r.Supports.Pods {
+	if r.capabilities().PublishesOn(string(hypershiftv1alpha1.HostPort)) {
 		l, err := net.Listen("tcp", net.JoinHostPort("", portText))
 		if err != nil {
 			return fmt.Sprintf(changed, "port "+portText+" is in use")

@@ -8,21 +8,26 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/release"
+	"hypershift.dev/internal/runtime"
 )
 
-// Capabilities are what the runtime that runs control planes can do.
+// Capabilities are what this operator can run: its runtime's capabilities
+// and the releases it has.
 type Capabilities struct {
-	// Publishing lists the service publishing strategies it supports;
-	// empty means HostPort only (the process runtime).
-	Publishing []hypershiftv1alpha1.PublishingStrategyType
-	// EtcdStorage: it keeps etcd's data on volumes that
-	// spec.etcd.managed.storage configures.
-	EtcdStorage bool
-	// Pods: it runs control planes as pods, so not as one process.
-	Pods bool
+	runtime.Capabilities
 	// Releases are the Kubernetes versions it can run; nil: the
 	// compiled-in one only.
 	Releases *release.Catalog
+}
+
+// capabilities are what this operator can run: its runtime's (the process
+// runtime's without one), with its releases.
+func (r *Reconciler) capabilities() Capabilities {
+	caps := runtime.Process
+	if r.Runtime != nil {
+		caps = r.Runtime.Capabilities()
+	}
+	return Capabilities{Capabilities: caps, Releases: r.Releases}
 }
 
 // validateSpec rejects what admission lets through but this operator cannot
@@ -48,25 +53,22 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) e
 		return fmt.Errorf("spec.networking.serviceNetwork has %d entries: dual-stack is not supported yet, keep one", n)
 	}
 	publishing := supports.Publishing
-	if len(publishing) == 0 {
-		publishing = []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.HostPort}
-	}
 	for i, s := range hc.Spec.Services {
-		if !slices.Contains(publishing, s.Type) {
+		if !supports.PublishesOn(string(s.Type)) {
 			return fmt.Errorf("spec.services[%d].servicePublishingStrategy.type %s is not supported by this operator's runtime: use %v", i, s.Type, publishing)
 		}
 	}
 	// An empty list means HostPort.
-	if !slices.Contains(publishing, hypershiftv1alpha1.HostPort) &&
+	if !supports.PublishesOn(string(hypershiftv1alpha1.HostPort)) &&
 		!slices.ContainsFunc(hc.Spec.Services, func(s hypershiftv1alpha1.ServicePublishingStrategyMapping) bool {
 			return s.Service == hypershiftv1alpha1.APIServer
 		}) {
 		return fmt.Errorf("spec.services needs an APIServer entry of type %v: this operator's runtime cannot publish on a host port", publishing)
 	}
-	if supports.Pods && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
+	if !supports.OneProcess && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
 		return fmt.Errorf("annotation %s is not supported by this operator's runtime: it runs control planes as pods; remove it", hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 	}
-	if hc.Spec.Etcd.Managed != nil && !supports.EtcdStorage {
+	if hc.Spec.Etcd.Managed != nil && !supports.Volumes {
 		return errors.New("spec.etcd.managed.storage is not supported by this operator's runtime: the process runtime keeps etcd's data on the management host's disk; remove it")
 	}
 	return validateHibernation(hc, supports)

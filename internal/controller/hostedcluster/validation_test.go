@@ -8,6 +8,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/release"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
@@ -16,10 +17,10 @@ import (
 // refused them: each reports ValidConfiguration=False naming the field
 // instead of being run with part of it ignored.
 func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
-	kube := Capabilities{Publishing: []hypershiftv1alpha1.PublishingStrategyType{hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer}, EtcdStorage: true, Pods: true}
+	kube := Capabilities{Capabilities: runtime.Kube}
 	tests := []struct {
 		name     string
-		supports Capabilities // zero: the process runtime
+		supports Capabilities // runtime zero: the process runtime
 		mutate   func(hc *hypershiftv1alpha1.HostedCluster)
 		wantErr  string // empty: valid
 	}{
@@ -88,6 +89,9 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			hc := hypershiftv1alpha1.NewHostedCluster("clusters", "a", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
 			tt.mutate(hc)
+			if tt.supports.Name == "" {
+				tt.supports.Capabilities = runtime.Process
+			}
 			testenv.ExpectError(t, validateSpec(hc, tt.supports), tt.wantErr)
 		})
 	}

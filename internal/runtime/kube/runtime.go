@@ -94,11 +94,8 @@ func New(c client.Client, opts Options) *Runtime {
 	return &Runtime{client: c, reader: opts.APIReader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
 }
 
-// Capabilities implements runtime.Runtime: pods of the management cluster,
-// which sleep and fence in place (their Services keep their node ports).
-func (*Runtime) Capabilities() runtime.Capabilities {
-	return runtime.Capabilities{Pods: true, InPlace: true}
-}
+// Capabilities implements runtime.Runtime: runtime.Kube.
+func (*Runtime) Capabilities() runtime.Capabilities { return runtime.Kube }
 
 // Running implements runtime.Runtime: an instance applied is not Stopped.
 // Pods outlive an operator, and the next one's first Apply finds their

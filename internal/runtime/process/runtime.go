@@ -115,9 +115,8 @@ func (r *Runtime) Dir(ref runtime.ControlPlaneRef) string {
 	return filepath.Join(r.root, ref.Namespace)
 }
 
-// Capabilities implements runtime.Runtime: processes of this host, which
-// sleep and fence by an Apply of fewer specs.
-func (*Runtime) Capabilities() runtime.Capabilities { return runtime.Capabilities{} }
+// Capabilities implements runtime.Runtime: runtime.Process.
+func (*Runtime) Capabilities() runtime.Capabilities { return runtime.Process }
 
 // Sleep implements runtime.Runtime: not in place (runtime.ErrNotInPlace).
 func (*Runtime) Sleep(context.Context, runtime.ControlPlaneRef) error { return runtime.ErrNotInPlace }

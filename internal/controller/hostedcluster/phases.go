@@ -73,7 +73,7 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 	}
 	var etcdDNS []string
 	if r.Layout != nil {
-		if l := r.Layout(s.ns); l.Pods {
+		if l := r.Layout(s.ns); l.Host != nil {
 			// The names the control plane's pods reach each other at.
 			dns = append(dns, l.Host(components.KubeAPIServer, ""))
 			etcdDNS = append(etcdDNS, l.Host(components.Etcd, ""), l.Host(components.Etcd, "*"))

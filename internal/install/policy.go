@@ -137,7 +137,7 @@ func runtimePolicy(rt string, versions []string) (*admissionregistrationv1.Valid
 	if !caps.WakeOnRequest {
 		validations = append(validations, idleWakeRefused())
 	}
-	if !caps.ArchivesOnHost {
+	if !caps.HostFiles {
 		validations = append(validations, fileRestoreRefused())
 	}
 	validations = append(validations, availableVersionValidation(versions))

@@ -110,10 +110,16 @@ type Capabilities struct {
 	// WakeOnRequest: an endpoint proxy of this host holds a request to a
 	// hibernated control plane while it starts (spec.hibernation.idleAfter).
 	WakeOnRequest bool
-	// ArchivesOnHost: the operator and etcd read and write this host's
-	// files, so a file:// archive is a path here; otherwise it would name a
-	// path in a pod.
-	ArchivesOnHost bool
+	// HostFiles: the operator and the instances read and write this host's
+	// files: a file:// archive is a path here (otherwise it would name a
+	// path in a pod), and a release server instance serves this host's
+	// release binaries to nodes.
+	HostFiles bool
+	// RollsComponents: the runtime replaces a component's instances one at
+	// a time itself (a workload's rollout), so a version rollout moves
+	// whole components and a trust change needs no restart order;
+	// otherwise the controller moves and restarts one instance at a time.
+	RollsComponents bool
 }
 
 // PublishesOn reports whether strategy is among c.Publishing.
@@ -126,13 +132,13 @@ var (
 	// processes of the operator's host, which publish on its ports.
 	Process = Capabilities{
 		Name: "process", Publishing: []string{"HostPort"},
-		OneProcess: true, WakeOnRequest: true, ArchivesOnHost: true,
+		OneProcess: true, WakeOnRequest: true, HostFiles: true,
 	}
 	// Kube is the kube runtime's (internal/runtime/kube): pods of the
 	// management cluster, published by Services, etcd on claims, asleep
 	// and fenced in place.
 	Kube = Capabilities{
-		Name: "kube", Pods: true, InPlace: true,
+		Name: "kube", Pods: true, InPlace: true, RollsComponents: true,
 		Publishing: []string{"NodePort", "LoadBalancer"}, Volumes: true,
 	}
 )

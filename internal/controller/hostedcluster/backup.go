@@ -182,7 +182,7 @@ func (r *Reconciler) wantedBackup(_ context.Context, s *scope) (*backupWanted, e
 	}
 	req, err := parseBackupRequest(hc)
 	if err == nil && req != nil {
-		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, !r.capabilities().ArchivesOnHost)
+		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, !r.capabilities().HostFiles)
 	}
 	answered := req != nil && (st.FailedRequestID == req.ID || (st.LastBackup != nil && st.LastBackup.RequestID == req.ID))
 	switch {

@@ -91,7 +91,7 @@ func (r *Reconciler) scheduledBackup(s *scope) (*backupWanted, error) {
 			err = backup.CheckScheme(sample)
 		}
 		if err == nil {
-			err = backup.CheckArchiveURL(sample, r.BackupFileRoot, !r.capabilities().ArchivesOnHost)
+			err = backup.CheckArchiveURL(sample, r.BackupFileRoot, !r.capabilities().HostFiles)
 		}
 		if err != nil {
 			err = fmt.Errorf("spec.backup.url: %w", err)

@@ -68,7 +68,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	if err == nil {
-		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, !r.capabilities().ArchivesOnHost)
+		err = backup.CheckArchiveURL(req.URL, r.BackupFileRoot, !r.capabilities().HostFiles)
 	}
 	if err == nil {
 		err = r.restoreState(ctx, s, req)

@@ -273,7 +273,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		portNames = append(portNames, components.IdleWakePortNames(replicas)...)
 	}
 	layout := r.Runtime.Layout(ref)
-	if servesReleases(hcp, layout) {
+	if servesReleases(hcp, r.Runtime.Capabilities()) {
 		portNames = append(portNames, components.ReleaseServerPortNames()...)
 	}
 	ports, err := r.Runtime.Ports(ctx, ref, portNames)
@@ -302,7 +302,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
 		IdleWake:          idleWake(hcp),
 		// Published like the Konnectivity agent port: at the endpoint host.
-		ReleaseServer:              servesReleases(hcp, layout),
+		ReleaseServer:              servesReleases(hcp, r.Runtime.Capabilities()),
 		ReleasesDir:                r.Releases.Dir(),
 		ReleaseServerPublish:       runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
 		KubeletCertificateValidity: r.LeafValidity,
@@ -318,7 +318,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	if cfg.NodeCIDRMaskSize == 0 {
 		cfg.NodeCIDRMaskSize = 24
 	}
-	if cfg.HeldTrust, err = r.heldTrustOf(ctx, s, certs, layout); err != nil {
+	if cfg.HeldTrust, err = r.heldTrustOf(ctx, s, certs); err != nil {
 		return components.Config{}, err
 	}
 	return cfg, nil

@@ -81,7 +81,7 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 		return ctrl.Result{}, err
 	}
 	s.dataPlane.Konnectivity = k
-	if servesReleases(hcp, r.Runtime.Layout(s.ref)) {
+	if servesReleases(hcp, r.Runtime.Capabilities()) {
 		if s.dataPlane.Releases, err = r.releasesInput(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -96,7 +96,7 @@ func TestFencedConditions(t *testing.T) {
 // Services) and calls Fence instead of Apply; what it reports left keeps
 // Fenced False.
 func TestFenceInPlace(t *testing.T) {
-	fencer := &runtimetest.Fake{Caps: runtime.Capabilities{Pods: true, InPlace: true}, FenceLeft: []string{"pod kube-apiserver-7f-x is terminating"}}
+	fencer := &runtimetest.Fake{Caps: runtime.Kube, FenceLeft: []string{"pod kube-apiserver-7f-x is terminating"}}
 	r := &Reconciler{Runtime: fencer}
 	specs := []runtime.Spec{{Name: "etcd-0", Component: "etcd"}, {Name: "kube-apiserver-0", Component: "kube-apiserver"}}
 	s := &scope{

@@ -16,10 +16,11 @@ import (
 )
 
 // servesReleases: a control plane of platform None runs the release
-// server, from which its joined nodes fetch their kubelet (one host only;
-// in pods it is not rendered, see docs/real-nodes.md).
-func servesReleases(hcp *hypershiftv1alpha1.HostedControlPlane, layout runtime.Layout) bool {
-	return hcp.Spec.Platform.Type == hypershiftv1alpha1.NonePlatform && !layout.Pods
+// server, from which its joined nodes fetch their kubelet, where the
+// runtime's instances share this host's files (not in pods, see
+// docs/real-nodes.md).
+func servesReleases(hcp *hypershiftv1alpha1.HostedControlPlane, caps runtime.Capabilities) bool {
+	return hcp.Spec.Platform.Type == hypershiftv1alpha1.NonePlatform && caps.HostFiles
 }
 
 // selfSHA256 is the hypershift binary's sha256: the compiled-in release

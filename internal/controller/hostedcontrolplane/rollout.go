@@ -48,9 +48,10 @@ type rolloutInput struct {
 	Rendered map[string][]runtime.Spec
 	// Instances are the runtime's view.
 	Instances []instanceState
-	// Pods: the runtime runs each component as one workload that rolls its
-	// replicas itself, so the rollout moves one component at a time.
-	Pods bool
+	// ByComponent: the runtime runs each component as one workload that
+	// rolls its replicas itself (RollsComponents), so the rollout moves one
+	// component at a time.
+	ByComponent bool
 }
 
 // rolloutPlan is what to apply, and how far the rollout is.
@@ -60,14 +61,14 @@ type rolloutPlan struct {
 	Specs []runtime.Spec
 	// Done: every versioned instance runs To and is ready.
 	Done bool
-	// Rolling names the instance (component, for pods) being moved to To;
-	// empty when Done.
+	// Rolling names the instance (component, by component) being moved to
+	// To; empty when Done.
 	Rolling string
-	// Moved and Total count the versioned instances (components, for
-	// pods) that run To, and all of them.
+	// Moved and Total count the versioned instances (components, by
+	// component) that run To, and all of them.
 	Moved, Total int
-	// pods: Moved and Total count components.
-	pods bool
+	// byComponent: Moved and Total count components.
+	byComponent bool
 }
 
 // rollout decides, from the instances' versions, which rendering each
@@ -75,7 +76,7 @@ type rolloutPlan struct {
 // so a rollout resumes where it was after an operator restart.
 func rollout(in rolloutInput) rolloutPlan {
 	target := in.Rendered[in.To]
-	units := versionedUnits(target, in.Pods)
+	units := versionedUnits(target, in.ByComponent)
 	moved := func(u unit) bool {
 		for _, name := range u.instances {
 			st, ok := findInstance(in.Instances, name)
@@ -85,7 +86,7 @@ func rollout(in rolloutInput) rolloutPlan {
 		}
 		return true
 	}
-	plan := rolloutPlan{Total: len(units), pods: in.Pods}
+	plan := rolloutPlan{Total: len(units), byComponent: in.ByComponent}
 	notReached := map[string]bool{}
 	for _, u := range units {
 		done := moved(u)
@@ -135,14 +136,14 @@ func (in rolloutInput) keep(name string) (runtime.Spec, bool) {
 }
 
 // unit is what moves in one step: one instance, or one component's
-// instances for pods.
+// instances by component.
 type unit struct {
 	name      string
 	instances []string
 }
 
 // versionedUnits lists the versioned instances of specs in rollout order.
-func versionedUnits(specs []runtime.Spec, pods bool) []unit {
+func versionedUnits(specs []runtime.Spec, byComponent bool) []unit {
 	var units []unit
 	for _, component := range rolloutOrder {
 		var names []string
@@ -155,7 +156,7 @@ func versionedUnits(specs []runtime.Spec, pods bool) []unit {
 		if len(names) == 0 {
 			continue
 		}
-		if pods {
+		if byComponent {
 			units = append(units, unit{name: component, instances: names})
 			continue
 		}
@@ -193,7 +194,7 @@ func (p rolloutPlan) installProgress(to string) string {
 }
 
 func (p rolloutPlan) unitName() string {
-	if p.pods {
+	if p.byComponent {
 		return "components"
 	}
 	return "instances"

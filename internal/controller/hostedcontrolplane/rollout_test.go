@@ -136,7 +136,7 @@ func TestRollout(t *testing.T) {
 			if tt.from == to {
 				rendered = map[string][]runtime.Spec{to: target}
 			}
-			plan := rollout(rolloutInput{From: tt.from, To: to, Rendered: rendered, Instances: tt.instances, Pods: tt.pods})
+			plan := rollout(rolloutInput{From: tt.from, To: to, Rendered: rendered, Instances: tt.instances, ByComponent: tt.pods})
 			if plan.Rolling != tt.wantRolling || plan.Moved != tt.wantMoved || plan.Total != tt.wantTotal || plan.Done != (tt.wantRolling == "") {
 				t.Errorf("rolling %q, %d of %d moved, done %v; want %q, %d of %d", plan.Rolling, plan.Moved, plan.Total, plan.Done, tt.wantRolling, tt.wantMoved, tt.wantTotal)
 			}

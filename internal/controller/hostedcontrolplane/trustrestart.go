@@ -60,8 +60,8 @@ func heldTrust(instances []runtime.InstanceStatus, droppedAt time.Time) map[stri
 // heldTrustOf is heldTrust for this control plane: nothing unless a
 // rotation dropped the etcd CA and is not Done (the dropped CA's Secret
 // exists; it was made at the drop).
-func (r *Reconciler) heldTrustOf(ctx context.Context, s *scope, certs *pki.ControlPlane, layout runtime.Layout) (map[string]bool, error) {
-	if _, ok := certs.Dropped[pki.EtcdCAName]; !ok || layout.Pods {
+func (r *Reconciler) heldTrustOf(ctx context.Context, s *scope, certs *pki.ControlPlane) (map[string]bool, error) {
+	if _, ok := certs.Dropped[pki.EtcdCAName]; !ok || r.Runtime.Capabilities().RollsComponents {
 		return nil, nil
 	}
 	secret := &corev1.Secret{}

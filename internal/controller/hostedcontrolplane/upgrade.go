@@ -44,7 +44,7 @@ func (r *Reconciler) renderRollout(s *scope, cfg components.Config) ([]runtime.S
 		}
 		rendered[v] = specs
 	}
-	plan := rollout(rolloutInput{From: from, To: to, Rendered: rendered, Instances: instances, Pods: cfg.Layout.Pods})
+	plan := rollout(rolloutInput{From: from, To: to, Rendered: rendered, Instances: instances, ByComponent: r.Runtime.Capabilities().RollsComponents})
 	s.rollout, s.rolloutTo = &plan, to
 	return plan.Specs, nil
 }

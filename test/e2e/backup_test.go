@@ -18,8 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/backup/blobtest"
 	"hypershift.dev/internal/testenv"
@@ -213,8 +211,6 @@ func regexpQuote(s string) string {
 	return b.String()
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // checkConfigMaps says every ConfigMap createConfigMaps wrote is there.
 func checkConfigMaps(t *testing.T, cs *kubernetes.Clientset, n int) {
 	t.Helper()
@@ -230,27 +226,6 @@ func checkConfigMaps(t *testing.T, cs *kubernetes.Clientset, n int) {
 		if have[fmt.Sprintf("cm-%d", i)] != fmt.Sprint(i) {
 			t.Fatalf("config map cm-%d missing or changed after the restore (%d config maps)", i, len(list.Items))
 		}
-	}
-}
-
-// checkToken authenticates with the service-account token alone.
-func checkToken(t *testing.T, kc, token string) {
-	t.Helper()
-	admin, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &rest.Config{Host: admin.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData}, Timeout: 5 * time.Second}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("service-account token: %v", err)
-	}
-	if got := review.Status.UserInfo.Username; got != "system:serviceaccount:default:robot" {
-		t.Fatalf("token authenticates as %q", got)
 	}
 }
 

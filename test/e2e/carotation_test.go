@@ -351,13 +351,6 @@ func (w window) String() string {
 	return w.first.Format("15:04:05.000") + " to " + w.last.Format("15:04:05.000")
 }
 
-func firstOf(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
 // requestWithFreshConnection lists ConfigMaps with cfg over a new
 // connection: a kept-alive one was verified when it was opened.
 func requestWithFreshConnection(ctx context.Context, cfg *rest.Config) error {

@@ -43,7 +43,7 @@ type cpuMeter struct {
 	// after it.
 	sampled bool
 	stop    chan struct{}
-	done  chan struct{}
+	done    chan struct{}
 }
 
 type procID struct {

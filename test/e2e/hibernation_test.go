@@ -56,13 +56,6 @@ func (p recordedProcess) running() bool {
 	return err == nil && st == p.startTime
 }
 
-func hcCondition(t *testing.T, mgmt, name, typ string) string {
-	t.Helper()
-	out, _ := kubectl(t, mgmt, "-n", "clusters", "get", "hostedcluster", name, "-o",
-		`jsonpath={.status.conditions[?(@.type=="`+typ+`")].status}/{.status.conditions[?(@.type=="`+typ+`")].reason}`)
-	return strings.TrimSpace(out)
-}
-
 // TestHibernation: a cluster with a simulated NodePool hibernates (every
 // process of its control plane and its node agent stops, its data stays)
 // and resumes with its objects and Ready nodes.

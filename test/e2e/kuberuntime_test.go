@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -306,38 +302,6 @@ func readyFor(t *testing.T, kc, ns, component string, d time.Duration) error {
 		}
 	}
 	return nil
-}
-
-// pollAPI asks the hosted API for /version every 100 ms until the returned
-// function is called, which reports how many answers and failures there
-// were.
-func pollAPI(t *testing.T, kc string) func() (answered, failed int) {
-	t.Helper()
-	cs := hostedClientWithTimeout(t, kc, 2*time.Second)
-	ctx, cancel := context.WithCancel(t.Context())
-	var ok, bad atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			res := cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx)
-			var code int
-			res.StatusCode(&code)
-			switch {
-			case ctx.Err() != nil:
-			case res.Error() == nil && code == http.StatusOK:
-				ok.Add(1)
-			default:
-				bad.Add(1)
-				t.Logf("hosted API: %v (%d)", res.Error(), code)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	return func() (int, int) {
-		cancel()
-		wg.Wait()
-		return int(ok.Load()), int(bad.Load())
-	}
 }
 
 // logPodUsage logs what the kubelet measures of each pod of a namespace

@@ -18,7 +18,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"hypershift.dev/internal/backup/blobtest"
 )
@@ -236,29 +235,4 @@ func interruptMigrate(t *testing.T, c *cli, after string, args ...string) (strin
 		t.Fatalf("hypershift %s: interrupted %v, exit %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), sent, err, out.String(), errOut.String())
 	}
 	return out.String(), errOut.String()
-}
-
-// waitReadyNodes waits until the cluster of kc has n Ready nodes.
-func waitReadyNodes(t *testing.T, kc string, n int) {
-	t.Helper()
-	eventually(t, 3*time.Minute, strconv.Itoa(n)+" Ready nodes", func() error {
-		out, err := kubectl(t, kc, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
-		if err != nil {
-			return errorf("%v: %s", err, out)
-		}
-		if ready := strings.Count(out, "True"); ready != n {
-			return errorf("%d Ready nodes, want %d", ready, n)
-		}
-		return nil
-	})
-}
-
-// kubeconfigServer is the API server URL of a kubeconfig.
-func kubeconfigServer(t *testing.T, path string) string {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg.Host
 }

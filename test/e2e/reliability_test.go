@@ -26,17 +26,6 @@ func upWithCluster(t *testing.T, name string, createFlags ...string) (*cli, stri
 	return hs, kc
 }
 
-// instancePID reads the pid the runtime recorded for an instance.
-func instancePID(t *testing.T, dataDir, cluster, instance string) int {
-	t.Helper()
-	return pidIn(t, filepath.Join(dataDir, "clusters", "clusters-"+cluster, instance, "pid.json"))
-}
-
-func hostedClient(t *testing.T, kubeconfig string) *kubernetes.Clientset {
-	t.Helper()
-	return hostedClientWithTimeout(t, kubeconfig, 5*time.Second)
-}
-
 // restConfig is the client configuration of a kubeconfig file.
 func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 	t.Helper()
@@ -45,19 +34,6 @@ func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// hostedClientWithTimeout is a client whose requests give up after timeout
-// (0: never, for watches).
-func hostedClientWithTimeout(t *testing.T, kubeconfig string, timeout time.Duration) *kubernetes.Clientset {
-	t.Helper()
-	cfg := restConfig(t, kubeconfig)
-	cfg.Timeout = timeout
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
 }
 
 // configMapNames are the names of the ConfigMaps in namespace ns.

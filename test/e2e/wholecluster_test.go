@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"hypershift.dev/internal/hostnet"
-	"hypershift.dev/internal/nodes/join"
 )
 
 // outsideName is a name that exists only in the test's upstream DNS
@@ -93,31 +92,7 @@ func TestWholeCluster(t *testing.T) {
 	})
 }
 
-// requireRealNode skips unless this host can be a node.
-func requireRealNode(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping the real node: not root, and containerd, the kubelet and kube-proxy need root (run the e2e tests as root)")
-	}
-	if _, err := join.CheckHost(join.DefaultCNIBinDir); err != nil {
-		t.Fatalf("%v (run `make deps` as root)", err)
-	}
-}
-
-type joinedNode struct {
-	name string
-	ip   net.IP
-}
-
 var joinedRE = regexp.MustCompile(`as node (\S+) \((\S+)\)`)
-
-// joinNode runs the printed join line (with extra flags) on the host and
-// returns the node it reports Ready.
-func joinNode(t *testing.T, hs *cli, joinArgs []string, extra ...string) joinedNode {
-	t.Helper()
-	out := hs.must(append(append([]string(nil), joinArgs...), extra...)...)
-	return parseJoin(t, out)
-}
 
 func parseJoin(t *testing.T, out string) joinedNode {
 	t.Helper()
@@ -155,36 +130,6 @@ func nthAddress(t *testing.T, cidr string, n int) net.IP {
 	ip := append(net.IP(nil), ipnet.IP.To4()...)
 	ip[3] += byte(n)
 	return ip
-}
-
-// dumpOnFailure logs what a reader needs to see why a whole-cluster test
-// failed: nodes, pods, the data-plane objects, events, describe, and the
-// tails of every node log and of the konnectivity server's and API
-// server's logs.
-func dumpOnFailure(t *testing.T, hs *cli, cluster, kc, nodeDir string) {
-	if !t.Failed() {
-		return
-	}
-	for _, args := range [][]string{
-		{"get", "nodes", "-o", "wide"},
-		{"get", "pods", "-A", "-o", "wide"},
-		{"-n", "kube-system", "get", "deployments,daemonsets,services,endpointslices,configmaps", "-o", "wide"},
-		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-	} {
-		out, _ := kubectl(t, kc, args...)
-		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), lastLines(out, 40))
-	}
-	t.Logf("hypershift describe cluster %s:\n%s", cluster, hs.run("describe", "cluster", cluster).stdout)
-	logs, _ := filepath.Glob(filepath.Join(nodeDir, "*", "*", "*.log"))
-	for _, instance := range []string{"konnectivity-server", "kube-apiserver"} {
-		cp, _ := filepath.Glob(filepath.Join(hs.dataDir, "clusters", "clusters-"+cluster, instance+"*", instance+"*.log"))
-		logs = append(logs, cp...)
-	}
-	for _, log := range append(logs, filepath.Join(nodeDir, "node.log")) {
-		if data, err := os.ReadFile(log); err == nil {
-			t.Logf("%s:\n%s", log, lastLines(string(data), 25))
-		}
-	}
 }
 
 // outcome formats a command's output and error for a message.

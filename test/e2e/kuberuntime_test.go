@@ -26,7 +26,8 @@ const kubeRuntimeUID = 65532
 // and its short leaves run out, a cluster of the older release and a
 // cluster migrated to the embedded plane and back run beside it.
 func TestKubeRuntime(t *testing.T) {
-	quietWholeHost(t)
+	// Quiet only in the steps that assert a bound on time (quietNow).
+	wholeHost(t)
 	requireRealNode(t)
 	hs := upCLI(t)
 	joinArgs := joinCommandArgs(t, hs.must("create", "cluster", "none", "--name", "mgmt", "--wait", "--timeout", "3m"))
@@ -104,6 +105,7 @@ func TestKubeRuntime(t *testing.T) {
 		}
 	})
 	t.Run("the operator's pods are deleted and the hosted API never stops", func(t *testing.T) {
+		quietNow(t)
 		waitSteadyAfterEtcdRestart(t, mgmt, inner, ns)
 		poll := pollAPI(t, inner)
 		deletePods(t, mgmt, "hypershift", "")

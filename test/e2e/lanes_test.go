@@ -42,6 +42,18 @@ func wholeHost(t *testing.T) { lanes.enter(t, false, true) }
 
 func quietWholeHost(t *testing.T) { lanes.enter(t, true, true) }
 
+// quietNow makes the running test of subtest t quiet until t ends: no
+// test starts until at most one other runs beside it, and then at most one
+// does. For a long test that asserts a bound on time in some of its steps
+// only: it need not hold the others back for the rest.
+func quietNow(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	undo := lanes.quieten(strings.Split(t.Name(), "/")[0])
+	t.Logf("lanes: quiet after %.1fs", time.Since(start).Seconds())
+	t.Cleanup(undo)
+}
+
 // costs is how long each test ran, in seconds, beside others on a 2-core
 // machine (the 25 slowest of CI's test-report.txt of 2026-11-30; "≤55" for
 // one that ran under 55 s there, "est." for one it did not time). It only orders the start, longest
@@ -174,9 +186,13 @@ type waiter struct {
 	// maxBeside is how many other tests may run beside it: one for a quiet
 	// test, the capacity less one for the others.
 	maxBeside int
-	host      bool
-	since     time.Time
-	ready     chan struct{}
+	// quieting: the running test waits to become quiet (quieten); no
+	// test starts meanwhile. quiet is closed when it is.
+	quieting bool
+	quiet    chan struct{}
+	host     bool
+	since    time.Time
+	ready    chan struct{}
 	// When it started: how many tests ran, and the CPU pressure.
 	beside   int
 	pressure float64
@@ -279,10 +295,45 @@ func (s *scheduler) acquire(name string, cost time.Duration, quiet, host bool) *
 	return w
 }
 
+// quieten makes the running test name quiet (one test beside it at most)
+// once no more than one other runs, holding back every start until then;
+// undo gives it back its usual room.
+func (s *scheduler) quieten(name string) (undo func()) {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.running, func(r *waiter) bool { return r.name == name })
+	if i < 0 || s.running[i].maxBeside <= 1 {
+		s.mu.Unlock()
+		return func() {} // not run by the scheduler, or quiet already
+	}
+	w := s.running[i]
+	w.quieting, w.quiet = true, make(chan struct{})
+	s.settleQuieting()
+	s.mu.Unlock()
+	<-w.quiet
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		w.maxBeside = s.capacity - 1
+		s.dispatch()
+	}
+}
+
+// settleQuieting makes quiet the running tests that wait for it and have
+// at most one other beside them; s.mu is held.
+func (s *scheduler) settleQuieting() {
+	for _, w := range s.running {
+		if w.quieting && len(s.running)-1 <= 1 {
+			w.quieting, w.maxBeside = false, 1
+			close(w.quiet)
+		}
+	}
+}
+
 func (s *scheduler) release(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running = slices.DeleteFunc(s.running, func(r *waiter) bool { return r == w })
+	s.settleQuieting()
 	if w.host {
 		s.hostBusy = false
 		s.onHost("")
@@ -329,7 +380,8 @@ func (s *scheduler) dispatch() {
 		return a.cost > b.cost
 	})
 	var still []*waiter
-	blocked := false
+	// A running test that waits to become quiet holds every start back.
+	blocked := slices.ContainsFunc(s.running, func(r *waiter) bool { return r.quieting })
 	for _, w := range s.waiting {
 		switch {
 		case blocked || (w.host && s.hostBusy):
@@ -580,5 +632,51 @@ func TestSchedulerWaitsForIdleCPU(t *testing.T) {
 	s.release(d)
 	if within(5*time.Second) == nil {
 		t.Fatal("the next test did not start when the first ended")
+	}
+}
+
+// TestSchedulerQuietNow: a running test that turns quiet waits until at
+// most one other runs, no test starts meanwhile nor beside the two after,
+// and once it is done being quiet the others start again.
+func TestSchedulerQuietNow(t *testing.T) {
+	s := newScheduler(3, 10*time.Millisecond, time.Hour)
+	long := s.acquire("long", 9, false, false)
+	b := s.acquire("b", 5, false, false)
+	c := s.acquire("c", 5, false, false)
+	quiet := make(chan func())
+	go func() { quiet <- s.quieten("long") }()
+	select {
+	case <-quiet:
+		t.Fatal("quiet with two others running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	got := make(chan *waiter, 1)
+	s.release(b) // a place is free, but long waits to be quiet: nothing starts
+	go func() { got <- s.acquire("d", 1, false, false) }()
+	var undo func()
+	select {
+	case undo = <-quiet:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not quiet with one other running")
+	}
+	select {
+	case w := <-got:
+		t.Fatalf("%s started beside a quiet test that has one beside it", w.name)
+	case <-time.After(100 * time.Millisecond):
+	}
+	undo()
+	select {
+	case w := <-got:
+		if w.beside != 2 {
+			t.Errorf("d started beside %d tests, want 2", w.beside)
+		}
+		s.release(w)
+	case <-time.After(5 * time.Second):
+		t.Fatal("d did not start once long was done being quiet")
+	}
+	s.release(c)
+	s.release(long)
+	if undo := s.quieten("gone"); undo == nil {
+		t.Error("quieten of a test the scheduler does not run returned no undo")
 	}
 }

@@ -52,9 +52,33 @@ func shortTempDir(t *testing.T) string {
 func upCLI(t *testing.T, upArgs ...string) *cli {
 	t.Helper()
 	hs := newCLI(t)
-	hs.must(append([]string{"up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir()}, upArgs...)...)
+	args := append([]string{"up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir()}, upArgs...)
+	start := time.Now()
+	r := hs.run(args...)
 	t.Cleanup(func() { hs.run("down", "--purge") })
+	if r.err != nil {
+		t.Fatalf("hypershift %s: %v\nstdout:\n%s\nstderr:\n%s\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr,
+			logTails(filepath.Join(hs.dataDir, "management"), 30))
+	}
+	t.Logf("hypershift %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
 	return hs
+}
+
+// logTails is the last n lines of each component log under dir (a
+// management plane's or a control plane's), for a start that failed: the
+// directory goes with the test.
+func logTails(dir string, n int) string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "--- the last %d lines of %s:\n%s\n", min(n, len(lines)), l, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
+	return b.String()
 }
 
 // sharedPlane is the management plane of the tests that need only fresh

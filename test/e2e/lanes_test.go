@@ -135,7 +135,11 @@ func TestMain(m *testing.M) {
 // packageTempDir holds what the package's tests build once and share.
 var packageTempDir string
 
-var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute).withPressure(cpuPressure, 30, 20*time.Second)
+// The pressure bound: on this project's 2-core machines a "some avg10" of
+// 30 % came with 45–90 % of the CPU idle, 45 % with 25–35 % idle (10 s
+// samples of /proc/pressure/cpu and /proc/stat over a make test run,
+// 2026-11-30); at 30 % tests waited while half the CPU idled.
+var lanes = newScheduler(slotsFromEnv(), 500*time.Millisecond, time.Minute).withPressure(cpuPressure, 45, 20*time.Second)
 
 func init() { lanes.hostHolder = meter.holdHost }
 

@@ -55,8 +55,8 @@ func quietNow(t *testing.T) {
 }
 
 // costs is how long each test ran, in seconds, beside others on a 2-core
-// machine (the 25 slowest of CI's test-report.txt of 2026-11-30; "≤55" for
-// one that ran under 55 s there, "est." for one it did not time). It only orders the start, longest
+// machine (the 25 slowest of CI's test-report.txt of 2026-11-30; "≤55"
+// for one that ran under 55 s there). It only orders the start, longest
 // first, so that a long test does not start last; a test missing here
 // starts after those listed.
 var costs = map[string]int{

@@ -403,6 +403,16 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 	return specs, nil
 }
 
+// PortRequest is want for Runtime.Ports: each name with its upstream
+// default (WellKnownPort).
+func PortRequest(names []string) map[string]int {
+	want := make(map[string]int, len(names))
+	for _, n := range names {
+		want[n] = WellKnownPort(n)
+	}
+	return want
+}
+
 // WellKnownPort is the upstream default port of each port name of
 // PortNames, for runtimes whose instances each have a network namespace of
 // their own and so need no allocation; 0 for names without one.

@@ -35,10 +35,12 @@ func renderEtcd(cfg Config, i int) runtime.Spec {
 	}
 	listen := func(port int) string { return "https://" + net.JoinHostPort(cfg.listen(), strconv.Itoa(port)) }
 	spec := runtime.Spec{
-		StopLast:  true,
-		Data:      "data",
-		Name:      name,
-		Component: Etcd,
+		StopLast: true,
+		Data:     "data",
+		// The operator's backups take snapshots at the client port.
+		OperatorPorts: []string{"client"},
+		Name:          name,
+		Component:     Etcd,
 		Args: []string{
 			"--name=" + self,
 			"--data-dir=" + dir("data"),

@@ -43,6 +43,8 @@ type goldenSpec struct {
 	Beside     string            `json:"beside,omitempty"`
 	Requests   runtime.Resources `json:"requests"`
 	Publish    []runtime.Publish `json:"publish,omitempty"`
+	// OperatorPorts the operator connects to.
+	OperatorPorts []string `json:"operatorPorts,omitempty"`
 	// Restore's files (the archive's URL, key, credentials), by digest
 	// where secret; the renderer leaves it to the controller.
 	Restore []goldenFile `json:"restore,omitempty"`
@@ -93,7 +95,7 @@ func goldenView(t *testing.T, specs []runtime.Spec) []goldenSpec {
 		g := goldenSpec{
 			Name: s.Name, Component: s.Component, Version: s.Version, Command: s.Command, Args: s.Args,
 			Files: []goldenFile{}, Ports: s.Ports, After: s.After, Env: s.Env,
-			StopLast: s.StopLast, Data: s.Data, Beside: s.Beside, Requests: s.Requests, Publish: s.Publish,
+			StopLast: s.StopLast, Data: s.Data, Beside: s.Beside, Requests: s.Requests, Publish: s.Publish, OperatorPorts: s.OperatorPorts,
 			Readiness: goldenProbe{
 				Scheme: s.Readiness.Scheme, Host: s.Readiness.Host, Port: s.Readiness.Port,
 				Path: s.Readiness.Path, CASHA256: digest(s.Readiness.CAPEM),

@@ -108,7 +108,9 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		Args:      args,
 		Files:     files,
 		Ports:     map[string]int{PublishedPort: port},
-		Readiness: runtime.Probe{Scheme: "https", Host: cfg.probeHost(cfg.apiServerBindAddress()), Port: port, Path: "/readyz", CAPEM: p.Bundle(pki.RootCAName)},
+		// The operator's clients: the hosted API and its health.
+		OperatorPorts: []string{PublishedPort},
+		Readiness:     runtime.Probe{Scheme: "https", Host: cfg.probeHost(cfg.apiServerBindAddress()), Port: port, Path: "/readyz", CAPEM: p.Bundle(pki.RootCAName)},
 		// GOGC=50: ~38 MiB less heap when idle. Every core: the API
 		// server's start is the create, and it serves the tenant's nodes
 		// (one core made 1,000 nodes Ready 1.6 times slower).

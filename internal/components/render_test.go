@@ -474,3 +474,20 @@ func flagValue(args []string, flag string) (value string, found bool) {
 	}
 	return value, found
 }
+
+// TestPortRequestNamesTheUpstreamDefaults: what a runtime of pods gives
+// each port (every instance has its own network) is the component's
+// upstream default; a port without one asks for 0, which such a runtime
+// refuses.
+func TestPortRequestNamesTheUpstreamDefaults(t *testing.T) {
+	got := PortRequest([]string{"endpoint", "etcd-0-client", "etcd-2-peer", "etcd-1-metrics", "kube-scheduler-1", "kube-controller-manager", "konnectivity", "konnectivity-admin", "etcd-0-gossip"})
+	want := map[string]int{
+		"endpoint": 6443, "etcd-0-client": 2379, "etcd-2-peer": 2380, "etcd-1-metrics": 2381, "kube-scheduler-1": 10259,
+		"kube-controller-manager": 10257, "konnectivity": 8091, "konnectivity-admin": 8093, "etcd-0-gossip": 0,
+	}
+	for name, p := range want {
+		if got[name] != p {
+			t.Errorf("port %s is %d, want %d", name, got[name], p)
+		}
+	}
+}

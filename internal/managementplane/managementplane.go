@@ -74,7 +74,7 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := rt.Ports(ctx, ref, components.PortNames(components.SingleReplica))
+	ports, err := rt.Ports(ctx, ref, components.PortRequest(components.PortNames(components.SingleReplica)))
 	if err != nil {
 		return nil, err
 	}

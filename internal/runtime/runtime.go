@@ -42,8 +42,11 @@ type Runtime interface {
 	// how they reach each other; the renderer renders for it.
 	Layout(ref ControlPlaneRef) Layout
 	// Ports returns the named ports of a control plane, allocating each
-	// once and keeping it.
-	Ports(ctx context.Context, ref ControlPlaneRef, names []string) (map[string]int, error)
+	// once and keeping it. want names each port with its upstream default
+	// (0: none): a runtime whose instances have a network of their own
+	// (pods) gives each port its default and refuses one without; a runtime
+	// of one host allocates free ports and ignores the defaults.
+	Ports(ctx context.Context, ref ControlPlaneRef, want map[string]int) (map[string]int, error)
 	// Apply makes the running instances of a control plane match specs:
 	// it starts missing ones, restarts changed ones and stops others.
 	Apply(ctx context.Context, ref ControlPlaneRef, specs []Spec) error
@@ -120,6 +123,16 @@ type Capabilities struct {
 	// whole components and a trust change needs no restart order;
 	// otherwise the controller moves and restarts one instance at a time.
 	RollsComponents bool
+}
+
+// Named is want for Runtime.Ports of ports that have no upstream default
+// (only a runtime of one host can give them a number).
+func Named(names ...string) map[string]int {
+	want := make(map[string]int, len(names))
+	for _, n := range names {
+		want[n] = 0
+	}
+	return want
 }
 
 // PublishesOn reports whether strategy is among c.Publishing.

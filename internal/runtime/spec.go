@@ -92,6 +92,10 @@ type Spec struct {
 	// Publish lists the ports clients outside the control plane reach, and
 	// how (Runtime.Published says where).
 	Publish []Publish `json:"-"`
+	// OperatorPorts names the ports (of Ports) the operator itself
+	// connects to: the API server's, etcd's client port for backups. A
+	// runtime that fences instances' networks lets the operator in there.
+	OperatorPorts []string `json:"-"`
 	// Restore fills Data from a backup archive before the instance first
 	// starts, on a runtime whose data the operator does not write itself
 	// (the kube runtime: an init container of the instance's pods).

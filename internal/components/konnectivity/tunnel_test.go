@@ -65,7 +65,7 @@ func testTunnel(t *testing.T, root string) {
 	if len(socket) > 99 {
 		t.Fatalf("socket path %s is %d bytes", socket, len(socket))
 	}
-	agentPorts, err := rt.Ports(ctx, ref, []string{"good-health", "good-admin", "foreign-health", "foreign-admin"})
+	agentPorts, err := rt.Ports(ctx, ref, runtime.Named("good-health", "good-admin", "foreign-health", "foreign-admin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func testTunnel(t *testing.T, root string) {
 // server, the server's unix socket and its agent port.
 func renderServer(ctx context.Context, t *testing.T, rt *process.Runtime, ref runtime.ControlPlaneRef, certs *pki.ControlPlane) (runtime.Spec, string, int) {
 	t.Helper()
-	ports, err := rt.Ports(ctx, ref, components.PortNames(components.SingleReplica))
+	ports, err := rt.Ports(ctx, ref, components.PortRequest(components.PortNames(components.SingleReplica)))
 	if err != nil {
 		t.Fatal(err)
 	}

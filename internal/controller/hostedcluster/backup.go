@@ -342,7 +342,7 @@ func (r *Reconciler) etcdEndpoints(ctx context.Context, s *scope) ([]string, err
 	for i := range names {
 		names[i] = components.EtcdClientPort(i)
 	}
-	ports, err := r.Runtime.Ports(ctx, ref, names)
+	ports, err := r.Runtime.Ports(ctx, ref, components.PortRequest(names))
 	if err != nil {
 		return nil, err
 	}

@@ -276,7 +276,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	if servesReleases(hcp, r.Runtime.Capabilities()) {
 		portNames = append(portNames, components.ReleaseServerPortNames()...)
 	}
-	ports, err := r.Runtime.Ports(ctx, ref, portNames)
+	ports, err := r.Runtime.Ports(ctx, ref, components.PortRequest(portNames))
 	if err != nil {
 		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}

@@ -121,7 +121,7 @@ func AllocatePorts(ctx context.Context, n *Node) error {
 // takePorts sets the node's allocated ports from rt, which picks each once
 // and keeps it.
 func (n *Node) takePorts(ctx context.Context, rt *process.Runtime) error {
-	ports, err := rt.Ports(ctx, Ref, allocatedPorts())
+	ports, err := rt.Ports(ctx, Ref, runtime.Named(allocatedPorts()...))
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"slices"
 
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -132,26 +132,21 @@ func (r renderer) networkPolicy() *networkingv1.NetworkPolicy {
 	if len(published) > 0 {
 		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{Ports: published})
 	}
-	if r.w.component == components.KubeAPIServer {
-		var apiPorts []networkingv1.NetworkPolicyPort
-		for _, name := range sortedKeys(r.w.spec.Ports) {
-			apiPorts = append(apiPorts, policyPort(corev1.ProtocolTCP, r.w.spec.Ports[name]))
+	// The operator reaches the ports the spec names for it (the API
+	// server's, etcd's client port for backups).
+	var operatorPorts []networkingv1.NetworkPolicyPort
+	for _, name := range slices.Sorted(slices.Values(r.w.spec.OperatorPorts)) {
+		if p, ok := r.w.spec.Ports[name]; ok {
+			operatorPorts = append(operatorPorts, policyPort(corev1.ProtocolTCP, p))
 		}
+	}
+	if len(operatorPorts) > 0 {
 		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
 			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{corev1.LabelMetadataName: r.opts.Namespace},
 			}}},
-			Ports: apiPorts,
+			Ports: operatorPorts,
 		})
-	}
-	if r.w.component == components.Etcd {
-		// The operator's backups take snapshots at the members' client port.
-		if p, ok := r.w.spec.Ports["client"]; ok {
-			ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
-				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: r.opts.Namespace}}}},
-				Ports: []networkingv1.NetworkPolicyPort{policyPort(corev1.ProtocolTCP, p)},
-			})
-		}
 	}
 	egress := []networkingv1.NetworkPolicyEgressRule{
 		{To: sameNamespace},

@@ -25,7 +25,7 @@ func renderedSpecs(t *testing.T, ref runtime.ControlPlaneRef, r components.Repli
 func renderedSpecsOf(t *testing.T, ref runtime.ControlPlaneRef, r components.Replicas, nodePort int, version string) []runtime.Spec {
 	t.Helper()
 	rt := New(nil, testOptions())
-	ports, err := rt.Ports(t.Context(), ref, components.PortNames(r))
+	ports, err := rt.Ports(t.Context(), ref, components.PortRequest(components.PortNames(r)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -145,13 +144,12 @@ func MemberDNSName(namespace, component string) string {
 func discoveryServiceName(component string) string { return component + "-discovery" }
 
 // Ports implements runtime.Runtime: pods have their own network, so every
-// port is its upstream default (components.WellKnownPort).
-func (r *Runtime) Ports(_ context.Context, _ runtime.ControlPlaneRef, names []string) (map[string]int, error) {
-	ports := make(map[string]int, len(names))
-	for _, name := range names {
-		p := components.WellKnownPort(name)
+// port is its upstream default.
+func (r *Runtime) Ports(_ context.Context, _ runtime.ControlPlaneRef, want map[string]int) (map[string]int, error) {
+	ports := make(map[string]int, len(want))
+	for name, p := range want {
 		if p == 0 {
-			return nil, fmt.Errorf("port %q has no well-known number: the kube runtime gives every port its upstream default (components.WellKnownPort)", name)
+			return nil, fmt.Errorf("port %q has no upstream default: the kube runtime gives every port its upstream default", name)
 		}
 		ports[name] = p
 	}

@@ -24,7 +24,7 @@ func TestForeignOwnerDirIsNeitherUsedNorDeleted(t *testing.T) {
 	dir := filepath.Join(root, owner.Namespace)
 	rt := newRuntime(t, root)
 	t.Cleanup(func() { rt.Stop(context.Background(), owner) })
-	if _, err := rt.Ports(ctx, owner, []string{"client"}); err != nil {
+	if _, err := rt.Ports(ctx, owner, runtime.Named("client")); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, process.OwnerFile)); err != nil || strings.TrimSpace(string(got)) != owner.Owner {
@@ -43,7 +43,7 @@ func TestForeignOwnerDirIsNeitherUsedNorDeleted(t *testing.T) {
 	}
 	for _, intruder := range intruders {
 		for i, r := range []*process.Runtime{rt, newRuntime(t, root)} {
-			if _, err := r.Ports(ctx, intruder, []string{"client"}); !errors.Is(err, runtime.ErrNotOwner) {
+			if _, err := r.Ports(ctx, intruder, runtime.Named("client")); !errors.Is(err, runtime.ErrNotOwner) {
 				t.Errorf("runtime %d: Ports for %+v: %v, want ErrNotOwner", i, intruder, err)
 			}
 			err := r.Apply(ctx, intruder, []runtime.Spec{spec})
@@ -93,18 +93,18 @@ func TestUnmarkedDirIsClaimedByFirstOwner(t *testing.T) {
 	if err := os.MkdirAll(legacy, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "clusters-old", Name: "old"}, []string{"p"}); err != nil {
+	if _, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "clusters-old", Name: "old"}, runtime.Named("p")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(legacy, process.OwnerFile)); !os.IsNotExist(err) {
 		t.Errorf("a ref without an owner marked the directory: %v", err)
 	}
 	first := runtime.ControlPlaneRef{Namespace: "clusters-old", Name: "old", Owner: "uid-1"}
-	if _, err := rt.Ports(ctx, first, []string{"p"}); err != nil {
+	if _, err := rt.Ports(ctx, first, runtime.Named("p")); err != nil {
 		t.Fatal(err)
 	}
 	second := runtime.ControlPlaneRef{Namespace: "clusters-old", Name: "old", Owner: "uid-2"}
-	if _, err := rt.Ports(ctx, second, []string{"p"}); !errors.Is(err, runtime.ErrNotOwner) {
+	if _, err := rt.Ports(ctx, second, runtime.Named("p")); !errors.Is(err, runtime.ErrNotOwner) {
 		t.Errorf("second owner: %v, want ErrNotOwner", err)
 	}
 }

@@ -41,9 +41,11 @@ func readPortsFile(path string) map[string]int {
 	return ports
 }
 
-// Ports implements runtime.Runtime. Ports are chosen once and kept in
-// ports.json, so a control plane keeps its endpoint across restarts.
-func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []string) (map[string]int, error) {
+// Ports implements runtime.Runtime: free ports of this host (the upstream
+// defaults are ignored: instances share the host's network). Ports are
+// chosen once and kept in ports.json, so a control plane keeps its
+// endpoint across restarts.
+func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, want map[string]int) (map[string]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.claim(ref); err != nil {
@@ -59,7 +61,7 @@ func (r *Runtime) Ports(_ context.Context, ref runtime.ControlPlaneRef, names []
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	var missing []string
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if ports[name] == 0 {
 			missing = append(missing, name)
 		}

@@ -23,7 +23,7 @@ func TestPortsOutsideTheEphemeralRange(t *testing.T) {
 	for i := range 5 {
 		ref := runtime.ControlPlaneRef{Namespace: fmt.Sprintf("ns-%d", i), Name: "c"}
 		names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
-		ports, err := rt.Ports(t.Context(), ref, names)
+		ports, err := rt.Ports(t.Context(), ref, runtime.Named(names...))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 )
@@ -339,6 +338,10 @@ func stopAll(instances []*instance) {
 	}
 }
 
+// legacyDatastorePrefix names the directories of the instances recorded
+// before a record said StopLast: etcd's members (etcd-N), the datastore.
+const legacyDatastorePrefix = "etcd-"
+
 // StopOrphans stops every process recorded in a pid file under dir, for
 // control planes that no running supervisor owns. Instances recorded with
 // StopLast stop last; so do etcd members recorded before the record said
@@ -350,7 +353,7 @@ func StopOrphans(dir string, log logr.Logger) {
 			return nil //nolint:nilerr // keep sweeping
 		}
 		rec, _ := readPidRecord(path)
-		if rec.StopLast || strings.HasPrefix(filepath.Base(filepath.Dir(path)), components.Etcd+"-") {
+		if rec.StopLast || strings.HasPrefix(filepath.Base(filepath.Dir(path)), legacyDatastorePrefix) {
 			datastores = append(datastores, path)
 		} else {
 			servers = append(servers, path)

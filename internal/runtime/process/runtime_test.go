@@ -202,17 +202,17 @@ func TestPortsAreStableAndDistinct(t *testing.T) {
 	rt := newRuntime(t, root)
 	ctx := context.Background()
 	names := components.PortNames(components.HighlyAvailable)
-	a1, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"}, names)
+	a1, err := rt.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"}, runtime.Named(names...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A new runtime knows a's ports are taken and gives them back to a.
 	rt2 := newRuntime(t, root)
-	b, err := rt2.Ports(ctx, runtime.ControlPlaneRef{Namespace: "b"}, names)
+	b, err := rt2.Ports(ctx, runtime.ControlPlaneRef{Namespace: "b"}, runtime.Named(names...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := rt2.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"}, names)
+	a2, err := rt2.Ports(ctx, runtime.ControlPlaneRef{Namespace: "a"}, runtime.Named(names...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +249,11 @@ func TestPortsOfNewNamesAreAdded(t *testing.T) {
 	if len(older) == len(all) {
 		t.Fatalf("no Konnectivity port among %v", all)
 	}
-	before, err := rt.Ports(ctx, ref, older)
+	before, err := rt.Ports(ctx, ref, runtime.Named(older...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := rt.Ports(ctx, ref, all)
+	after, err := rt.Ports(ctx, ref, runtime.Named(all...))
 	if err != nil {
 		t.Fatal(err)
 	}

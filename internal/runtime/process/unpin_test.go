@@ -51,7 +51,7 @@ func TestUnpinPortsRemovesOnlyThePin(t *testing.T) {
 func TestPinPortsRefusesAHeldPort(t *testing.T) {
 	rt := newRuntime(t, t.TempDir())
 	holder := runtime.ControlPlaneRef{Namespace: "clusters-a", Name: "a"}
-	ports, err := rt.Ports(t.Context(), holder, []string{"endpoint"})
+	ports, err := rt.Ports(t.Context(), holder, runtime.Named("endpoint"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ package runtimetest
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"hypershift.dev/internal/runtime"
@@ -39,10 +41,11 @@ func (f *Fake) Layout(runtime.ControlPlaneRef) runtime.Layout {
 	return runtime.Layout{Dir: "/fake", Pods: f.Caps.Pods}
 }
 
-// Ports implements runtime.Runtime: each name gets a port of its own.
-func (f *Fake) Ports(_ context.Context, _ runtime.ControlPlaneRef, names []string) (map[string]int, error) {
+// Ports implements runtime.Runtime: each name gets a port of its own, in
+// the order of the names.
+func (f *Fake) Ports(_ context.Context, _ runtime.ControlPlaneRef, want map[string]int) (map[string]int, error) {
 	out := map[string]int{}
-	for i, n := range names {
+	for i, n := range slices.Sorted(maps.Keys(want)) {
 		out[n] = 20000 + i
 	}
 	return out, nil

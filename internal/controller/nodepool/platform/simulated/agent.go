@@ -52,7 +52,7 @@ func (p *Platform) ensureAgent(ctx context.Context, s *platform.Pool) (string, e
 		return "", err
 	}
 	ref := AgentRef(s.NodePool)
-	ports, err := p.Runtime.Ports(ctx, ref, []string{AgentHealthPort})
+	ports, err := p.Runtime.Ports(ctx, ref, runtime.Named(AgentHealthPort))
 	if err != nil {
 		return "", fmt.Errorf("agent ports: %w", err)
 	}

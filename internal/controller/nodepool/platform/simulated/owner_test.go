@@ -35,7 +35,7 @@ func TestAgentDirOfAnotherPoolIsNeitherUsedNorDeleted(t *testing.T) {
 	if AgentRef(first).Namespace != AgentRef(second).Namespace {
 		t.Fatalf("test premise: %+v and %+v should share a directory", AgentRef(first), AgentRef(second))
 	}
-	if _, err := rt.Ports(ctx, AgentRef(first), []string{AgentHealthPort}); err != nil {
+	if _, err := rt.Ports(ctx, AgentRef(first), runtime.Named(AgentHealthPort)); err != nil {
 		t.Fatal(err)
 	}
 	dir := rt.Dir(AgentRef(first))

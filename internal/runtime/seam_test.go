@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,6 +140,25 @@ func TestNoPodsReadInTheControllers(t *testing.T) {
 	for path, n := range allowedPodsReads {
 		if reads[path] < n {
 			t.Errorf("%s reads Pods %d times, allowedPodsReads says %d: lower it", path, reads[path], n)
+		}
+	}
+}
+
+// No runtime depends on the renderer: what a runtime needs of a component
+// comes with the request (Ports' upstream defaults) or the Spec
+// (OperatorPorts, StopLast), so a new component changes no runtime.
+func TestRuntimesDoNotImportTheRenderer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps gave %d packages: run from the package directory", len(deps))
+	}
+	for _, d := range deps {
+		if d == "hypershift.dev/internal/components" || strings.HasPrefix(d, "hypershift.dev/internal/components/") {
+			t.Errorf("a runtime imports %s", d)
 		}
 	}
 }

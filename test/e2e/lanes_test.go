@@ -368,7 +368,7 @@ func (s *scheduler) fits(w *waiter) bool {
 
 // dispatch starts waiting tests: those that need the host first (they run
 // one after another, so their chain is the longest), then the others,
-// longest first. A test that waits for the host lets the next one by, and
+// longest first — quiet ones first while a quiet test runs. A test that waits for the host lets the next one by, and
 // so does a quiet test that waits for fewer tests to run, for its
 // patience; then it holds the line, so that it is not passed over for
 // ever.
@@ -376,10 +376,17 @@ func (s *scheduler) dispatch() {
 	if !s.started || len(s.waiting) == 0 {
 		return
 	}
+	// While a quiet test runs, at most one test runs beside it: a quiet
+	// one goes first, since two quiet tests together hold back no more
+	// than one does.
+	quietRunning := slices.ContainsFunc(s.running, func(r *waiter) bool { return r.maxBeside <= 1 })
 	sort.SliceStable(s.waiting, func(i, j int) bool {
 		a, b := s.waiting[i], s.waiting[j]
 		if a.host != b.host {
 			return a.host
+		}
+		if aq, bq := a.maxBeside <= 1, b.maxBeside <= 1; quietRunning && aq != bq {
+			return aq
 		}
 		return a.cost > b.cost
 	})
@@ -682,5 +689,47 @@ func TestSchedulerQuietNow(t *testing.T) {
 	s.release(long)
 	if undo := s.quieten("gone"); undo == nil {
 		t.Error("quieten of a test the scheduler does not run returned no undo")
+	}
+}
+
+// TestSchedulerPairsQuietTests: beside a running quiet test, a waiting
+// quiet test starts before a longer test that is not quiet: two quiet
+// tests together hold back no more tests than one.
+func TestSchedulerPairsQuietTests(t *testing.T) {
+	// No dispatch until both wait: the gathering moment never ends by
+	// itself, and the quiet test "first" runs already.
+	s := newScheduler(3, time.Hour, time.Hour)
+	first := &waiter{name: "first", maxBeside: 1, ready: make(chan struct{})}
+	s.mu.Lock()
+	s.asked, s.running = true, []*waiter{first}
+	s.mu.Unlock()
+	got := make(chan *waiter, 2)
+	go func() { got <- s.acquire("long", 8, false, false) }()
+	go func() { got <- s.acquire("quiet", 1, true, false) }()
+	for {
+		s.mu.Lock()
+		n := len(s.waiting)
+		if n == 2 {
+			s.started = true
+			s.dispatch()
+		}
+		s.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case w := <-got:
+		if w.name != "quiet" {
+			t.Fatalf("%s started beside the quiet test, want the other quiet test", w.name)
+		}
+		s.release(w)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no test started beside the quiet test")
+	}
+	s.release(first)
+	if w := <-got; w.name != "long" {
+		t.Fatalf("%s started, want long", w.name)
 	}
 }

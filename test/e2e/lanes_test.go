@@ -56,48 +56,48 @@ func quietNow(t *testing.T) {
 }
 
 // costs is how long each test ran, in seconds, beside others on a 2-core
-// machine (the 25 slowest of CI's test-report.txt of 2026-11-30; "≤55"
-// for one that ran under 55 s there). It only orders the start, longest
-// first, so that a long test does not start last; a test missing here
-// starts after those listed.
+// machine (test-report.txt of a make test run on a clean clone,
+// 2026-11-30). It only orders the start, longest first, so that a long
+// test does not start last; a test missing here starts after those
+// listed.
 var costs = map[string]int{
-	"TestKubeRuntime":                      1270,
-	"TestMigrateCluster":                   500,
-	"TestCertificateRenewal":               300,
-	"TestBackupRestore":                    220,
-	"TestCARotation":                       160,
-	"TestCARotationHighlyAvailable":        155,
-	"TestHighlyAvailableChaos":             120,
-	"TestCARotationRealNode":               110,
-	"TestHostedClusters":                   105,
-	"TestWholeCluster":                     90,
-	"TestBackupRestoreHighlyAvailable":     85,
-	"TestHighlyAvailableUpgrade":           80,
-	"TestMachines":                         80,
-	"TestStartQueue":                       80,
-	"TestRealNodeInPlaceUpgrade":           75,
-	"TestControlPlaneUpgrade":              70,
-	"TestKonnectivityServer":               70,
-	"TestManagementPlaneLoss":              70,
-	"TestIdleWake":                         65,
-	"TestKonnectivityOneWayFirewall":       65,
-	"TestAddons":                           60,
-	"TestHibernation":                      60,
-	"TestNoneNodes":                        60,
-	"TestUpgradeWhileHibernated":           60,
-	"TestBackupRestoreSecondPlane":         55, // ≤55
-	"TestDashboard":                        55, // ≤55
-	"TestDataPlane":                        55, // ≤55
-	"TestDumpCluster":                      55, // ≤55
-	"TestEndpointHostAddress":              55, // ≤55
-	"TestFleetMetrics":                     55, // ≤55
-	"TestNodePoolUpgrade":                  55, // ≤55
-	"TestNodePools":                        55,
-	"TestSingleReplicaRecovers":            55, // ≤55
-	"TestWatchCacheKeptForWhatNodesUse":    55, // ≤55
-	"TestSingleProcessControlPlane":        50,
-	"TestSchedulerStartsWithFirstNodePool": 45,
-	"TestReleases":                         30,
+	"TestKubeRuntime":                      858,
+	"TestCertificateRenewal":               288,
+	"TestMigrateCluster":                   212,
+	"TestBackupRestore":                    173,
+	"TestCARotation":                       113,
+	"TestCARotationHighlyAvailable":        105,
+	"TestCARotationRealNode":               86,
+	"TestHighlyAvailableChaos":             78,
+	"TestHostedClusters":                   64,
+	"TestHighlyAvailableUpgrade":           63,
+	"TestMachines":                         58,
+	"TestBackupRestoreHighlyAvailable":     58,
+	"TestManagementPlaneLoss":              52,
+	"TestIdleWake":                         50,
+	"TestStartQueue":                       47,
+	"TestKonnectivityServer":               47,
+	"TestEndpointHostAddress":              44,
+	"TestWholeCluster":                     43,
+	"TestRealNodeInPlaceUpgrade":           42,
+	"TestDataPlane":                        36,
+	"TestAddons":                           36,
+	"TestUpgradeWhileHibernated":           34,
+	"TestControlPlaneUpgrade":              34,
+	"TestNoneNodes":                        33,
+	"TestKonnectivityOneWayFirewall":       31,
+	"TestBackupRestoreSecondPlane":         31,
+	"TestNodePools":                        30,
+	"TestSingleReplicaRecovers":            29,
+	"TestDumpCluster":                      29,
+	"TestHibernation":                      26,
+	"TestFleetMetrics":                     22,
+	"TestNodePoolUpgrade":                  22,
+	"TestDashboard":                        21,
+	"TestSingleProcessControlPlane":        19,
+	"TestSchedulerStartsWithFirstNodePool": 19,
+	"TestWatchCacheKeptForWhatNodesUse":    13,
+	"TestReleases":                         11,
 }
 
 // TestMain lets the lanes, not -parallel, bound how many tests run at

@@ -361,7 +361,9 @@ func (s *scheduler) acquire(name string, cost time.Duration, quiet, host bool) *
 
 // quieten makes the running test name quiet (one test beside it at most)
 // once no more than one other runs, holding back every start until then;
-// undo gives it back its usual room.
+// undo gives it back its usual room. Tests that quieten at once wait for
+// the others: as many of them as the capacity would wait for ever (one
+// test uses it).
 func (s *scheduler) quieten(name string) (undo func()) {
 	s.mu.Lock()
 	i := slices.IndexFunc(s.running, func(r *waiter) bool { return r.name == name })

@@ -273,7 +273,8 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		portNames = append(portNames, components.IdleWakePortNames(replicas)...)
 	}
 	layout := r.Runtime.Layout(ref)
-	if servesReleases(hcp, r.Runtime.Capabilities()) {
+	releaseServer := servesReleases(hcp, r.Runtime.Capabilities())
+	if releaseServer {
 		portNames = append(portNames, components.ReleaseServerPortNames()...)
 	}
 	ports, err := r.Runtime.Ports(ctx, ref, components.PortRequest(portNames))
@@ -302,7 +303,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
 		IdleWake:          idleWake(hcp),
 		// Published like the Konnectivity agent port: at the endpoint host.
-		ReleaseServer:              servesReleases(hcp, r.Runtime.Capabilities()),
+		ReleaseServer:              releaseServer,
 		ReleasesDir:                r.Releases.Dir(),
 		ReleaseServerPublish:       runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
 		KubeletCertificateValidity: r.LeafValidity,

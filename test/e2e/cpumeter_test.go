@@ -73,7 +73,7 @@ func newCPUMeter(root string, interval time.Duration) *cpuMeter {
 func (m *cpuMeter) own(t testing.TB, dir string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dirs[dir] = strings.Split(t.Name(), "/")[0]
+	m.dirs[dir] = topTest(t)
 }
 
 // holdHost records the whole-host test running now ("" when none).

@@ -52,15 +52,9 @@ func shortTempDir(t *testing.T) string {
 func upCLI(t *testing.T, upArgs ...string) *cli {
 	t.Helper()
 	hs := newCLI(t)
-	args := append([]string{"up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir()}, upArgs...)
-	start := time.Now()
-	r := hs.run(args...)
 	t.Cleanup(func() { hs.run("down", "--purge") })
-	if r.err != nil {
-		t.Fatalf("hypershift %s: %v\nstdout:\n%s\nstderr:\n%s\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr,
-			logTails(filepath.Join(hs.dataDir, "management"), 30))
-	}
-	t.Logf("hypershift %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
+	hs.mustExplained(func() string { return "\n" + logTails(filepath.Join(hs.dataDir, "management"), 30) },
+		append([]string{"up", "--detach", "--metrics-bind-address", "0", "--backup-file-root", os.TempDir()}, upArgs...)...)
 	return hs
 }
 
@@ -181,10 +175,17 @@ func (c *cli) runWith(newCmd func(name string, args ...string) *exec.Cmd, args .
 // must runs a command that has to succeed.
 func (c *cli) must(args ...string) string {
 	c.t.Helper()
+	return c.mustExplained(func() string { return "" }, args...)
+}
+
+// mustExplained is must, whose failure also shows what explain returns
+// then (logs of a directory that goes with the test).
+func (c *cli) mustExplained(explain func() string, args ...string) string {
+	c.t.Helper()
 	start := time.Now()
 	r := c.run(args...)
 	if r.err != nil {
-		c.t.Fatalf("hypershift %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.err, r.stdout, r.stderr)
+		c.t.Fatalf("hypershift %s: %v\nstdout:\n%s\nstderr:\n%s%s", strings.Join(args, " "), r.err, r.stdout, r.stderr, explain())
 	}
 	c.t.Logf("hypershift %s (%.1fs)", strings.Join(args, " "), time.Since(start).Seconds())
 	return r.stdout

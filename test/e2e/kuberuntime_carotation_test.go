@@ -50,8 +50,7 @@ func kubeRuntimeCARotation(t *testing.T, hs *cli, mgmt, inner, ns string, settle
 
 	// Quiet while the rotation's requests are counted; the renewal's are
 	// only logged.
-	quiet := sync.OnceFunc(lanes.quieten("TestKubeRuntime"))
-	defer quiet()
+	quiet := quietNow(t)
 	req := followInnerAdmin(t, mgmt)
 	time.Sleep(3 * time.Second)
 	start := time.Now()

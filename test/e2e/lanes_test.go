@@ -43,17 +43,21 @@ func wholeHost(t *testing.T) { lanes.enter(t, false, true) }
 
 func quietWholeHost(t *testing.T) { lanes.enter(t, true, true) }
 
-// quietNow makes the running test of subtest t quiet until t ends: no
-// test starts until at most one other runs beside it, and then at most one
-// does. For a long test that asserts a bound on time in some of its steps
-// only: it need not hold the others back for the rest.
-func quietNow(t *testing.T) {
+// quietNow makes the running test of subtest t quiet until done is called
+// or t ends: no test starts until at most one other runs beside it, and
+// then at most one does. For a long test that asserts a bound on time in
+// some of its steps only: it need not hold the others back for the rest.
+func quietNow(t *testing.T) (done func()) {
 	t.Helper()
 	start := time.Now()
-	undo := lanes.quieten(strings.Split(t.Name(), "/")[0])
+	done = sync.OnceFunc(lanes.quieten(topTest(t)))
 	t.Logf("lanes: quiet after %.1fs", time.Since(start).Seconds())
-	t.Cleanup(undo)
+	t.Cleanup(done)
+	return done
 }
+
+// topTest is the name of the top-level test t is, or is a subtest of.
+func topTest(t testing.TB) string { return strings.Split(t.Name(), "/")[0] }
 
 // costs is how long each test ran, in seconds, beside others on a 2-core
 // machine (test-report.txt of a make test run on a clean clone,

@@ -87,6 +87,10 @@ func renderKonnectivityServer(cfg Config, name string, servers int) (runtime.Spe
 		agentBind = cfg.listen()
 	}
 	p := cfg.PKI
+	kc, err := localKubeconfig(cfg, KonnectivityServer, name)
+	if err != nil {
+		return runtime.Spec{}, err
+	}
 	return runtime.Spec{
 		Name:      name,
 		Component: KonnectivityServer,
@@ -108,12 +112,20 @@ func renderKonnectivityServer(cfg Config, name string, servers int) (runtime.Spe
 			"--cluster-ca-cert=" + dir("ca.crt"),
 			"--server-count=" + strconv.Itoa(servers),
 			"--proxy-strategies=destHost,default",
+			// Each agent also proves which node it runs on, with a token
+			// bound to its pod: the server reviews it at the hosted API
+			// server and accepts only the node's recorded addresses as
+			// the agent's identifiers (docs/security.md).
+			"--kubeconfig=" + dir("kubeconfig"),
+			"--agent-namespace=" + pki.KonnectivityAgentNamespace,
+			"--agent-service-account=" + pki.KonnectivityAgentServiceAccount,
+			"--authentication-audience=" + pki.KonnectivityAudience,
 		},
-		Files: []runtime.File{
+		Files: append([]runtime.File{
 			{Path: "ca.crt", Content: p.Bundle(pki.KonnectivityCAName)},
 			{Path: "server.crt", Content: p.KonnectivityServer.CertPEM},
 			{Path: "server.key", Content: p.KonnectivityServer.KeyPEM, Secret: true},
-		},
+		}, kubeconfigFiles(kc, p.KonnectivityServerClient)...),
 		Ports: map[string]int{PublishedKonnectivityPort: agent, "health": health, "admin": admin},
 		// /healthz, not /readyz: the server is ready for the API servers
 		// before any agent connects (a cluster without nodes has none).

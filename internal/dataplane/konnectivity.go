@@ -8,10 +8,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"hypershift.dev/internal/pki"
 )
 
 // KonnectivityAgent names the agent's Secret, ServiceAccount and DaemonSet.
@@ -24,6 +27,14 @@ const (
 	agentHealthPort = 8093
 	agentAdminPort  = 8094
 	agentCertDir    = "/etc/konnectivity"
+	agentTokenDir   = "/var/run/secrets/konnectivity"
+	// agentTokenSeconds is the lifetime of the agent's pod-bound token;
+	// the kubelet renews it at 80 %, and the agent reads it on every
+	// connect.
+	agentTokenSeconds = 3600
+	// KonnectivityServerRole names the ClusterRole and binding that let
+	// the server review the agents' tokens and read their Nodes.
+	KonnectivityServerRole = "hypershift:konnectivity-server"
 	// AgentCertificateAnnotation on the agents' pod template identifies
 	// their certificate: the agent reads it once, at start, so a renewed
 	// certificate rolls the DaemonSet (one node at a time).
@@ -50,6 +61,20 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 	ready.InitialDelaySeconds, ready.PeriodSeconds = 0, 2
 	ready.HTTPGet.Path = "/readyz"
 	return []client.Object{
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: KonnectivityServerRole},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+			},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: KonnectivityServerRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: KonnectivityServerRole},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: pki.KonnectivityServerUser}},
+		},
 		&corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: KonnectivityAgent},
@@ -58,7 +83,9 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 		},
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: KonnectivityAgent},
+			ObjectMeta: metav1.ObjectMeta{Namespace: pki.KonnectivityAgentNamespace, Name: pki.KonnectivityAgentServiceAccount},
+			// The agent's only token is the projected one below.
+			AutomountServiceAccountToken: ptr.To(false),
 		},
 		&appsv1.DaemonSet{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
@@ -68,7 +95,7 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AgentCertificateAnnotation: certDigest(k.Cert)}},
 					Spec: corev1.PodSpec{
-						ServiceAccountName: KonnectivityAgent,
+						ServiceAccountName: pki.KonnectivityAgentServiceAccount,
 						PriorityClassName:  "system-node-critical",
 						// The server reaches pods and nodes through the node.
 						HostNetwork: true,
@@ -89,18 +116,26 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 								"--ca-cert=" + agentCertDir + "/ca.crt",
 								"--agent-cert=" + agentCertDir + "/" + corev1.TLSCertKey,
 								"--agent-key=" + agentCertDir + "/" + corev1.TLSPrivateKeyKey,
-								// The server picks the agent of a node by its address.
+								// The server picks the agent of a node by its
+								// address, and accepts only the addresses
+								// recorded for the node its token is bound
+								// to, under the node's name.
+								"--agent-id=$(NODE_NAME)",
 								"--agent-identifiers=ipv4=$(HOST_IP)",
+								"--service-account-token-path=" + agentTokenDir + "/token",
 								"--health-server-host=127.0.0.1",
 								fmt.Sprintf("--health-server-port=%d", agentHealthPort),
 								"--admin-bind-address=127.0.0.1",
 								fmt.Sprintf("--admin-server-port=%d", agentAdminPort),
 							},
-							Env: []corev1.EnvVar{{
-								Name:      "HOST_IP",
-								ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}},
-							}},
-							VolumeMounts:   []corev1.VolumeMount{{Name: "certs", MountPath: agentCertDir, ReadOnly: true}},
+							Env: []corev1.EnvVar{
+								{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+								{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+							},
+							VolumeMounts: []corev1.VolumeMount{
+								{Name: "certs", MountPath: agentCertDir, ReadOnly: true},
+								{Name: "token", MountPath: agentTokenDir, ReadOnly: true},
+							},
 							LivenessProbe:  health,
 							ReadinessProbe: ready,
 							SecurityContext: &corev1.SecurityContext{
@@ -109,12 +144,17 @@ func konnectivityAgent(image string, k Konnectivity) ([]client.Object, error) {
 								Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 							},
 						}},
-						Volumes: []corev1.Volume{{
-							Name: "certs",
-							VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+						Volumes: []corev1.Volume{
+							{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 								SecretName: KonnectivityAgent, DefaultMode: ptr.To[int32](0o400),
-							}},
-						}},
+							}}},
+							{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+								DefaultMode: ptr.To[int32](0o400),
+								Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+									Audience: pki.KonnectivityAudience, ExpirationSeconds: ptr.To[int64](agentTokenSeconds), Path: "token",
+								}}},
+							}}},
+						},
 					},
 				},
 			},

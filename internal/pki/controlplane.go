@@ -30,6 +30,19 @@ const (
 	FrontProxyClientCommonName = "front-proxy-client"
 	KonnectivityServerName     = "konnectivity-server"
 	KonnectivityAgentName      = "konnectivity-agent"
+	// KonnectivityServerClientName is the Konnectivity server's client
+	// certificate for the hosted API server, where it checks each agent's
+	// node identity (token reviews, the agent's Node).
+	KonnectivityServerClientName = "konnectivity-server-client"
+	// KonnectivityServerUser is that certificate's user.
+	KonnectivityServerUser = "system:konnectivity-server"
+	// KonnectivityAgentNamespace and KonnectivityAgentServiceAccount are
+	// the agents' ServiceAccount in the hosted cluster. Each agent
+	// presents a token bound to its pod, for KonnectivityAudience: the
+	// server learns from it which node the agent runs on.
+	KonnectivityAgentNamespace      = "kube-system"
+	KonnectivityAgentServiceAccount = "konnectivity-agent"
+	KonnectivityAudience            = "system:konnectivity-server"
 	// KonnectivityAgentCommonName is the agents' identity.
 	KonnectivityAgentCommonName = "system:konnectivity-agent"
 )
@@ -88,6 +101,9 @@ type ControlPlane struct {
 	// The Konnectivity tunnel has a CA of its own: the server's serving
 	// certificate (what agents dial), and the agents' client certificate.
 	KonnectivityCA, KonnectivityServer, KonnectivityAgent KeyPair
+	// KonnectivityServerClient is the server's client certificate of the
+	// client CA, for the hosted API server.
+	KonnectivityServerClient KeyPair
 
 	// Next and Previous are, by CA name, the CAs of a rotation in
 	// progress: a successor not yet signing and the CA it replaced
@@ -158,6 +174,7 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		// server's names.
 		{KonnectivityServerName, &cp.KonnectivityCA, CertRequest{CommonName: "konnectivity-server", DNSNames: opts.APIServerDNSNames, IPs: opts.APIServerIPs, Server: true}, &cp.KonnectivityServer},
 		{KonnectivityAgentName, &cp.KonnectivityCA, CertRequest{CommonName: KonnectivityAgentCommonName, Client: true}, &cp.KonnectivityAgent},
+		{KonnectivityServerClientName, &cp.ClientCA, CertRequest{CommonName: KonnectivityServerUser, Client: true}, &cp.KonnectivityServerClient},
 	}
 	for _, l := range leaves {
 		l.req.Validity = opts.LeafValidity

@@ -41,6 +41,7 @@ func TestEnsureControlPlaneChains(t *testing.T) {
 		{"konnectivity server", cp.KonnectivityServer, cp.KonnectivityCA, x509.ExtKeyUsageServerAuth, "konnectivity-server", "", "api.example.test"},
 		{"konnectivity server by IP", cp.KonnectivityServer, cp.KonnectivityCA, x509.ExtKeyUsageServerAuth, "konnectivity-server", "", "192.0.2.10"},
 		{"konnectivity agent", cp.KonnectivityAgent, cp.KonnectivityCA, x509.ExtKeyUsageClientAuth, KonnectivityAgentCommonName, "", ""},
+		{"konnectivity server client", cp.KonnectivityServerClient, cp.ClientCA, x509.ExtKeyUsageClientAuth, KonnectivityServerUser, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,6 +46,7 @@ func TestLeavesRenewAtTwoThirdsOfTheirLife(t *testing.T) {
 	for _, kp := range []KeyPair{
 		first.EtcdServer, first.EtcdPeer, first.EtcdClient, first.KubeAPIServer, first.KubeAPIServerKubeletClient,
 		first.FrontProxyClient, first.Admin, first.KubeControllerManager, first.KubeScheduler, first.KonnectivityServer, first.KonnectivityAgent,
+		first.KonnectivityServerClient,
 	} {
 		c, err := ParseCertificate(kp.CertPEM)
 		if err != nil {

@@ -40,7 +40,9 @@ func TestRenderedServerFlagsAreUpstreams(t *testing.T) {
 	if o.Mode != "grpc" || o.ServerPort != 0 || o.UdsName == "" || o.ServerCount != 1 ||
 		o.AgentBindAddress != "192.0.2.10" || o.AgentPort != ports[components.KonnectivityPort] ||
 		o.HealthBindAddress != "127.0.0.1" || o.AdminBindAddress != "127.0.0.1" ||
-		o.ClusterCaCert == "" || o.ProxyStrategies != "destHost,default" {
+		o.ClusterCaCert == "" || o.ProxyStrategies != "destHost,default" ||
+		o.KubeconfigPath == "" || o.AgentNamespace != "kube-system" || o.AgentServiceAccount != "konnectivity-agent" ||
+		o.AuthenticationAudience != pki.KonnectivityAudience {
 		t.Errorf("rendered server options %+v", o)
 	}
 }

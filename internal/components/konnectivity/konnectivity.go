@@ -2,8 +2,10 @@
 // sigs.k8s.io/apiserver-network-proxy: the server that runs beside a hosted
 // control plane's API servers, and the agent that runs on the hosted
 // cluster's nodes and dials out to it (docs/architecture.md, "Konnectivity").
-// Both run with their upstream options and flags as `hypershift component
-// konnectivity-server|konnectivity-agent`.
+// Both take their upstream options and flags, as `hypershift component
+// konnectivity-server|konnectivity-agent`; the agent runs upstream's
+// command, the server upstream's proxy server behind listeners of ours
+// that check each agent's node (server.go, nodeidentity.go).
 package konnectivity
 
 import (
@@ -19,7 +21,6 @@ import (
 	"k8s.io/klog/v2"
 	agentapp "sigs.k8s.io/apiserver-network-proxy/cmd/agent/app"
 	agentoptions "sigs.k8s.io/apiserver-network-proxy/cmd/agent/app/options"
-	serverapp "sigs.k8s.io/apiserver-network-proxy/cmd/server/app"
 	serveroptions "sigs.k8s.io/apiserver-network-proxy/cmd/server/app/options"
 	"sigs.k8s.io/apiserver-network-proxy/pkg/util"
 
@@ -48,7 +49,7 @@ func runServer(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	return (&serverapp.Proxy{}).Run(o, ctx.Done())
+	return serve(ctx, o)
 }
 
 func runAgent(ctx context.Context, args []string) error {

@@ -16,10 +16,17 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	konnectivityclient "sigs.k8s.io/apiserver-network-proxy/konnectivity-client/pkg/client"
 
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/components/konnectivity"
+	"hypershift.dev/internal/datadir"
+	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/process"
@@ -28,22 +35,69 @@ import (
 
 // TestTunnelCarriesTraffic runs the real Konnectivity server, as the
 // control plane renders it, and agents, as the hosted cluster's nodes run
-// them, from the hypershift binary under the process runtime. An agent
-// with a certificate of another cluster's CA is refused; once this
-// cluster's agent is connected, a dial through the server's unix socket,
-// made as kube-apiserver makes it, reaches an HTTP server that only the
-// agent can dial for it.
+// them, from the hypershift binary under the process runtime; a real API
+// server reviews the agents' tokens. Refused: an agent with a certificate
+// of another cluster's CA, and agents of this cluster that claim an
+// address not recorded for the node their token is bound to, use another
+// node's name as their ID, or have no token. Once this cluster's agent is
+// connected under its node, a dial through the server's unix socket, made
+// as kube-apiserver makes it, reaches an HTTP server that only the agent
+// can dial for it.
 func TestTunnelCarriesTraffic(t *testing.T) {
 	// A data dir so deep that the socket cannot sit in the server's
 	// instance directory (the path would pass 99 bytes) moves it up.
 	base := testenv.ShortTempDir(t)
 	deep := filepath.Join(base, strings.Repeat("d", 97-len(base+"//clusters-tunnel/konnectivity.sock")))
+	api := nodeAPI(t)
 	for name, root := range map[string]string{"short data dir": testenv.ShortTempDir(t), "deep data dir": deep} {
-		t.Run(name, func(t *testing.T) { testTunnel(t, root) })
+		t.Run(name, func(t *testing.T) { testTunnel(t, root, api) })
 	}
 }
 
-func testTunnel(t *testing.T, root string) {
+// agentAPI is an API server where the node n1 has 127.0.0.1 recorded, and
+// a token bound to a konnectivity-agent pod on n1.
+type agentAPI struct {
+	kubeconfig string
+	token      []byte
+}
+
+func nodeAPI(t *testing.T) agentAPI {
+	t.Helper()
+	env := testenv.Start(t)
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.RESTConfig)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	node.Labels, _ = bootstrap.AddressRecord(node, nil)
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := pki.KonnectivityAgentNamespace
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: pki.KonnectivityAgentServiceAccount}}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "konnectivity-agent-n1"},
+		Spec: corev1.PodSpec{
+			NodeName: "n1", ServiceAccountName: sa.Name, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "agent", Image: "hypershift"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{
+		Audiences:      []string{pki.KonnectivityAudience},
+		BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agentAPI{kubeconfig: datadir.Layout{Root: env.DataDir}.ManagementKubeconfig(), token: []byte(tr.Status.Token)}
+}
+
+func testTunnel(t *testing.T, root string, api agentAPI) {
 	ctx := t.Context()
 	rt, err := process.New(process.Options{Root: root, Binary: testenv.Binary(t), Log: testenv.Logger()})
 	if err != nil {
@@ -62,18 +116,36 @@ func testTunnel(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	server, socket, agentPort := renderServer(ctx, t, rt, ref, certs)
+	// The server reviews tokens at the test's API server.
+	for i, a := range server.Args {
+		if strings.HasPrefix(a, "--kubeconfig=") {
+			server.Args[i] = "--kubeconfig=" + api.kubeconfig
+		}
+	}
 	if len(socket) > 99 {
 		t.Fatalf("socket path %s is %d bytes", socket, len(socket))
 	}
-	agentPorts, err := rt.Ports(ctx, ref, runtime.Named("good-health", "good-admin", "foreign-health", "foreign-admin"))
+	agentPorts, err := rt.Ports(ctx, ref, runtime.Named("good-health", "good-admin", "foreign-health", "foreign-admin",
+		"impostor-health", "impostor-admin", "renamed-health", "renamed-admin", "tokenless-health", "tokenless-admin"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	agent := func(name string, cert pki.KeyPair, id, idents string, token []byte) runtime.Spec {
+		return agentSpec(name, agentPort, agentPorts[name+"-health"], agentPorts[name+"-admin"], certs.KonnectivityCA, cert, id, idents, token)
+	}
 	// The foreign agent trusts this server (it has this cluster's CA) but
 	// presents a client certificate of another cluster's Konnectivity CA.
-	foreign := agentSpec("foreign-agent", agentPort, agentPorts["foreign-health"], agentPorts["foreign-admin"],
-		certs.KonnectivityCA, other.KonnectivityAgent)
-	if err := rt.Apply(ctx, ref, []runtime.Spec{server, foreign}); err != nil {
+	// The others have this cluster's certificate: the impostor claims an
+	// address not recorded for its node, the renamed one another node's
+	// name, and the tokenless one has nothing to say which node it is.
+	refused := []runtime.Spec{
+		agent("foreign", other.KonnectivityAgent, "n1", "ipv4=127.0.0.1", api.token),
+		agent("impostor", certs.KonnectivityAgent, "n1", "ipv4=127.0.0.2", api.token),
+		agent("renamed", certs.KonnectivityAgent, "n2", "ipv4=127.0.0.1", api.token),
+		agent("tokenless", certs.KonnectivityAgent, "n1", "ipv4=127.0.0.1", nil),
+	}
+	foreign := refused[0]
+	if err := rt.Apply(ctx, ref, append([]runtime.Spec{server}, refused...)); err != nil {
 		t.Fatal(err)
 	}
 	waitPhase(t, rt, ref, server.Name, runtime.Running)
@@ -95,17 +167,28 @@ func testTunnel(t *testing.T, root string) {
 		}
 		return refused, err
 	})
+	serverLog := filepath.Join(rt.Dir(ref), server.Name, server.Name+".log")
+	for name, reason := range map[string]string{
+		"impostor":  "node n1: identifier ipv4=127.0.0.2 is not an address recorded for the node (127.0.0.1)",
+		"renamed":   `agent ID \"n2\" is not the name of its node \"n1\"`,
+		"tokenless": "expected one Authorization, got 0",
+	} {
+		testenv.Eventually(t, time.Minute, "the server's refusal of the "+name+" agent", func() (bool, error) {
+			data, err := os.ReadFile(serverLog)
+			return strings.Contains(string(data), "Refused an agent") && strings.Contains(string(data), reason), err
+		})
+	}
 	if code, body := get(ctx, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(server.Ports["health"]))+"/readyz"); code == http.StatusOK {
-		t.Errorf("server ready with only a foreign agent: %s", body)
+		t.Errorf("server ready with only refused agents: %s", body)
 	}
 	if _, err := tunnelGet(ctx, socket, backendAddr); err == nil {
-		t.Error("a dial through the tunnel succeeded with only a foreign agent")
+		t.Error("a dial through the tunnel succeeded with only refused agents")
 	}
 
-	// This cluster's agent connects, and the tunnel carries traffic.
-	good := agentSpec(konnectivity.Agent, agentPort, agentPorts["good-health"], agentPorts["good-admin"],
-		certs.KonnectivityCA, certs.KonnectivityAgent)
-	if err := rt.Apply(ctx, ref, []runtime.Spec{server, foreign, good}); err != nil {
+	// This cluster's agent connects under its node, and the tunnel
+	// carries traffic.
+	good := agent("good", certs.KonnectivityAgent, "n1", "ipv4=127.0.0.1", api.token)
+	if err := rt.Apply(ctx, ref, append([]runtime.Spec{server, good}, refused...)); err != nil {
 		t.Fatal(err)
 	}
 	waitPhase(t, rt, ref, good.Name, runtime.Running)
@@ -120,7 +203,7 @@ func testTunnel(t *testing.T, root string) {
 
 	// Without the agent the same dial fails again: the agent, not the
 	// server, reached the backend.
-	if err := rt.Apply(ctx, ref, []runtime.Spec{server, foreign}); err != nil {
+	if err := rt.Apply(ctx, ref, append([]runtime.Spec{server}, refused...)); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "dials to fail once the agent is gone", func() (bool, error) {
@@ -158,25 +241,32 @@ func renderServer(ctx context.Context, t *testing.T, rt *process.Runtime, ref ru
 	return runtime.Spec{}, "", 0
 }
 
-// agentSpec is an agent as a node runs it, dialing the server on loopback.
-func agentSpec(name string, serverPort, health, admin int, ca, cert pki.KeyPair) runtime.Spec {
+// agentSpec is an agent as a node runs it, dialing the server on loopback,
+// with the agent ID, identifiers and token (none when nil) given.
+func agentSpec(name string, serverPort, health, admin int, ca, cert pki.KeyPair, id, idents string, token []byte) runtime.Spec {
+	files := []runtime.File{
+		{Path: "ca.crt", Content: ca.CertPEM},
+		{Path: "tls.crt", Content: cert.CertPEM},
+		{Path: "tls.key", Content: cert.KeyPEM, Secret: true},
+	}
+	args := []string{
+		"--proxy-server-host=127.0.0.1",
+		"--proxy-server-port=" + strconv.Itoa(serverPort),
+		"--ca-cert=ca.crt", "--agent-cert=tls.crt", "--agent-key=tls.key",
+		"--health-server-host=127.0.0.1", "--health-server-port=" + strconv.Itoa(health),
+		"--admin-bind-address=127.0.0.1", "--admin-server-port=" + strconv.Itoa(admin),
+		"--agent-id=" + id, "--agent-identifiers=" + idents,
+		"--sync-interval=200ms", "--sync-interval-cap=1s",
+	}
+	if token != nil {
+		files = append(files, runtime.File{Path: "token", Content: token, Secret: true})
+		args = append(args, "--service-account-token-path=token")
+	}
 	return runtime.Spec{
 		Name:      name,
 		Component: konnectivity.Agent,
-		Args: []string{
-			"--proxy-server-host=127.0.0.1",
-			"--proxy-server-port=" + strconv.Itoa(serverPort),
-			"--ca-cert=ca.crt", "--agent-cert=tls.crt", "--agent-key=tls.key",
-			"--health-server-host=127.0.0.1", "--health-server-port=" + strconv.Itoa(health),
-			"--admin-bind-address=127.0.0.1", "--admin-server-port=" + strconv.Itoa(admin),
-			"--agent-identifiers=ipv4=127.0.0.1",
-			"--sync-interval=200ms", "--sync-interval-cap=1s",
-		},
-		Files: []runtime.File{
-			{Path: "ca.crt", Content: ca.CertPEM},
-			{Path: "tls.crt", Content: cert.CertPEM},
-			{Path: "tls.key", Content: cert.KeyPEM, Secret: true},
-		},
+		Args:      args,
+		Files:     files,
 		Ports:     map[string]int{"health": health, "admin": admin},
 		Readiness: runtime.Probe{Scheme: "http", Port: health, Path: "/healthz"},
 	}

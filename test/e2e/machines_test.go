@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/pki"
 )
 
 // TestMachines: two machines on this host (`hypershift machine`), each a
@@ -34,7 +36,9 @@ import (
 // cluster, named for the machines, at their own addresses; an image is
 // loaded into each and a pod on each node answers `kubectl logs` through
 // its kubelet; a node that reports the other's address in its status gets
-// no serving certificate for it (its recorded address is its own); deleting
+// no serving certificate for it (its recorded address is its own), and a
+// Konnectivity agent run on it with its token, declaring the other's
+// address, is refused by the server; deleting
 // the machines leaves the host as it was (iptables,
 // links, addresses, routes, kernel parameters, cgroups, host
 // directories), and the network goes with its last machine.
@@ -190,6 +194,14 @@ spec:
 		nodeAsMachine(t, kc, machinesDir, "m2", addresses["m1"], addresses["m2"])
 	})
 
+	t.Run("a node's Konnectivity agent cannot register for another node's address", func(t *testing.T) {
+		agentAsMachine(t, pre, kc, machinesDir, "m2", addresses["m1"])
+		// The real agents still carry the API server's traffic to m1.
+		if out, err := kubectl(t, kc, "logs", "hello-m1"); err != nil || !strings.Contains(out, "hello from hello-m1") {
+			t.Errorf("kubectl logs hello-m1 after the impostor: %s", outcome(out, err))
+		}
+	})
+
 	t.Run("deleting the machines leaves the host as it was", func(t *testing.T) {
 		start := time.Now()
 		machine("delete", "m1", "m2")
@@ -232,6 +244,60 @@ func existingLinks(names []string) []string {
 		}
 	}
 	return out
+}
+
+// agentAsMachine runs, in machine name, a Konnectivity agent with
+// everything a node's root has: the cluster's agent certificate and a
+// token bound to the node's own agent pod (as the kubelet mounts it). It
+// declares another node's address, and the server refuses it.
+func agentAsMachine(t *testing.T, pre *cli, kc, machinesDir, name, otherIP string) {
+	t.Helper()
+	ns := "kube-system"
+	pod := mustKubectl(t, kc, "-n", ns, "get", "pods", "-l", "k8s-app=konnectivity-agent", "--field-selector", "spec.nodeName="+name,
+		"-o", "jsonpath={.items[0].metadata.name}")
+	token := mustKubectl(t, kc, "-n", ns, "create", "token", "konnectivity-agent", "--audience", pki.KonnectivityAudience,
+		"--bound-object-kind", "Pod", "--bound-object-name", pod, "--duration", "10m")
+	dir := t.TempDir() // under /tmp, which a machine shares with the host
+	for file, key := range map[string]string{"ca.crt": "ca\\.crt", "tls.crt": "tls\\.crt", "tls.key": "tls\\.key"} {
+		data, err := base64.StdEncoding.DecodeString(mustKubectl(t, kc, "-n", ns, "get", "secret", "konnectivity-agent", "-o", "jsonpath={.data."+key+"}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, file), string(data))
+	}
+	writeFile(t, filepath.Join(dir, "token"), strings.TrimSpace(token))
+	var server []string
+	for _, arg := range strings.Fields(mustKubectl(t, kc, "-n", ns, "get", "daemonset", "konnectivity-agent",
+		"-o", "jsonpath={.spec.template.spec.containers[0].args}")) {
+		arg = strings.Trim(arg, `[]",`)
+		if strings.HasPrefix(arg, "--proxy-server-") {
+			server = append(server, arg)
+		}
+	}
+	args := append([]string{"machine", "--machines-dir", machinesDir, "exec", name, "--",
+		"timeout", "10", "hypershift", "component", "konnectivity-agent"}, server...)
+	args = append(args, "--ca-cert="+filepath.Join(dir, "ca.crt"), "--agent-cert="+filepath.Join(dir, "tls.crt"),
+		"--agent-key="+filepath.Join(dir, "tls.key"), "--service-account-token-path="+filepath.Join(dir, "token"),
+		"--agent-id="+name, "--agent-identifiers=ipv4="+otherIP,
+		// The node's own agent holds the default ports in the machine.
+		"--health-server-port=18093", "--admin-server-port=18094", "--sync-interval=1s")
+	r := pre.run(args...)
+	want := "is not an address recorded for the node"
+	if !strings.Contains(r.stderr, "PermissionDenied") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("an agent on %s declaring %s: want a PermissionDenied refusal saying %q; it printed:\n%s%s", name, otherIP, want, r.stdout, r.stderr)
+	}
+	t.Logf("an agent on %s declaring %s: refused (%s)", name, otherIP, lastMatching(r.stderr, want))
+}
+
+// lastMatching is the last line of s that contains sub.
+func lastMatching(s, sub string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], sub) {
+			return lines[i]
+		}
+	}
+	return ""
 }
 
 // nodeAsMachine acts as the kubelet of machine name, with its client

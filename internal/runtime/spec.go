@@ -97,8 +97,11 @@ type Spec struct {
 	// runtime that fences instances' networks lets the operator in there.
 	OperatorPorts []string `json:"-"`
 	// Restore fills Data from a backup archive before the instance first
-	// starts, on a runtime whose data the operator does not write itself
-	// (the kube runtime: an init container of the instance's pods).
+	// starts: the runtime runs the restore step (package restore) with
+	// Restore's files before it starts the instance on empty data — the
+	// kube runtime in an init container of the instance's pods, the
+	// process runtime in a child process. The operator never writes an
+	// instance's data itself.
 	Restore *Restore `json:"-"`
 }
 
@@ -112,8 +115,16 @@ type Restore struct {
 	Files []File
 }
 
-// RestoreURLFile is the file of Restore.Files holding the archive's URL.
-const RestoreURLFile = "url"
+// Files of Restore.Files with a meaning of their own; the others are the
+// keys of the request's Secret.
+const (
+	// RestoreURLFile holds the archive's URL.
+	RestoreURLFile = "url"
+	// RestoreFileRootFile holds the directory a file:// archive must be
+	// in, on a runtime whose instances share the operator's files; without
+	// it the restore refuses file:// URLs.
+	RestoreFileRootFile = "file-root"
+)
 
 // Volume is a kind and size of volume.
 type Volume struct {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,45 +17,90 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/hostedref"
+	"hypershift.dev/internal/runtime"
 )
 
-// restoredMarker, in the control plane's directory, records that its etcd
-// data came from an archive: the restore happens once, before etcd first
-// starts, and never again over data etcd has written since.
-const restoredMarker = "restored-from"
+// EtcdRestoredAnnotation on a HostedControlPlane records that its etcd
+// members were restored from the archive it names: the specs then carry
+// no restore files, and a member's data made later (a lost volume) is
+// never filled from the old archive.
+const EtcdRestoredAnnotation = "hypershift.dev/etcd-restored-from"
 
-// reconcileRestore fills the etcd members' data dirs from the archive of a
-// HostedControlPlane marked for restore, before the runtime first starts
-// them. Until that is done, nothing runs: an etcd started empty would
-// serve a cluster without its objects.
+// reconcileRestore hands the restore of a HostedControlPlane marked for
+// one to the runtime, which holds etcd's data: every etcd spec gets a
+// Restore with the archive's URL, key and bucket credentials (and, where
+// instances share the operator's files, the root file:// archives must be
+// in), and the runtime runs the restore step before it first starts each
+// member on empty data (runtime.Spec.Restore). Once every member runs, the
+// restore is recorded on the HostedControlPlane and the specs keep an
+// empty Restore, so nothing restarts while the credentials go.
 func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := s.hcp
 	raw, ok := hcp.Annotations[hypershiftv1alpha1.RestoreFromAnnotation]
 	if !ok {
 		return ctrl.Result{}, nil
 	}
-	layout := r.Runtime.Layout(s.ref)
-	if layout.Pods {
-		return r.restoreInPods(ctx, s, raw)
-	}
-	marker := filepath.Join(layout.Dir, restoredMarker)
-	if _, err := os.Stat(marker); err == nil {
+	if hcp.Annotations[EtcdRestoredAnnotation] != "" {
+		setRestore(s.specs, &runtime.Restore{})
 		return ctrl.Result{}, nil
 	}
-	if err := r.restoreEtcd(ctx, s, raw, marker); err != nil {
-		conditions.Set(&hcp.Status.Conditions, hcp.Generation, hypershiftv1alpha1.Degraded, true,
-			hypershiftv1alpha1.RestoreFailedReason, err.Error())
-		ctrl.LoggerFrom(ctx).Error(err, "restore etcd data")
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	req := &hypershiftv1alpha1.RestoreRequest{}
+	if err := json.Unmarshal([]byte(raw), req); err != nil {
+		return r.restoreFailed(ctx, s, fmt.Errorf("annotation %s: %w", hypershiftv1alpha1.RestoreFromAnnotation, err))
 	}
+	hostFiles := r.Runtime.Capabilities().HostFiles
+	fileRoot := ""
+	if hostFiles {
+		fileRoot = r.BackupFileRoot
+	}
+	if err := backup.CheckArchiveURL(req.URL, fileRoot, !hostFiles); err != nil {
+		return r.restoreFailed(ctx, s, err)
+	}
+	if etcdRunning(s.specs, r.Runtime.Status(s.ref)) || hasRun(hcp) {
+		patch := client.MergeFrom(hcp.DeepCopy())
+		metav1.SetMetaDataAnnotation(&hcp.ObjectMeta, EtcdRestoredAnnotation, req.URL)
+		if err := r.Client.Patch(ctx, hcp, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("record the etcd restore: %w", err)
+		}
+		ctrl.LoggerFrom(ctx).Info("etcd members restored", "url", req.URL)
+		setRestore(s.specs, &runtime.Restore{})
+		return ctrl.Result{}, nil
+	}
+	secret, err := r.restoreSecret(ctx, hcp, req)
+	if err != nil {
+		return r.restoreFailed(ctx, s, err)
+	}
+	if _, _, err := backup.FromSecretData(secret.Data); err != nil {
+		return r.restoreFailed(ctx, s, fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err))
+	}
+	files := restoreFiles(req.URL, secret.Data)
+	if hostFiles {
+		files = append(files, runtime.File{Path: runtime.RestoreFileRootFile, Content: []byte(fileRoot), Secret: true})
+	}
+	setRestore(s.specs, &runtime.Restore{Files: files})
+	// Until the members run, look again: that they run is what ends the
+	// restore.
+	s.requeueAfter(5 * time.Second)
 	return ctrl.Result{}, nil
+}
+
+// hasRun says whether the control plane has completed a version since it
+// was made: then its etcd members were restored already (by an operator
+// from before the annotation), whatever runs now.
+func hasRun(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
+	for _, h := range hcp.Status.VersionHistory {
+		if h.State == hypershiftv1alpha1.CompletedVersion {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreSecret reads the Secret of a restore request from the namespace of
 // the HostedCluster that owns hcp (hostedref.Owner), the only namespace the
 // request may name: a HostedControlPlane that no HostedCluster owns — one
-// made by hand — restores nothing, and cannot have the operator read (or,
-// on the kube runtime, copy into its own namespace) a Secret of another.
+// made by hand — restores nothing, and cannot have the operator read (or
+// hand to its runtime) a Secret of another.
 func (r *Reconciler) restoreSecret(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, req *hypershiftv1alpha1.RestoreRequest) (*corev1.Secret, error) {
 	hc, err := hostedref.Owner(ctx, r.Client, hcp)
 	if err != nil {
@@ -74,96 +117,61 @@ func (r *Reconciler) restoreSecret(ctx context.Context, hcp *hypershiftv1alpha1.
 	return secret, nil
 }
 
-func (r *Reconciler) restoreEtcd(ctx context.Context, s *scope, raw, marker string) error {
-	req := &hypershiftv1alpha1.RestoreRequest{}
-	if err := json.Unmarshal([]byte(raw), req); err != nil {
-		return fmt.Errorf("annotation %s: %w", hypershiftv1alpha1.RestoreFromAnnotation, err)
+// restoreFailed reports a restore that cannot go on and keeps every
+// instance from running: an etcd started empty would serve a cluster
+// without its objects.
+func (r *Reconciler) restoreFailed(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
+	conditions.Set(&s.hcp.Status.Conditions, s.hcp.Generation, hypershiftv1alpha1.Degraded, true,
+		hypershiftv1alpha1.RestoreFailedReason, err.Error())
+	ctrl.LoggerFrom(ctx).Error(err, "restore etcd data")
+	return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+}
+
+// restoreFiles are the files of the restore: the archive's URL and the
+// request Secret's keys (the archive key, the bucket's credentials). The
+// Secret is the tenant's: its keys never stand for the URL or the file
+// root, which only the operator sets.
+func restoreFiles(archiveURL string, data map[string][]byte) []runtime.File {
+	files := []runtime.File{{Path: runtime.RestoreURLFile, Content: []byte(archiveURL), Secret: true}}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
 	}
-	secret, err := r.restoreSecret(ctx, s.hcp, req)
-	if err != nil {
-		return err
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == runtime.RestoreURLFile || k == runtime.RestoreFileRootFile {
+			continue
+		}
+		files = append(files, runtime.File{Path: k, Content: data[k], Secret: true})
 	}
-	key, creds, err := backup.FromSecretData(secret.Data)
-	if err != nil {
-		return fmt.Errorf("restore Secret %s/%s: %w", req.Namespace, req.Secret, err)
+	return files
+}
+
+// setRestore gives every etcd spec the restore.
+func setRestore(specs []runtime.Spec, rs *runtime.Restore) {
+	for i := range specs {
+		if specs[i].Component == components.Etcd {
+			specs[i].Restore = rs
+		}
 	}
-	if err := backup.CheckArchiveURL(req.URL, r.BackupFileRoot, false); err != nil {
-		return err
+}
+
+// etcdRunning: every etcd instance of specs runs (it passed the restore
+// step and etcd is ready).
+func etcdRunning(specs []runtime.Spec, statuses []runtime.InstanceStatus) bool {
+	phase := map[string]runtime.Phase{}
+	for _, st := range statuses {
+		phase[st.Name] = st.Phase
 	}
-	fetchCtx, cancel := context.WithTimeout(ctx, backup.FetchTimeout)
-	defer cancel()
-	a, err := backup.Fetch(fetchCtx, req.URL, key, creds)
-	if err != nil {
-		return err
-	}
-	snapshot := a.Files[backup.EtcdSnapshotEntry]
-	if len(snapshot) == 0 {
-		return fmt.Errorf("archive %s has no %s", req.URL, backup.EtcdSnapshotEntry)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("the hypershift binary that restores etcd members: %w", err)
-	}
-	file := filepath.Join(filepath.Dir(marker), ".restore-snapshot.db")
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return fmt.Errorf("write the etcd snapshot: %w", err)
-	}
-	if err := os.WriteFile(file, snapshot, 0o600); err != nil {
-		return fmt.Errorf("write the etcd snapshot: %w", err)
-	}
-	defer os.Remove(file)
-	for _, spec := range s.specs {
+	n := 0
+	for _, spec := range specs {
 		if spec.Component != components.Etcd {
 			continue
 		}
-		if _, _, err := backup.MemberFromEtcdArgs(spec.Args); err != nil {
-			return fmt.Errorf("etcd instance %s: %w", spec.Name, err)
-		}
-		// A member an interrupted pass restored is left as it is.
-		if err := restoreMember(ctx, exe, file, spec.Args); err != nil {
-			return fmt.Errorf("etcd instance %s: %w", spec.Name, err)
+		n++
+		if phase[spec.Name] != runtime.Running {
+			return false
 		}
 	}
-	if err := os.WriteFile(marker, []byte(req.URL+"\n"), 0o600); err != nil {
-		return fmt.Errorf("record the restore: %w", err)
-	}
-	ctrl.LoggerFrom(ctx).Info("restored etcd data", "url", req.URL, "snapshotBytes", len(snapshot))
-	return nil
+	return n > 0
 }
-
-// memberRestoreTimeout bounds the restore of one member.
-const memberRestoreTimeout = 10 * time.Minute
-
-// restoreMember fills the data dir of the etcd member etcdArgs describe
-// from the snapshot in file, in a child process (exe restore etcd-data
-// --snapshot): a snapshot is the tenant's data, and one that makes etcd's
-// restore code panic or run away must not take the operator, and every
-// other cluster, down with it. The child's last output is the error.
-func restoreMember(ctx context.Context, exe, file string, etcdArgs []string) error {
-	ctx, cancel := context.WithTimeout(ctx, memberRestoreTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, append([]string{"restore", "etcd-data", "--snapshot", file, "--"}, etcdArgs...)...) //nolint:gosec // our own binary; the rendered etcd spec's arguments
-	out := &tailBuffer{max: 4 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = []string{} // it reads a file: none of the operator's credentials
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("restore etcd data: %w: %s", err, strings.TrimSpace(out.String()))
-	}
-	return nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string { return string(b.buf) }

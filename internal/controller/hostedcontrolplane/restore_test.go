@@ -15,11 +15,14 @@ import (
 	"hypershift.dev/internal/version"
 )
 
-// TestRestoreInPodsParts: the restore's files carry the URL and the
-// request Secret's keys; etcd counts as restored only once every member
-// runs; file:// archives are refused naming the scheme.
-func TestRestoreInPodsParts(t *testing.T) {
-	files := restoreFiles("s3://b/a.bak", map[string][]byte{"key": []byte("k"), "AWS_ACCESS_KEY_ID": []byte("id"), "url": []byte("ignored")})
+// TestRestoreParts: the restore's files carry the URL and the request
+// Secret's keys, but never a URL or file root of the Secret's (the
+// tenant's); etcd counts as restored only once every member runs, or once
+// the control plane has completed a version.
+func TestRestoreParts(t *testing.T) {
+	files := restoreFiles("s3://b/a.bak", map[string][]byte{
+		"key": []byte("k"), "AWS_ACCESS_KEY_ID": []byte("id"), "url": []byte("ignored"), "file-root": []byte("/"),
+	})
 	var paths []string
 	for _, f := range files {
 		paths = append(paths, f.Path+"="+string(f.Content))
@@ -52,6 +55,19 @@ func TestRestoreInPodsParts(t *testing.T) {
 	}
 	if etcdRunning(specs[2:], []runtime.InstanceStatus{{Name: "kube-apiserver", Phase: runtime.Running}}) {
 		t.Error("etcdRunning without etcd specs")
+	}
+
+	hcp := &hypershiftv1alpha1.HostedControlPlane{}
+	if hasRun(hcp) {
+		t.Error("a control plane without a version has run")
+	}
+	hcp.Status.VersionHistory = []hypershiftv1alpha1.VersionHistory{{Version: "v1.37.1", State: hypershiftv1alpha1.PartialVersion}}
+	if hasRun(hcp) {
+		t.Error("a control plane with only a partial version has run")
+	}
+	hcp.Status.VersionHistory[0].State = hypershiftv1alpha1.CompletedVersion
+	if !hasRun(hcp) {
+		t.Error("a control plane with a completed version has not run")
 	}
 
 	rs := &runtime.Restore{}

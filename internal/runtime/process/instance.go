@@ -58,7 +58,9 @@ type instance struct {
 	name string
 	dir  string
 	// command returns the program and arguments that run a spec.
-	command  func(runtime.Spec) (string, []string, error)
+	command func(runtime.Spec) (string, []string, error)
+	// binary is the hypershift binary, which runs the restore step.
+	binary   string
 	log      logr.Logger
 	onChange func()
 	// ready reports whether another instance of the control plane is ready.
@@ -377,6 +379,9 @@ func (in *instance) start(spec runtime.Spec, hash string) (*proc, error) {
 	}
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "--- %s starting %s\n", time.Now().UTC().Format(time.RFC3339), spec.Name)
+	if err := in.restoreData(spec, logFile); err != nil {
+		return nil, err
+	}
 
 	path, args, err := in.command(spec)
 	if err != nil {

@@ -153,7 +153,7 @@ func (r *Runtime) Apply(_ context.Context, ref runtime.ControlPlaneRef, specs []
 		}
 		in := newInstance(filepath.Join(r.Dir(ref), spec.Name), r.command, spec,
 			r.log.WithValues("controlPlane", ref.Namespace), r.notifier(ref), r.readiness(ref))
-		in.nice, in.probePeriod = r.nice, r.period
+		in.nice, in.probePeriod, in.binary = r.nice, r.period, r.binary
 		plane[spec.Name] = in
 		go in.run()
 	}

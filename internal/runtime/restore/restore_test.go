@@ -1,4 +1,4 @@
-package cli
+package restore
 
 import (
 	"context"
@@ -20,11 +20,11 @@ import (
 	"hypershift.dev/internal/testenv"
 )
 
-// TestRestoreEtcdDataLeavesDataAlone: the init container restores nothing
-// when its Secret is gone (the restore is done) or the member has data
+// TestRestoreEtcdDataLeavesDataAlone: the restore step restores nothing
+// when its files are gone (the restore is done) or the member has data
 // already (it never reads the archive then), and refuses arguments that
 // do not name the member. The restore itself is exercised end to end by
-// TestKubeRuntime.
+// TestKubeRuntime and TestBackupRestore.
 func TestRestoreEtcdDataLeavesDataAlone(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
@@ -38,7 +38,7 @@ func TestRestoreEtcdDataLeavesDataAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	msg, err := restoreEtcdData(t.Context(), secretDir, args)
+	msg, err := Member(t.Context(), secretDir, args)
 	if err != nil || !strings.Contains(msg, "nothing to restore") {
 		t.Errorf("without a restore Secret: %q, %v; want nothing to restore", msg, err)
 	}
@@ -46,11 +46,12 @@ func TestRestoreEtcdDataLeavesDataAlone(t *testing.T) {
 	// The archive does not exist: reading it would fail.
 	writeFile(t, filepath.Join(secretDir, "url"), "file://"+filepath.Join(dir, "missing.bak"))
 	writeFile(t, filepath.Join(secretDir, "key"), strings.Repeat("k", 32))
+	writeFile(t, filepath.Join(secretDir, "file-root"), dir)
 	if err := os.MkdirAll(filepath.Join(dataDir, "member", "snap"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dataDir, "member", "snap", "db"), "etcd's own data")
-	msg, err = restoreEtcdData(t.Context(), secretDir, args)
+	msg, err = Member(t.Context(), secretDir, args)
 	if err != nil || !strings.Contains(msg, "holds data already") {
 		t.Errorf("over a member's data: %q, %v; want it left alone", msg, err)
 	}
@@ -63,24 +64,36 @@ func TestRestoreEtcdDataLeavesDataAlone(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dataDir, "member")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restoreEtcdData(t.Context(), secretDir, args); err == nil || !strings.Contains(err.Error(), "missing.bak") {
+	if _, err := Member(t.Context(), secretDir, args); err == nil || !strings.Contains(err.Error(), "missing.bak") {
 		t.Errorf("an empty data dir and a missing archive: %v, want an error naming the archive", err)
+	}
+	// file:// only under the root the files name, and not at all without
+	// one (in pods).
+	writeFile(t, filepath.Join(secretDir, "file-root"), filepath.Join(dir, "elsewhere"))
+	if _, err := Member(t.Context(), secretDir, args); err == nil || !strings.Contains(err.Error(), "elsewhere") {
+		t.Errorf("an archive outside the file root: %v, want it refused naming the root", err)
+	}
+	if err := os.Remove(filepath.Join(secretDir, "file-root")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Member(t.Context(), secretDir, args); err == nil || !strings.Contains(err.Error(), "file:// names a path in the operator's pod") {
+		t.Errorf("a file:// archive without a file root: %v, want it refused", err)
 	}
 	if entries, _ := os.ReadDir(dataDir); len(entries) != 0 {
 		t.Errorf("a failed restore left %v in the data dir", entries)
 	}
 
-	if _, err := restoreEtcdData(t.Context(), secretDir, args[:1]); err == nil || !strings.Contains(err.Error(), "--data-dir") {
+	if _, err := Member(t.Context(), secretDir, args[:1]); err == nil || !strings.Contains(err.Error(), "--data-dir") {
 		t.Errorf("arguments without a data dir: %v, want an error naming the flags", err)
 	}
-	if _, err := restoreEtcdData(t.Context(), "", args); err == nil || !strings.Contains(err.Error(), "--from-dir") {
+	if _, err := Member(t.Context(), "", args); err == nil || !strings.Contains(err.Error(), "directory of the restore's files") {
 		t.Errorf("no --from-dir: %v", err)
 	}
 }
 
 // TestReadSecretDir: a mounted Secret's keys, without the kubelet's own
 // entries.
-func TestReadSecretDir(t *testing.T) {
+func TestReadDir(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "..2026_11_24", "key"), "k")
 	if err := os.Symlink("..2026_11_24", filepath.Join(dir, "..data")); err != nil {
@@ -89,12 +102,12 @@ func TestReadSecretDir(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..data", "key"), filepath.Join(dir, "key")); err != nil {
 		t.Fatal(err)
 	}
-	data, err := readSecretDir(dir)
+	data, err := readDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(data) != 1 || string(data["key"]) != "k" {
-		t.Errorf("readSecretDir = %v, want only key=k", data)
+		t.Errorf("readDir = %v, want only key=k", data)
 	}
 }
 
@@ -153,20 +166,21 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 	secretDir := filepath.Join(dir, "restore")
 	writeFile(t, filepath.Join(secretDir, "url"), archiveURL)
 	writeFile(t, filepath.Join(secretDir, "key"), string(key))
+	writeFile(t, filepath.Join(secretDir, "file-root"), dir)
 
 	dataDir := filepath.Join(dir, "volume")
 	if err := os.Mkdir(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	args = append(args, "--data-dir="+dataDir)
-	msg, err := restoreEtcdData(ctx, secretDir, args)
+	msg, err := Member(ctx, secretDir, args)
 	if err != nil || !strings.Contains(msg, "restored "+dataDir) {
 		t.Fatalf("restore into an empty volume: %q, %v", msg, err)
 	}
 	if entries, _ := os.ReadDir(dataDir); len(entries) != 1 || entries[0].Name() != "member" {
 		t.Errorf("the data dir holds %v, want only etcd's member directory", entries)
 	}
-	if msg, err := restoreEtcdData(ctx, secretDir, args); err != nil || !strings.Contains(msg, "holds data already") {
+	if msg, err := Member(ctx, secretDir, args); err != nil || !strings.Contains(msg, "holds data already") {
 		t.Errorf("a second run: %q, %v; want the data left alone", msg, err)
 	}
 
@@ -175,7 +189,7 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 	other := filepath.Join(dir, "other-volume")
 	writeFile(t, filepath.Join(other, ".restore", "keep"), "not ours")
 	otherArgs := append(append([]string(nil), args[:len(args)-1]...), "--data-dir="+other)
-	if _, err := restoreEtcdData(ctx, secretDir, otherArgs); err != nil {
+	if _, err := Member(ctx, secretDir, otherArgs); err != nil {
 		t.Fatalf("restore into a volume with a foreign .restore: %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(other, ".restore", "keep")); err != nil || string(b) != "not ours" {
@@ -183,28 +197,6 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(other); len(entries) != 2 {
 		t.Errorf("the volume holds %v, want the foreign .restore and etcd's member only", entries)
-	}
-
-	// The process runtime's way: the snapshot already read, in a file.
-	snapFile := filepath.Join(dir, "snapshot.db")
-	writeFile(t, snapFile, string(data))
-	fromFile := filepath.Join(dir, "from-file")
-	fileArgs := append(append([]string(nil), args[:len(args)-1]...), "--data-dir="+fromFile)
-	if msg, err := restoreEtcdSnapshot(snapFile, fileArgs); err != nil || !strings.Contains(msg, "restored "+fromFile) {
-		t.Fatalf("restore from a snapshot file: %q, %v", msg, err)
-	}
-	if msg, err := restoreEtcdSnapshot(snapFile, fileArgs); err != nil || !strings.Contains(msg, "holds data already") {
-		t.Errorf("a second run from the file: %q, %v; want the data left alone", msg, err)
-	}
-	garbage := filepath.Join(dir, "garbage.db")
-	writeFile(t, garbage, strings.Repeat("not a bbolt file ", 512))
-	badDir := filepath.Join(dir, "from-garbage")
-	badArgs := append(append([]string(nil), args[:len(args)-1]...), "--data-dir="+badDir)
-	if _, err := restoreEtcdSnapshot(garbage, badArgs); err == nil {
-		t.Error("a snapshot that is not one was restored")
-	}
-	if _, err := os.Stat(filepath.Join(badDir, "member")); err == nil {
-		t.Error("a failed restore left a member behind")
 	}
 
 	restored, _ := startPlainEtcd(t, dataDir, peer)

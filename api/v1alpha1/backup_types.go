@@ -1,6 +1,11 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Annotations of a backup or restore request. Their values are JSON
 // (BackupRequest, RestoreRequest); `hypershift backup cluster` and
@@ -38,6 +43,20 @@ type RestoreRequest struct {
 	// Namespace is the HostedCluster's namespace (set on the
 	// HostedControlPlane's copy, which lives elsewhere).
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// RestoreRequestOf reads the restore request of an object's annotations
+// (RestoreFromAnnotation); nil when there is none.
+func RestoreRequestOf(annotations map[string]string) (*RestoreRequest, error) {
+	raw, ok := annotations[RestoreFromAnnotation]
+	if !ok {
+		return nil, nil //nolint:nilnil // not restored
+	}
+	req := &RestoreRequest{}
+	if err := json.Unmarshal([]byte(raw), req); err != nil || req.URL == "" || req.Secret == "" {
+		return nil, fmt.Errorf("annotation %s: want {\"url\":…,\"secret\":…}, have %q", RestoreFromAnnotation, raw)
+	}
+	return req, nil
 }
 
 // BackupSucceeded says whether the last backup worked; when False its

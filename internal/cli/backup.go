@@ -23,7 +23,6 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/backup"
-	"hypershift.dev/internal/controller/hostedcluster"
 )
 
 // newBackupCommand is `hypershift backup cluster`: it asks the operator for
@@ -87,7 +86,7 @@ func requestSecretData(rawURL string, key []byte) (map[string][]byte, error) {
 		return nil, err
 	}
 	data := creds.Data()
-	data[hostedcluster.BackupKeyKey] = key
+	data[backup.KeySecretKey] = key
 	return data, nil
 }
 

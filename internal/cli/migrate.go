@@ -24,7 +24,6 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/backup"
-	"hypershift.dev/internal/controller/hostedcluster"
 )
 
 // newMigrateCommand is `hypershift migrate cluster`: it moves a hosted
@@ -457,7 +456,7 @@ func (m *migration) rollback(ctx context.Context, cause error) error {
 
 // restoredFrom: the cluster was restored from the archive at url.
 func restoredFrom(hc *hypershiftv1alpha1.HostedCluster, url string) bool {
-	req, err := hostedcluster.RestoreRequestOf(hc.Annotations)
+	req, err := hypershiftv1alpha1.RestoreRequestOf(hc.Annotations)
 	return err == nil && req != nil && req.URL == url
 }
 

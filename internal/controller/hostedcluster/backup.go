@@ -27,10 +27,6 @@ import (
 	"hypershift.dev/internal/version"
 )
 
-// BackupKeyKey is the data key of the archive key in a backup or restore
-// request's Secret.
-const BackupKeyKey = backup.KeySecretKey
-
 // backupTimeout bounds one backup (snapshot, encryption, upload).
 const backupTimeout = 10 * time.Minute
 

@@ -38,19 +38,6 @@ const (
 // was down, a Secret made late).
 const restoreRetry = 10 * time.Second
 
-// RestoreRequestOf reads a cluster's restore annotation; nil when none.
-func RestoreRequestOf(annotations map[string]string) (*hypershiftv1alpha1.RestoreRequest, error) {
-	raw, ok := annotations[hypershiftv1alpha1.RestoreFromAnnotation]
-	if !ok {
-		return nil, nil //nolint:nilnil // not restored
-	}
-	req := &hypershiftv1alpha1.RestoreRequest{}
-	if err := json.Unmarshal([]byte(raw), req); err != nil || req.URL == "" || req.Secret == "" {
-		return nil, fmt.Errorf("annotation %s: want {\"url\":…,\"secret\":…}, have %q", hypershiftv1alpha1.RestoreFromAnnotation, raw)
-	}
-	return req, nil
-}
-
 // reconcileRestore runs before the PKI phase for a cluster marked for
 // restore: it writes the archive's PKI Secrets and encryption key (same CAs,
 // service-account key and encryption key, so saved kubeconfigs and tokens
@@ -60,7 +47,7 @@ func RestoreRequestOf(annotations map[string]string) (*hypershiftv1alpha1.Restor
 // lock out every saved credential.
 func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hc := s.hc
-	req, err := RestoreRequestOf(hc.Annotations)
+	req, err := hypershiftv1alpha1.RestoreRequestOf(hc.Annotations)
 	if req == nil && err == nil {
 		return ctrl.Result{}, nil
 	}
@@ -302,7 +289,7 @@ func loopbackReaches(port string) bool {
 // copyRestoreRequest puts the cluster's restore request on its
 // HostedControlPlane, whose controller restores etcd's data from it.
 func copyRestoreRequest(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.HostedControlPlane) error {
-	req, err := RestoreRequestOf(hc.Annotations)
+	req, err := hypershiftv1alpha1.RestoreRequestOf(hc.Annotations)
 	if err != nil || req == nil {
 		delete(hcp.Annotations, hypershiftv1alpha1.RestoreFromAnnotation)
 		return nil //nolint:nilerr // the restore phase reports a bad annotation

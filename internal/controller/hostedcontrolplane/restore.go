@@ -2,7 +2,6 @@ package hostedcontrolplane
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -36,17 +35,16 @@ const EtcdRestoredAnnotation = "hypershift.dev/etcd-restored-from"
 // empty Restore, so nothing restarts while the credentials go.
 func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := s.hcp
-	raw, ok := hcp.Annotations[hypershiftv1alpha1.RestoreFromAnnotation]
-	if !ok {
+	if _, ok := hcp.Annotations[hypershiftv1alpha1.RestoreFromAnnotation]; !ok {
 		return ctrl.Result{}, nil
 	}
 	if hcp.Annotations[EtcdRestoredAnnotation] != "" {
 		setRestore(s.specs, &runtime.Restore{})
 		return ctrl.Result{}, nil
 	}
-	req := &hypershiftv1alpha1.RestoreRequest{}
-	if err := json.Unmarshal([]byte(raw), req); err != nil {
-		return r.restoreFailed(ctx, s, fmt.Errorf("annotation %s: %w", hypershiftv1alpha1.RestoreFromAnnotation, err))
+	req, err := hypershiftv1alpha1.RestoreRequestOf(hcp.Annotations)
+	if err != nil {
+		return r.restoreFailed(ctx, s, err)
 	}
 	hostFiles := r.Runtime.Capabilities().HostFiles
 	fileRoot := ""

@@ -266,13 +266,18 @@ func agentAsMachine(t *testing.T, pre *cli, kc, machinesDir, name, otherIP strin
 		writeFile(t, filepath.Join(dir, file), string(data))
 	}
 	writeFile(t, filepath.Join(dir, "token"), strings.TrimSpace(token))
-	var server []string
-	for _, arg := range strings.Fields(mustKubectl(t, kc, "-n", ns, "get", "daemonset", "konnectivity-agent",
-		"-o", "jsonpath={.spec.template.spec.containers[0].args}")) {
-		arg = strings.Trim(arg, `[]",`)
+	var daemonArgs, server []string
+	if err := json.Unmarshal([]byte(mustKubectl(t, kc, "-n", ns, "get", "daemonset", "konnectivity-agent",
+		"-o", "jsonpath={.spec.template.spec.containers[0].args}")), &daemonArgs); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range daemonArgs {
 		if strings.HasPrefix(arg, "--proxy-server-") {
 			server = append(server, arg)
 		}
+	}
+	if len(server) != 2 {
+		t.Fatalf("the agents' server host and port among %q", daemonArgs)
 	}
 	args := append([]string{"machine", "--machines-dir", machinesDir, "exec", name, "--",
 		"timeout", "10", "hypershift", "component", "konnectivity-agent"}, server...)

@@ -27,7 +27,7 @@ const (
 	agentHealthPort = 8093
 	agentAdminPort  = 8094
 	agentCertDir    = "/etc/konnectivity"
-	agentTokenDir   = "/var/run/secrets/konnectivity"
+	agentTokenDir   = "/var/run/secrets/konnectivity" //nolint:gosec // where the token is mounted, not a credential
 	// agentTokenSeconds is the lifetime of the agent's pod-bound token;
 	// the kubelet renews it at 80 %, and the agent reads it on every
 	// connect.

@@ -281,8 +281,8 @@ func agentAsMachine(t *testing.T, pre *cli, kc, machinesDir, serverLog, name, ot
 	if len(server) != 2 {
 		t.Fatalf("the agents' server host and port among %q", daemonArgs)
 	}
-	args := append([]string{"machine", "--machines-dir", machinesDir, "exec", name, "--",
-		"timeout", "10", "hypershift", "component", "konnectivity-agent"}, server...)
+	args := []string{"machine", "--machines-dir", machinesDir, "exec", name, "--", "timeout", "10", "hypershift", "component", "konnectivity-agent"}
+	args = append(args, server...)
 	args = append(args, "--ca-cert="+filepath.Join(dir, "ca.crt"), "--agent-cert="+filepath.Join(dir, "tls.crt"),
 		"--agent-key="+filepath.Join(dir, "tls.key"), "--service-account-token-path="+filepath.Join(dir, "token"),
 		"--agent-id="+name, "--agent-identifiers=ipv4="+otherIP,
@@ -299,7 +299,6 @@ func agentAsMachine(t *testing.T, pre *cli, kc, machinesDir, serverLog, name, ot
 	}
 	t.Logf("an agent on %s declaring %s: refused (%s)", name, otherIP, lastMatching(string(log), want))
 }
-
 
 // lastMatching is the last line of s that contains sub.
 func lastMatching(s, sub string) string {

@@ -2,7 +2,6 @@ package process_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/backup/backuptest"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 )
@@ -32,23 +32,8 @@ func TestRestoreStepFillsDataBeforeTheFirstStart(t *testing.T) {
 	if _, err := cli.Put(ctx, "/registry/configmaps/default/kept", "v"); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := cli.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(snap)
-	_ = snap.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	key := []byte(strings.Repeat("k", 32))
-	sealed, err := (&backup.Archive{
-		Manifest: backup.Manifest{Cluster: "clusters/source", Created: time.Now()},
-		Files:    map[string][]byte{backup.EtcdSnapshotEntry: data},
-	}).Encode(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealed := backuptest.SealedSnapshot(ctx, t, cli, key, "clusters/source")
 	archives := t.TempDir()
 	archiveURL := "file://" + filepath.Join(archives, "a.bak")
 	if err := backup.Write(ctx, archiveURL, sealed, nil); err != nil {

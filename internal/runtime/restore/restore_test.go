@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/backup/backuptest"
 	"hypershift.dev/internal/testenv"
 )
 
@@ -137,27 +137,11 @@ func TestRestoreEtcdDataIntoAVolume(t *testing.T) {
 	if _, err := cli.Put(ctx, "/registry/configmaps/default/kept", "v"); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := cli.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(snap)
-	_ = snap.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := []byte(strings.Repeat("k", 32))
+	sealed := backuptest.SealedSnapshot(ctx, t, cli, key, "clusters/a")
 	cli.Close()
 	stopSource() // the restored member takes its peer address
 
-	key := []byte(strings.Repeat("k", 32))
-	a := &backup.Archive{
-		Manifest: backup.Manifest{Cluster: "clusters/a", Created: time.Now()},
-		Files:    map[string][]byte{backup.EtcdSnapshotEntry: data},
-	}
-	sealed, err := a.Encode(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	archiveURL := "file://" + filepath.Join(dir, "a.bak")
 	if err := backup.Write(ctx, archiveURL, sealed, nil); err != nil {

@@ -8,8 +8,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -60,12 +62,17 @@ type nodeIdentity struct {
 	kube                                kubernetes.Interface
 	namespace, serviceAccount, audience string
 	slots                               chan struct{}
+	// refusals bounds the log lines of refused agents (a node may try as
+	// often as it likes); suppressed counts those left out since the last.
+	refusals   *rate.Limiter
+	suppressed atomic.Int64
 }
 
 func newNodeIdentity(kube kubernetes.Interface, namespace, serviceAccount, audience string) *nodeIdentity {
 	return &nodeIdentity{
 		kube: kube, namespace: namespace, serviceAccount: serviceAccount, audience: audience,
-		slots: make(chan struct{}, concurrentReviews),
+		slots:    make(chan struct{}, concurrentReviews),
+		refusals: rate.NewLimiter(rate.Every(time.Second), 10),
 	}
 }
 
@@ -74,7 +81,11 @@ func newNodeIdentity(kube kubernetes.Interface, namespace, serviceAccount, audie
 func (n *nodeIdentity) intercept(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	node, err := n.verify(ss.Context())
 	if err != nil {
-		klog.InfoS("Refused an agent", "method", info.FullMethod, "reason", err.Error())
+		if n.refusals.Allow() {
+			klog.InfoS("Refused an agent", "method", info.FullMethod, "reason", err.Error(), "refusalsNotLogged", n.suppressed.Swap(0))
+		} else {
+			n.suppressed.Add(1)
+		}
 		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	klog.V(2).InfoS("Agent identified", "node", node)

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,3 +107,34 @@ func TestAgentIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalsAreBoundedInTheLog: an agent refused over and over (a node
+// may retry as fast as it likes) is refused every time, never reaches
+// upstream's handler, and is logged at most at the limiter's rate; the
+// rest are counted.
+func TestRefusalsAreBoundedInTheLog(t *testing.T) {
+	ids := newNodeIdentity(fake.NewClientset(), "kube-system", "konnectivity-agent", "system:konnectivity-server")
+	ss := stream{ctx: metadata.NewIncomingContext(context.Background(), metadata.Pairs(header.AgentID, "n1"))}
+	info := &grpc.StreamServerInfo{FullMethod: "/AgentService/Connect"}
+	handler := func(any, grpc.ServerStream) error {
+		t.Fatal("a refused agent reached the handler")
+		return nil
+	}
+	const tries = 100
+	for range tries {
+		if err := ids.intercept(nil, ss, info, handler); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("a tokenless agent: %v, want PermissionDenied", err)
+		}
+	}
+	if n := ids.suppressed.Load(); n < tries-20 {
+		t.Errorf("%d of %d refusals in a burst were left out of the log, want all but the limiter's burst", n, tries)
+	}
+}
+
+// stream is a server stream with only a context.
+type stream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s stream) Context() context.Context { return s.ctx }

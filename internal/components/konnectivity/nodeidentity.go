@@ -19,18 +19,12 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/apiserver-network-proxy/proto/header"
 
 	"hypershift.dev/internal/nodes/bootstrap"
-)
-
-// The claims a pod-bound token carries about the pod's node, as the API
-// server reports them in a TokenReview's extra (pkg/serviceaccount).
-const (
-	nodeNameExtra = "authentication.kubernetes.io/node-name"
-	nodeUIDExtra  = "authentication.kubernetes.io/node-uid"
 )
 
 // Bounds on what an agent sends and on the work it causes: agents hold
@@ -162,14 +156,16 @@ func (n *nodeIdentity) review(ctx context.Context, token string) (nodeName, node
 	case !slices.Contains(r.Status.Audiences, n.audience):
 		return "", "", fmt.Errorf("token not for audience %s", n.audience)
 	}
-	if want := "system:serviceaccount:" + n.namespace + ":" + n.serviceAccount; r.Status.User.Username != want {
+	if want := serviceaccount.MakeUsername(n.namespace, n.serviceAccount); r.Status.User.Username != want {
 		return "", "", fmt.Errorf("token of %q, not of %s", r.Status.User.Username, want)
 	}
-	names := r.Status.User.Extra[nodeNameExtra]
+	// The claims of a pod-bound token about the pod's node, as the API
+	// server puts them in the review's extra.
+	names := r.Status.User.Extra[serviceaccount.NodeNameKey]
 	if len(names) != 1 || names[0] == "" {
 		return "", "", errors.New("the token is not bound to a pod on a node")
 	}
-	if uids := r.Status.User.Extra[nodeUIDExtra]; len(uids) == 1 {
+	if uids := r.Status.User.Extra[serviceaccount.NodeUIDKey]; len(uids) == 1 {
 		nodeUID = uids[0]
 	}
 	return names[0], nodeUID, nil

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/apiserver-network-proxy/proto/header"
@@ -48,12 +49,12 @@ func TestAgentIdentity(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", UID: "uid-n3"}}, node("n4", "n4-again", "10.0.0.4"),
 	)
 	users := map[string]authv1.UserInfo{
-		"n1":        {Username: sa, Extra: map[string]authv1.ExtraValue{nodeNameExtra: {"n1"}, nodeUIDExtra: {"uid-n1"}}},
-		"n3":        {Username: sa, Extra: map[string]authv1.ExtraValue{nodeNameExtra: {"n3"}}},
-		"n4":        {Username: sa, Extra: map[string]authv1.ExtraValue{nodeNameExtra: {"n4"}, nodeUIDExtra: {"uid-n4"}}},
+		"n1":        {Username: sa, Extra: map[string]authv1.ExtraValue{serviceaccount.NodeNameKey: {"n1"}, serviceaccount.NodeUIDKey: {"uid-n1"}}},
+		"n3":        {Username: sa, Extra: map[string]authv1.ExtraValue{serviceaccount.NodeNameKey: {"n3"}}},
+		"n4":        {Username: sa, Extra: map[string]authv1.ExtraValue{serviceaccount.NodeNameKey: {"n4"}, serviceaccount.NodeUIDKey: {"uid-n4"}}},
 		"unbound":   {Username: sa},
-		"other-sa":  {Username: "system:serviceaccount:kube-system:default", Extra: map[string]authv1.ExtraValue{nodeNameExtra: {"n1"}}},
-		"wrong-aud": {Username: sa, Extra: map[string]authv1.ExtraValue{nodeNameExtra: {"n1"}}},
+		"other-sa":  {Username: "system:serviceaccount:kube-system:default", Extra: map[string]authv1.ExtraValue{serviceaccount.NodeNameKey: {"n1"}}},
+		"wrong-aud": {Username: sa, Extra: map[string]authv1.ExtraValue{serviceaccount.NodeNameKey: {"n1"}}},
 	}
 	kube.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authv1.TokenReview)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"sort"
 )
 
@@ -113,6 +114,33 @@ type Restore struct {
 	// Empty once the restore is done: the step then leaves Data alone,
 	// and the instance's workload stays as it was.
 	Files []File
+}
+
+// Validate refuses files a runtime cannot put where the restore reads
+// them: each is a plain file name, as a Secret key is (1 to 253 of
+// letters, digits, '-', '_' and '.'; not "." or "..").
+func (r *Restore) Validate() error {
+	if r == nil {
+		return nil
+	}
+	for _, f := range r.Files {
+		if !secretKey(f.Path) {
+			return fmt.Errorf("restore file %q must be a plain file name (a Secret key)", f.Path)
+		}
+	}
+	return nil
+}
+
+func secretKey(name string) bool {
+	if name == "" || len(name) > 253 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // Files of Restore.Files with a meaning of their own; the others are the

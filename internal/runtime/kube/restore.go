@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"hypershift.dev/internal/image"
@@ -55,10 +54,8 @@ func validateRestore(s runtime.Spec) error {
 	if s.Data == "" {
 		return fmt.Errorf("instance %s: spec.Restore on an instance without spec.Data: only kept data is restored", s.Name)
 	}
-	for _, f := range s.Restore.Files {
-		if errs := validation.IsConfigMapKey(f.Path); len(errs) > 0 || path.Base(f.Path) != f.Path {
-			return fmt.Errorf("instance %s: restore file %q must be a plain file name (a Secret key)", s.Name, f.Path)
-		}
+	if err := s.Restore.Validate(); err != nil {
+		return fmt.Errorf("instance %s: %w", s.Name, err)
 	}
 	return nil
 }

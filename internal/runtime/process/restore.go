@@ -39,6 +39,9 @@ func (in *instance) restoreData(spec runtime.Spec, log io.Writer) error {
 	if spec.Restore == nil || len(spec.Restore.Files) == 0 {
 		return nil
 	}
+	if err := spec.Restore.Validate(); err != nil {
+		return fmt.Errorf("restore %s: %w", spec.Name, err)
+	}
 	dir := filepath.Join(in.dir, restoreDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("restore %s: %w", spec.Name, err)
@@ -48,9 +51,6 @@ func (in *instance) restoreData(spec runtime.Spec, log io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	for _, f := range spec.Restore.Files {
-		if f.Path != filepath.Base(f.Path) || strings.HasPrefix(f.Path, ".") {
-			return fmt.Errorf("restore %s: file %q must be a plain file name", spec.Name, f.Path)
-		}
 		if err := atomicfile.Write(filepath.Join(dir, f.Path), f.Content, 0o600); err != nil {
 			return fmt.Errorf("restore %s: %w", spec.Name, err)
 		}

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Default networks of a hosted cluster (those `hypershift create cluster`
 // uses unless told otherwise).
@@ -33,4 +36,35 @@ func NewHostedCluster(namespace, name string, platform PlatformType, kubernetesV
 			ControllerAvailabilityPolicy: SingleReplica,
 		},
 	}
+}
+
+// APIServerPublishing is spec.services for the API server published by
+// publishing (HostPort, NodePort, LoadBalancer) on address (and, for a
+// NodePort, nodePort; 0 lets the cluster choose).
+func APIServerPublishing(publishing PublishingStrategyType, address string, nodePort int32) []ServicePublishingStrategyMapping {
+	strategy := ServicePublishingStrategy{Type: publishing}
+	switch strategy.Type {
+	case NodePort:
+		strategy.NodePort = &NodePortPublishingStrategy{Address: address, Port: nodePort}
+	case LoadBalancer:
+		strategy.LoadBalancer = &LoadBalancerPublishingStrategy{Hostname: address}
+	}
+	return []ServicePublishingStrategyMapping{{Service: APIServer, ServicePublishingStrategy: strategy}}
+}
+
+// EtcdVolume is spec.etcd.managed for etcd's data on a volume of class and
+// size (either may be empty: the cluster's default); size must have been
+// checked to parse.
+func EtcdVolume(class, size string) *ManagedEtcdSpec {
+	pv := &PersistentVolumeEtcdStorageSpec{}
+	if class != "" {
+		pv.StorageClassName = &class
+	}
+	if size != "" {
+		q := resource.MustParse(size)
+		pv.Size = &q
+	}
+	return &ManagedEtcdSpec{Storage: ManagedEtcdStorageSpec{
+		Type: PersistentVolumeEtcdStorage, PersistentVolume: pv,
+	}}
 }

@@ -1,25 +1,13 @@
 package cli
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/backup"
@@ -77,128 +65,24 @@ func (o *backupOptions) validate() ([]byte, error) {
 	return backup.LoadKey(o.keyFile)
 }
 
-// requestSecretData is the request Secret's data: the key and the
-// credentials of the URL's scheme from this command's environment (the
-// operator uses them for this bucket only).
-func requestSecretData(rawURL string, key []byte) (map[string][]byte, error) {
-	creds, err := credentialsFromEnv(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	data := creds.Data()
-	data[backup.KeySecretKey] = key
-	return data, nil
-}
-
-// credentialsFromEnv reads the credentials of rawURL's scheme from this
-// command's environment.
-func credentialsFromEnv(rawURL string) (*backup.Credentials, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("archive URL %q: %w", rawURL, err)
-	}
-	creds, err := backup.CredentialsFromEnv(u.Scheme, os.Getenv)
-	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
-	}
-	return creds, nil
-}
-
-// writeRequestSecret creates or updates the Secret NAME-SUFFIX beside the
-// cluster, owned by it, so it goes when the cluster goes.
-func writeRequestSecret(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster, suffix string, data map[string][]byte) (string, error) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: hc.Namespace, Name: hc.Name + "-" + suffix}}
-	_, err := controllerutil.CreateOrUpdate(ctx, c, secret, func() error {
-		secret.Data = data
-		return controllerutil.SetOwnerReference(hc, secret, c.Scheme())
-	})
-	if err != nil {
-		return "", fmt.Errorf("secret %s/%s: %w", secret.Namespace, secret.Name, err)
-	}
-	return secret.Name, nil
-}
-
-// newBackupRequest writes the request Secret of a backup of hc to rawURL
-// (see requestSecretData) and returns the request naming it, and that
-// request as the value of the backup request annotation.
-func newBackupRequest(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster, rawURL string, key []byte) (hypershiftv1alpha1.BackupRequest, string, error) {
-	data, err := requestSecretData(rawURL, key)
-	if err != nil {
-		return hypershiftv1alpha1.BackupRequest{}, "", err
-	}
-	secretName, err := writeRequestSecret(ctx, c, hc, "backup", data)
-	if err != nil {
-		return hypershiftv1alpha1.BackupRequest{}, "", err
-	}
-	req := hypershiftv1alpha1.BackupRequest{ID: newRequestID(), URL: rawURL, Secret: secretName}
-	raw, err := json.Marshal(req) //nolint:gosec // names the Secret, holds none of it
-	if err != nil {
-		return hypershiftv1alpha1.BackupRequest{}, "", err
-	}
-	return req, string(raw), nil
-}
-
-func newRequestID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return time.Now().UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b)
-}
-
 func (o *backupOptions) run(cmd *cobra.Command, c client.Client, key []byte) error {
 	ctx := cmd.Context()
 	nn := client.ObjectKey{Namespace: o.namespace, Name: o.name}
-	hc, err := getHostedCluster(ctx, c, nn)
+	req, err := backup.RequestCluster(ctx, c, nn, o.to, key)
 	if err != nil {
 		return err
-	}
-	req, raw, err := newBackupRequest(ctx, c, hc, o.to, key)
-	if err != nil {
-		return err
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{hypershiftv1alpha1.BackupRequestAnnotation: raw}}})
-	if err != nil {
-		return err
-	}
-	if err := c.Patch(ctx, hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("request backup of %s: %w", nn, err)
 	}
 	if !o.wait {
 		fmt.Fprintf(cmd.OutOrStdout(), "backup %s of hosted cluster %s requested (status.backup reports it)\n", req.ID, nn)
 		return nil
 	}
-	rec, err := waitBackup(ctx, c, nn, req.ID, o.timeout)
+	rec, err := backup.WaitCluster(ctx, c, nn, req.ID, o.timeout)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "backup %s of hosted cluster %s: %s, %d bytes, %s\n",
 		req.ID, nn, rec.URL, rec.SizeBytes, rec.Duration.Round(time.Millisecond))
 	return nil
-}
-
-// waitBackup waits until the cluster's status answers request id.
-func waitBackup(ctx context.Context, c client.Client, nn client.ObjectKey, id string, timeout time.Duration) (*hypershiftv1alpha1.BackupRecord, error) {
-	var rec *hypershiftv1alpha1.BackupRecord
-	_, err := pollCluster(ctx, c, nn, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
-		st := hc.Status.Backup
-		switch {
-		case st == nil:
-			return false, nil
-		case st.LastBackup != nil && st.LastBackup.RequestID == id:
-			rec = st.LastBackup
-			return true, nil
-		case st.FailedRequestID == id:
-			msg := "see `hypershift describe cluster`"
-			if cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.BackupSucceeded.String()); cond != nil {
-				msg = cond.Reason + ": " + cond.Message
-			}
-			return false, fmt.Errorf("backup of hosted cluster %s failed: %s", nn, msg)
-		}
-		return false, nil
-	})
-	if wait.Interrupted(err) {
-		return nil, fmt.Errorf("backup %s of hosted cluster %s not done after %s: see the BackupSucceeded condition (`hypershift describe cluster %s -n %s`)", id, nn, timeout, nn.Name, nn.Namespace)
-	}
-	return rec, err
 }
 
 // printBackup adds the cluster's backups to `describe cluster`: the last

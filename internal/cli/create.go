@@ -17,6 +17,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/atomicfile"
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
@@ -115,9 +116,9 @@ func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType)
 	if o.idleAfter > 0 {
 		hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: o.idleAfter}}
 	}
-	hc.Spec.Services = apiServerPublishing(o.publishing, o.apiServerAddress, o.apiServerNodePort)
+	hc.Spec.Services = hypershiftv1alpha1.APIServerPublishing(hypershiftv1alpha1.PublishingStrategyType(o.publishing), o.apiServerAddress, o.apiServerNodePort)
 	if o.etcdStorageClass != "" || o.etcdStorageSize != "" {
-		hc.Spec.Etcd.Managed = etcdVolume(o.etcdStorageClass, o.etcdStorageSize) // the size is checked in validateFlags
+		hc.Spec.Etcd.Managed = hypershiftv1alpha1.EtcdVolume(o.etcdStorageClass, o.etcdStorageSize) // the size is checked in validateFlags
 	}
 	return ns, hc
 }
@@ -208,7 +209,7 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	if np != nil {
 		objs = append(objs, np)
 	}
-	if err := validateAll(ctx, c, ns, objs...); err != nil {
+	if err := clusterclient.ValidateAll(ctx, c, ns, objs...); err != nil {
 		return err
 	}
 	if err := c.Create(ctx, hc); err != nil {
@@ -226,7 +227,7 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	if !o.wait {
 		return nil
 	}
-	if err := waitAvailable(ctx, cmd, c, client.ObjectKeyFromObject(hc), o.timeout); err != nil || np == nil {
+	if err := clusterclient.WaitAvailable(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), c, client.ObjectKeyFromObject(hc), o.timeout); err != nil || np == nil {
 		return err
 	}
 	if platform == hypershiftv1alpha1.NonePlatform {
@@ -254,36 +255,6 @@ func (o *createClusterOptions) connect(cmd *cobra.Command) (client.Client, error
 		}
 	}
 	return c, nil
-}
-
-// validateAll has the API server check the HostedCluster and NodePool
-// (a server-side dry run: schema, CEL rules, admission) before either is
-// created, so that a bad flag leaves no half-made cluster behind. The
-// namespace must exist for that; when this call creates it and validation
-// fails, it removes it again.
-func validateAll(ctx context.Context, c client.Client, ns *corev1.Namespace, objs ...client.Object) error {
-	createdNS := false
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}); apierrors.IsNotFound(err) {
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", ns.Name, err)
-		}
-		createdNS = true
-	} else if err != nil {
-		return fmt.Errorf("read namespace %s: %w", ns.Name, err)
-	}
-	for _, obj := range objs {
-		if err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
-			if createdNS {
-				_ = c.Delete(ctx, ns)
-			}
-			if apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("%s %s/%s already exists: choose another --name, or remove it with `hypershift destroy cluster --name %s`",
-					strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind), obj.GetNamespace(), obj.GetName(), obj.GetName())
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 func printYAML(cmd *cobra.Command, objs ...any) error {
@@ -350,7 +321,7 @@ func connectKubeconfig(ctx context.Context, c client.Client, hc *hypershiftv1alp
 }
 
 func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey) ([]byte, error) {
-	hc, err := getHostedCluster(ctx, c, key)
+	hc, err := clusterclient.Get(ctx, c, key)
 	if err != nil {
 		return nil, err
 	}
@@ -363,35 +334,4 @@ func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey)
 		return nil, fmt.Errorf("read kubeconfig secret %s/%s: %w", key.Namespace, ref.Name, err)
 	}
 	return secret.Data[ref.Key], nil
-}
-
-// apiServerPublishing is spec.services for the API server published by
-// publishing (HostPort, NodePort, LoadBalancer) on address (and, for a
-// NodePort, nodePort; 0 lets the cluster choose).
-func apiServerPublishing(publishing, address string, nodePort int32) []hypershiftv1alpha1.ServicePublishingStrategyMapping {
-	strategy := hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.PublishingStrategyType(publishing)}
-	switch strategy.Type {
-	case hypershiftv1alpha1.NodePort:
-		strategy.NodePort = &hypershiftv1alpha1.NodePortPublishingStrategy{Address: address, Port: nodePort}
-	case hypershiftv1alpha1.LoadBalancer:
-		strategy.LoadBalancer = &hypershiftv1alpha1.LoadBalancerPublishingStrategy{Hostname: address}
-	}
-	return []hypershiftv1alpha1.ServicePublishingStrategyMapping{{Service: hypershiftv1alpha1.APIServer, ServicePublishingStrategy: strategy}}
-}
-
-// etcdVolume is spec.etcd.managed for etcd's data on a volume of class and
-// size (either may be empty: the cluster's default); size must have been
-// checked to parse.
-func etcdVolume(class, size string) *hypershiftv1alpha1.ManagedEtcdSpec {
-	pv := &hypershiftv1alpha1.PersistentVolumeEtcdStorageSpec{}
-	if class != "" {
-		pv.StorageClassName = &class
-	}
-	if size != "" {
-		q := resource.MustParse(size)
-		pv.Size = &q
-	}
-	return &hypershiftv1alpha1.ManagedEtcdSpec{Storage: hypershiftv1alpha1.ManagedEtcdStorageSpec{
-		Type: hypershiftv1alpha1.PersistentVolumeEtcdStorage, PersistentVolume: pv,
-	}}
 }

@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"hypershift.dev/internal/dashboard"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"hypershift.dev/internal/dashboard"
 )
 
 // newDashboardCommand is `hypershift dashboard`: the fleet as a web page.

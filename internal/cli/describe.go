@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/dump"
 	"hypershift.dev/internal/pki"
 )
@@ -35,7 +36,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
-			hc, err := getHostedCluster(ctx, c, key)
+			hc, err := clusterclient.Get(ctx, c, key)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 )
 
 func newDestroyCommand(g *globalOptions) *cobra.Command {
@@ -34,7 +35,7 @@ func newDestroyCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			key := client.ObjectKey{Namespace: namespace, Name: name}
-			hc, err := getHostedCluster(cmd.Context(), c, key)
+			hc, err := clusterclient.Get(cmd.Context(), c, key)
 			if err != nil {
 				return err
 			}
@@ -59,7 +60,7 @@ func newDestroyCommand(g *globalOptions) *cobra.Command {
 
 func waitGone(cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	start := time.Now()
-	err := wait.PollUntilContextTimeout(cmd.Context(), pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(cmd.Context(), clusterclient.PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(c.Get(ctx, key, &hypershiftv1alpha1.HostedCluster{})), nil
 	})
 	if err != nil {

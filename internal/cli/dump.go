@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/dump"
 )
 
@@ -72,7 +73,7 @@ func newDumpCommand(g *globalOptions) *cobra.Command {
 				ProcessRoot: g.localProcessRoot(), LogLines: logLines, HostedTimeout: hostedTimeout,
 			})
 			if apierrors.IsNotFound(err) {
-				return clusterNotFound(key)
+				return clusterclient.NotFound(key)
 			}
 			if err != nil {
 				return err

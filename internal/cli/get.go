@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -74,24 +72,6 @@ func newListCommand[T any, L interface {
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only this namespace")
 	return cmd
-}
-
-// getHostedCluster reads the hosted cluster key; one that is not there is
-// clusterNotFound, any other error is returned as it is.
-func getHostedCluster(ctx context.Context, c client.Client, key client.ObjectKey) (*hypershiftv1alpha1.HostedCluster, error) {
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	if err := c.Get(ctx, key, hc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, clusterNotFound(key)
-		}
-		return nil, err
-	}
-	return hc, nil
-}
-
-// clusterNotFound is the error for a hosted cluster key that is not there.
-func clusterNotFound(key client.ObjectKey) error {
-	return fmt.Errorf("hosted cluster %s not found: list clusters with `hypershift get clusters`", key)
 }
 
 // exactlyOneArg accepts exactly one argument; else it fails with msg (what

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 )
 
 // newHibernateCommand is `hypershift hibernate cluster NAME`, and with
@@ -46,7 +47,7 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 			patch := fmt.Appendf(nil, `{"spec":{"hibernation":{"enabled":%t}}}`, !resume)
 			if err := c.Patch(cmd.Context(), hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				if apierrors.IsNotFound(err) {
-					return clusterNotFound(key)
+					return clusterclient.NotFound(key)
 				}
 				return err
 			}
@@ -55,7 +56,7 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 				return nil
 			}
 			if resume {
-				return waitAvailable(cmd.Context(), cmd, c, key, timeout)
+				return clusterclient.WaitAvailable(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, key, timeout)
 			}
 			return waitHibernated(cmd.Context(), cmd, c, key, hc.Generation, timeout)
 		},
@@ -73,9 +74,9 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 func waitHibernated(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, generation int64, timeout time.Duration) error {
 	start := time.Now()
 	seen := map[string]string{}
-	_, err := pollCluster(ctx, c, key, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
-		printConditionChanges(cmd, start, hc.Status.Conditions, seen)
-		if err := cannotRun(hc); err != nil {
+	_, err := clusterclient.Poll(ctx, c, key, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
+		clusterclient.PrintConditionChanges(cmd.OutOrStdout(), start, hc.Status.Conditions, seen)
+		if err := clusterclient.CannotRun(hc); err != nil {
 			return false, err
 		}
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String())

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 )
 
 // addNodePoolCommands adds `create nodepool` and `get nodepools`.
@@ -232,7 +233,7 @@ func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client,
 	start := time.Now()
 	last := ""
 	np := &hypershiftv1alpha1.NodePool{}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, clusterclient.PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, key, np)
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("nodepool %s was deleted while waiting", key)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 )
 
 // newRotateCommand is `hypershift rotate ca --name NAME`: it sets
@@ -38,7 +39,7 @@ func newRotateCommand(g *globalOptions) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			key := client.ObjectKey{Namespace: namespace, Name: name}
-			hc, err := getHostedCluster(ctx, c, key)
+			hc, err := clusterclient.Get(ctx, c, key)
 			if err != nil {
 				return err
 			}
@@ -81,8 +82,8 @@ func caRotation(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.CARota
 func waitCARotation(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, token string, timeout time.Duration) error {
 	start := time.Now()
 	var last hypershiftv1alpha1.CARotationPhase
-	hc, err := pollCluster(ctx, c, key, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
-		if err := cannotRun(hc); err != nil {
+	hc, err := clusterclient.Poll(ctx, c, key, timeout, nil, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
+		if err := clusterclient.CannotRun(hc); err != nil {
 			return false, err
 		}
 		st := caRotation(hc)

@@ -1,4 +1,4 @@
-package cli
+package clusterclient
 
 import (
 	"strings"
@@ -32,7 +32,7 @@ func TestCannotRun(t *testing.T) {
 	for _, tc := range cases {
 		hc := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a-b", Name: "c", Generation: tc.generation}}
 		hc.Status.Conditions = tc.conditions
-		err := cannotRun(hc)
+		err := CannotRun(hc)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v, want nil", tc.name, err)

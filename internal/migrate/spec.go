@@ -1,4 +1,4 @@
-package cli
+package migrate
 
 import (
 	"fmt"
@@ -15,55 +15,55 @@ import (
 // and for the kube runtime --etcd-storage-class and --etcd-storage-size, as
 // `create cluster` takes them.
 
-// checkPublishing checks the target's publishing flags.
-func (o *migrateOptions) checkPublishing() error {
-	switch hypershiftv1alpha1.PublishingStrategyType(o.publishing) {
+// CheckPublishing checks the target's publishing flags.
+func (o Options) CheckPublishing() error {
+	switch hypershiftv1alpha1.PublishingStrategyType(o.Publishing) {
 	case "":
-		if o.apiServerAddress != "" {
+		if o.APIServerAddress != "" {
 			return fmt.Errorf("--api-server-address is for --api-server-publishing NodePort or LoadBalancer")
 		}
 	case hypershiftv1alpha1.HostPort:
-		if o.apiServerAddress != "" {
+		if o.APIServerAddress != "" {
 			return fmt.Errorf("--api-server-address is for --api-server-publishing NodePort or LoadBalancer; HostPort publishes at the target operator's endpoint host")
 		}
 	case hypershiftv1alpha1.NodePort, hypershiftv1alpha1.LoadBalancer:
-		if o.apiServerAddress == "" {
-			return fmt.Errorf("--api-server-publishing %s needs --api-server-address: the address clients use on the target (a node's address, or the load balancer's DNS name)", o.publishing)
+		if o.APIServerAddress == "" {
+			return fmt.Errorf("--api-server-publishing %s needs --api-server-address: the address clients use on the target (a node's address, or the load balancer's DNS name)", o.Publishing)
 		}
 	default:
-		return fmt.Errorf("--api-server-publishing %q: use HostPort, NodePort or LoadBalancer", o.publishing)
+		return fmt.Errorf("--api-server-publishing %q: use HostPort, NodePort or LoadBalancer", o.Publishing)
 	}
-	if o.etcdStorageClass != "" || o.etcdStorageSize != "" {
-		if p := hypershiftv1alpha1.PublishingStrategyType(o.publishing); p != hypershiftv1alpha1.NodePort && p != hypershiftv1alpha1.LoadBalancer {
+	if o.EtcdStorageClass != "" || o.EtcdStorageSize != "" {
+		if p := hypershiftv1alpha1.PublishingStrategyType(o.Publishing); p != hypershiftv1alpha1.NodePort && p != hypershiftv1alpha1.LoadBalancer {
 			return fmt.Errorf("--etcd-storage-class and --etcd-storage-size are for a target of the kube runtime: give them with --api-server-publishing NodePort or LoadBalancer")
 		}
 	}
-	if o.etcdStorageSize != "" {
-		if q, err := resource.ParseQuantity(o.etcdStorageSize); err != nil || q.Sign() <= 0 {
-			return fmt.Errorf("--etcd-storage-size %q is not a size such as 8Gi", o.etcdStorageSize)
+	if o.EtcdStorageSize != "" {
+		if q, err := resource.ParseQuantity(o.EtcdStorageSize); err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("--etcd-storage-size %q is not a size such as 8Gi", o.EtcdStorageSize)
 		}
 	}
 	return nil
 }
 
-// adaptSpec gives the cluster the target's publishing when
+// AdaptSpec gives the cluster the target's publishing when
 // --api-server-publishing is set: the API server (and with it the
 // Konnectivity server) published that way, and, on a host port (the
 // process runtime), no spec.etcd.managed.storage, which that runtime
 // cannot honour (its etcd keeps data in its data dir). It returns what it
 // changed, for the output.
-func (o *migrateOptions) adaptSpec(hc *hypershiftv1alpha1.HostedCluster) []string {
-	if o.publishing == "" {
+func (o Options) AdaptSpec(hc *hypershiftv1alpha1.HostedCluster) []string {
+	if o.Publishing == "" {
 		return nil
 	}
-	hc.Spec.Services = apiServerPublishing(o.publishing, o.apiServerAddress, 0)
-	changed := []string{"spec.services: the API server published by " + o.publishing}
+	hc.Spec.Services = hypershiftv1alpha1.APIServerPublishing(hypershiftv1alpha1.PublishingStrategyType(o.Publishing), o.APIServerAddress, 0)
+	changed := []string{"spec.services: the API server published by " + o.Publishing}
 	switch {
-	case hypershiftv1alpha1.PublishingStrategyType(o.publishing) == hypershiftv1alpha1.HostPort && hc.Spec.Etcd.Managed != nil:
+	case hypershiftv1alpha1.PublishingStrategyType(o.Publishing) == hypershiftv1alpha1.HostPort && hc.Spec.Etcd.Managed != nil:
 		hc.Spec.Etcd.Managed = nil
 		changed = append(changed, "spec.etcd.managed.storage left out (the target keeps etcd's data in its data dir)")
-	case o.etcdStorageClass != "" || o.etcdStorageSize != "":
-		hc.Spec.Etcd.Managed = etcdVolume(o.etcdStorageClass, o.etcdStorageSize) // the size is checked in checkPublishing
+	case o.EtcdStorageClass != "" || o.EtcdStorageSize != "":
+		hc.Spec.Etcd.Managed = hypershiftv1alpha1.EtcdVolume(o.EtcdStorageClass, o.EtcdStorageSize) // the size is checked in CheckPublishing
 		changed = append(changed, "spec.etcd.managed.storage from --etcd-storage-class/--etcd-storage-size")
 	}
 	return changed

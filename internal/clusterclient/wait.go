@@ -1,4 +1,4 @@
-package cli
+package clusterclient
 
 import (
 	"context"
@@ -8,27 +8,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
-const pollInterval = 200 * time.Millisecond
+// PollInterval is how often a wait reads what it waits for.
+const PollInterval = 200 * time.Millisecond
 
-// waitAvailable prints a line each time a condition of the HostedCluster
-// changes, until Available=True or the timeout, when it names the condition
-// that is not met and why.
-func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
+// WaitAvailable prints a line on out each time a condition of the
+// HostedCluster changes, until Available=True or the timeout, when it names
+// the condition that is not met and why. Reads that fail and are retried
+// are said on errOut.
+func WaitAvailable(ctx context.Context, out, errOut io.Writer, c client.Client, key client.ObjectKey, timeout time.Duration) error {
 	start := time.Now()
 	seen := map[string]string{}
-	hc, err := pollCluster(ctx, c, key, timeout, cmd.ErrOrStderr(), func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
-		printConditionChanges(cmd, start, hc.Status.Conditions, seen)
-		if err := cannotRun(hc); err != nil {
+	hc, err := Poll(ctx, c, key, timeout, errOut, func(hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
+		PrintConditionChanges(out, start, hc.Status.Conditions, seen)
+		if err := CannotRun(hc); err != nil {
 			return false, err
 		}
 		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
@@ -40,20 +42,20 @@ func waitAvailable(ctx context.Context, cmd *cobra.Command, c client.Client, key
 	case err != nil:
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
-	fmt.Fprintf(cmd.OutOrStdout(), "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
+	fmt.Fprintf(out, "hosted cluster %s is available at %s after %.1fs\n", key, hc.Status.Endpoint, time.Since(start).Seconds())
+	fmt.Fprintf(out, "get its kubeconfig with: hypershift create kubeconfig --name %s --namespace %s > %s.kubeconfig\n", key.Name, key.Namespace, key.Name)
 	return nil
 }
 
-// pollCluster reads the hosted cluster key every pollInterval and asks done
+// Poll reads the hosted cluster key every PollInterval and asks done
 // about it, until done says so or fails, or for at most timeout
 // (wait.Interrupted then). A deleted cluster ends the wait with an error; a
 // read that fails otherwise is retried, and said on errOut when that is set.
 // The cluster returned is the last one read, also on error.
-func pollCluster(ctx context.Context, c client.Client, key client.ObjectKey, timeout time.Duration, errOut io.Writer, done func(*hypershiftv1alpha1.HostedCluster) (bool, error)) (*hypershiftv1alpha1.HostedCluster, error) {
+func Poll(ctx context.Context, c client.Client, key client.ObjectKey, timeout time.Duration, errOut io.Writer, done func(*hypershiftv1alpha1.HostedCluster) (bool, error)) (*hypershiftv1alpha1.HostedCluster, error) {
 	start := time.Now()
 	hc := &hypershiftv1alpha1.HostedCluster{}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, key, hc)
 		switch {
 		case err == nil:
@@ -68,11 +70,11 @@ func pollCluster(ctx context.Context, c client.Client, key client.ObjectKey, tim
 	return hc, err
 }
 
-// cannotRun says why a hosted cluster will not become Available without a
+// CannotRun says why a hosted cluster will not become Available without a
 // change by the user: the operator judged this generation of its spec
 // (ValidConfiguration=False: unsupported, or a control-plane namespace that
 // another owner holds), so waiting longer changes nothing.
-func cannotRun(hc *hypershiftv1alpha1.HostedCluster) error {
+func CannotRun(hc *hypershiftv1alpha1.HostedCluster) error {
 	cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidConfiguration.String())
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.ObservedGeneration != hc.Generation {
 		return nil
@@ -80,7 +82,10 @@ func cannotRun(hc *hypershiftv1alpha1.HostedCluster) error {
 	return fmt.Errorf("hosted cluster %s/%s cannot run (%s): %s", hc.Namespace, hc.Name, cond.Reason, cond.Message)
 }
 
-func printConditionChanges(cmd *cobra.Command, start time.Time, conds []metav1.Condition, seen map[string]string) {
+// PrintConditionChanges prints on out, with the time since start, each
+// condition whose status or message differs from what seen holds, and
+// records it there.
+func PrintConditionChanges(out io.Writer, start time.Time, conds []metav1.Condition, seen map[string]string) {
 	sorted := append([]metav1.Condition(nil), conds...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].LastTransitionTime.Before(&sorted[j].LastTransitionTime) })
 	for _, cond := range sorted {
@@ -92,7 +97,7 @@ func printConditionChanges(cmd *cobra.Command, start time.Time, conds []metav1.C
 			continue
 		}
 		seen[cond.Type] = line
-		fmt.Fprintf(cmd.OutOrStdout(), "[%6.1fs] %s\n", time.Since(start).Seconds(), line)
+		fmt.Fprintf(out, "[%6.1fs] %s\n", time.Since(start).Seconds(), line)
 	}
 }
 
@@ -113,4 +118,17 @@ func timeoutError(key client.ObjectKey, timeout time.Duration, conds []metav1.Co
 		msg += "\n" + strings.Join(notes, "\n")
 	}
 	return fmt.Errorf("%s\nsee `hypershift describe cluster %s --namespace %s`", msg, key.Name, key.Namespace)
+}
+
+// WaitGone waits until no HostedCluster with that UID is at nn.
+func WaitGone(ctx context.Context, c client.Client, nn types.NamespacedName, uid types.UID, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		hc := &hypershiftv1alpha1.HostedCluster{}
+		err := c.Get(ctx, nn, hc)
+		return apierrors.IsNotFound(err) || (err == nil && hc.UID != uid), nil
+	})
+	if err != nil {
+		return fmt.Errorf("hosted cluster %s still there after %s: see `hypershift describe cluster %s -n %s`", nn, timeout, nn.Name, nn.Namespace)
+	}
+	return nil
 }

@@ -1,21 +1,33 @@
-// Package clustercache keeps one connection per hosted cluster: a REST
-// config built from the cluster's admin kubeconfig and whatever a
-// controller builds on it (clients, informers), shared by every reconcile
-// that talks to that cluster. Cluster API's controllers/clustercache is the
-// model.
+// Package clustercache keeps one connection per hosted cluster for the
+// whole operator: a REST config built from the cluster's admin kubeconfig,
+// one health check, and what each controller builds on it (its clients and
+// informers: an Extension), shared by every reconcile that talks to that
+// cluster. Cluster API's controllers/clustercache is the model: one cache
+// per manager, controllers add what they watch.
 //
-// Lifecycle of an entry:
+// Lifecycle of a connection:
 //
-//	Get (none, or kubeconfig changed) ──connect──▶ connected ──probe ok──┐
-//	       ▲                                           │  ▲──────────────┘
-//	       │                                           │ FailureThreshold probes failed in a row,
-//	       │                                           │ a probe answered 401/403,
-//	       │                                           │ any request answered 401, or Forget
-//	       └──────── next Get rebuilds ◀── disconnected (informers stopped, entry dropped)
+//	Extension.Get (none, or kubeconfig changed) ──open──▶ connected ──probe ok──┐
+//	       ▲                                                 │  ▲──────────────┘
+//	       │                                                 │ FailureThreshold probes failed in a row,
+//	       │                                                 │ a probe answered 401/403,
+//	       │                                                 │ any request answered 401,
+//	       │                                                 │ or every extension Forgot it
+//	       └──────── next Get rebuilds ◀── disconnected (every extension's informers stopped)
 //
-// Dropping an entry on 401/403 is what lets a rotated kubeconfig be picked
-// up: the next Get reads the Secret anew and connects with it, instead of
-// serving caches whose watches the API server keeps refusing.
+// Each extension builds its part on first Get and keeps it until the
+// connection goes or it Forgets the cluster; an extension that forgets a
+// cluster stops only its own informers. A disconnect tells every
+// extension's OnDisconnect, so each controller comes back to the objects
+// that used the connection.
+//
+// Dropping a connection on 401/403 is what lets a rotated kubeconfig be
+// picked up: the next Get reads the Secret anew and connects with it,
+// instead of serving caches whose watches the API server keeps refusing.
+//
+// Every extension must pass the same kubeconfig for a cluster (a function
+// of what the cluster's objects say, e.g. hostedref.OperatorKubeconfig): a
+// Get with another kubeconfig replaces the connection under the others.
 package clustercache
 
 import (
@@ -50,50 +62,79 @@ const (
 const AdminProbePath = "/api/v1/namespaces/kube-system"
 
 // Options configure a Cache.
-type Options[T any] struct {
-	// Connect builds what a connection holds from the cluster's REST
-	// config. Informers it starts must stop when run is done: run is
-	// cancelled when the entry is disconnected. ctx bounds the connect
-	// itself (e.g. waiting for caches to sync).
-	Connect func(ctx context.Context, key types.NamespacedName, cfg *rest.Config, run context.Context) (T, error)
-	// Configure adjusts the REST config (QPS, user agent) before Connect;
-	// may be nil.
-	Configure func(cfg *rest.Config)
-	// OnDisconnect is told when the health check or an authentication
-	// error dropped an entry (not on Forget), e.g. to enqueue the objects
-	// that used it; may be nil.
-	OnDisconnect func(key types.NamespacedName, value T, reason string)
+type Options struct {
 	// ProbePath is what the health check GETs. A path that needs
 	// authorization (e.g. a namespace) also catches credentials that lost
 	// their rights (403). Default DefaultProbePath.
 	ProbePath string
-	// ProbeInterval, ProbeTimeout and FailureThreshold: an entry is
+	// ProbeInterval, ProbeTimeout and FailureThreshold: a connection is
 	// disconnected after FailureThreshold failed probes in a row.
 	ProbeInterval    time.Duration
 	ProbeTimeout     time.Duration
 	FailureThreshold int
-	Log              logr.Logger
+	// Configure adjusts the REST config every client of a connection
+	// starts from (the probe's included); may be nil.
+	Configure func(cfg *rest.Config)
+	Log       logr.Logger
 }
 
-// Cache keeps one connection per cluster key.
-type Cache[T any] struct {
-	opts  Options[T]
-	mu    sync.Mutex
-	byKey map[types.NamespacedName]*entry[T]
+// ExtensionOptions say what one controller builds on a connection.
+type ExtensionOptions[T any] struct {
+	// Name tells the extension apart in the cache (one per controller).
+	Name string
+	// Connect builds what the extension holds from the cluster's REST
+	// config. Informers it starts must stop when run is done: run is
+	// cancelled when the connection is disconnected or the extension
+	// forgotten. ctx bounds the connect itself (e.g. waiting for caches to
+	// sync).
+	Connect func(ctx context.Context, key types.NamespacedName, cfg *rest.Config, run context.Context) (T, error)
+	// Configure adjusts this extension's copy of the REST config (QPS,
+	// user agent) before Connect; may be nil.
+	Configure func(cfg *rest.Config)
+	// OnDisconnect is told when the connection was dropped under the
+	// extension: by the health check, an authentication error, or another
+	// extension's Get with a new kubeconfig (not on its own Forget or
+	// Get), e.g. to enqueue the objects that used it; may be nil.
+	OnDisconnect func(key types.NamespacedName, value T, reason string)
 }
 
-type entry[T any] struct {
+// Cache keeps one connection per cluster key, shared by its extensions.
+type Cache struct {
+	opts       Options
+	mu         sync.Mutex
+	byKey      map[types.NamespacedName]*conn
+	extensions map[string]bool
+}
+
+// conn is one connection: the REST config every extension copies, the
+// health check, and what each extension built on it.
+type conn struct {
 	key         types.NamespacedName
 	fingerprint [32]byte
+	cfg         *rest.Config
 	run         context.Context //nolint:containedctx // the lifetime of this connection
 	stop        context.CancelFunc
-	value       T    // set under Cache.mu once connected
-	stored      bool // in byKey (under Cache.mu)
-	closed      bool // disconnected (under Cache.mu)
+	// Under Cache.mu:
+	parts      map[string]*part
+	connecting int    // extensions connecting now
+	closed     string // why it was disconnected; "" while open
+}
+
+// part is what one extension built on a connection.
+type part struct {
+	stop     context.CancelFunc
+	value    any
+	notified func(reason string) // the extension's OnDisconnect with its value
+}
+
+// Extension is one controller's handle on the cache.
+type Extension[T any] struct {
+	c    *Cache
+	opts ExtensionOptions[T]
 }
 
 // New returns an empty cache.
-func New[T any](opts Options[T]) *Cache[T] {
+func New(opts Options) *Cache {
 	if opts.ProbePath == "" {
 		opts.ProbePath = DefaultProbePath
 	}
@@ -109,143 +150,239 @@ func New[T any](opts Options[T]) *Cache[T] {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Cache[T]{opts: opts, byKey: map[types.NamespacedName]*entry[T]{}}
+	return &Cache{opts: opts, byKey: map[types.NamespacedName]*conn{}, extensions: map[string]bool{}}
 }
 
-// Get returns the connection to a cluster, connecting when there is none
-// (never made, disconnected, forgotten) or the kubeconfig changed. The
-// kubeconfig is read with kubeconfig.Parse: inline credentials only.
-func (c *Cache[T]) Get(ctx context.Context, key types.NamespacedName, kubecfg []byte) (T, error) {
-	var zero T
-	fp := sha256.Sum256(kubecfg)
-	c.mu.Lock()
-	if e := c.byKey[key]; e != nil {
-		if e.fingerprint == fp {
-			c.mu.Unlock()
-			return e.value, nil
-		}
-		c.closeLocked(e)
-	}
-	c.mu.Unlock()
-
-	cfg, err := kubeconfig.Parse(kubecfg)
-	if err != nil {
-		return zero, fmt.Errorf("admin kubeconfig of %s: %w", key, err)
-	}
-	if c.opts.Configure != nil {
-		c.opts.Configure(cfg)
-	}
-	run, stop := context.WithCancel(context.Background())
-	e := &entry[T]{key: key, fingerprint: fp, run: run, stop: stop}
-	// Every response passes here: a 401 means these credentials no longer
-	// work (rotated, revoked), whatever the request.
-	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return &authObserver{next: next, rejected: func(code int) {
-			c.disconnect(e, fmt.Sprintf("the API server rejected the credentials (HTTP %d)", code))
-		}}
-	})
-	probe, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		stop()
-		return zero, fmt.Errorf("client for %s: %w", key, err)
-	}
-	value, err := c.opts.Connect(ctx, key, rest.CopyConfig(cfg), run)
-
+// Register adds an extension to c. Names are unique: a second extension of
+// the same name is a programming error and panics.
+func Register[T any](c *Cache, opts ExtensionOptions[T]) *Extension[T] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e.closed { // a 401 while connecting
-		return zero, fmt.Errorf("hosted cluster %s: the API server rejected the credentials of its kubeconfig (HTTP 401); the next attempt reads the kubeconfig again", key)
+	if opts.Name == "" || c.extensions[opts.Name] {
+		panic(fmt.Sprintf("clustercache: extension name %q empty or registered twice", opts.Name))
 	}
-	if err != nil {
-		stop()
-		return zero, err
-	}
-	if other := c.byKey[key]; other != nil {
-		if other.fingerprint == fp { // a concurrent Get won
-			stop()
-			return other.value, nil
-		}
-		c.closeLocked(other)
-	}
-	e.value, e.stored = value, true
-	c.byKey[key] = e
-	go c.healthCheck(e, probe)
-	return value, nil
-}
-
-// Forget disconnects a cluster (it is being deleted): its informers stop.
-func (c *Cache[T]) Forget(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.byKey[key]; e != nil {
-		c.closeLocked(e)
-	}
+	c.extensions[opts.Name] = true
+	return &Extension[T]{c: c, opts: opts}
 }
 
 // Len is how many clusters are connected.
-func (c *Cache[T]) Len() int {
+func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.byKey)
 }
 
-// closeLocked stops an entry and drops it; c.mu is held.
-func (c *Cache[T]) closeLocked(e *entry[T]) {
-	if c.byKey[e.key] == e {
-		delete(c.byKey, e.key)
+// Get returns what this extension built on the connection to a cluster,
+// connecting when there is none (never made, disconnected, forgotten by
+// every extension) or the kubeconfig changed, and building the extension's
+// part when it has none. The kubeconfig is read with kubeconfig.Parse:
+// inline credentials only.
+func (x *Extension[T]) Get(ctx context.Context, key types.NamespacedName, kubecfg []byte) (T, error) {
+	var zero T
+	cn, err := x.c.open(key, kubecfg, x.opts.Name)
+	if err != nil {
+		return zero, err
 	}
-	e.closed = true
-	e.stop()
+	c := x.c
+	c.mu.Lock()
+	if cn.closed != "" { // disconnected since open
+		c.mu.Unlock()
+		return zero, fmt.Errorf("hosted cluster %s: disconnected (%s); the next attempt connects again", key, cn.closed)
+	}
+	if p := cn.parts[x.opts.Name]; p != nil {
+		c.mu.Unlock()
+		return p.value.(T), nil //nolint:forcetypeassert // only this extension stores under its name
+	}
+	cn.connecting++
+	c.mu.Unlock()
+
+	cfg := rest.CopyConfig(cn.cfg)
+	if x.opts.Configure != nil {
+		x.opts.Configure(cfg)
+	}
+	run, stop := context.WithCancel(cn.run)
+	value, err := x.opts.Connect(ctx, key, cfg, run)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn.connecting--
+	switch {
+	case cn.closed != "": // e.g. a 401 while connecting
+		stop()
+		return zero, fmt.Errorf("hosted cluster %s: disconnected while connecting (%s); the next attempt reads the kubeconfig again", key, cn.closed)
+	case err != nil:
+		stop()
+		c.closeIfUnusedLocked(cn)
+		return zero, err
+	}
+	if p := cn.parts[x.opts.Name]; p != nil { // a concurrent Get won
+		stop()
+		return p.value.(T), nil //nolint:forcetypeassert // only this extension stores under its name
+	}
+	notified := func(string) {}
+	if x.opts.OnDisconnect != nil {
+		notified = func(reason string) { x.opts.OnDisconnect(key, value, reason) }
+	}
+	cn.parts[x.opts.Name] = &part{stop: stop, value: value, notified: notified}
+	return value, nil
 }
 
-// disconnect drops an entry for reason and tells OnDisconnect; once.
-func (c *Cache[T]) disconnect(e *entry[T], reason string) {
+// Forget drops this extension's part of a cluster's connection (the
+// cluster is being deleted, sleeps, or moved away): its informers stop,
+// OnDisconnect is not told. The connection closes with its last part.
+func (x *Extension[T]) Forget(key types.NamespacedName) {
+	if x == nil {
+		return
+	}
+	c := x.c
 	c.mu.Lock()
-	if e.closed {
+	defer c.mu.Unlock()
+	cn := c.byKey[key]
+	if cn == nil {
+		return
+	}
+	if p := cn.parts[x.opts.Name]; p != nil {
+		delete(cn.parts, x.opts.Name)
+		p.stop()
+	}
+	c.closeIfUnusedLocked(cn)
+}
+
+// open returns the open connection to key made from kubecfg, making it
+// when there is none or the kubeconfig changed; a connection replaced
+// under other extensions tells them.
+func (c *Cache) open(key types.NamespacedName, kubecfg []byte, by string) (*conn, error) {
+	fp := sha256.Sum256(kubecfg)
+	c.mu.Lock()
+	if cn := c.byKey[key]; cn != nil {
+		if cn.fingerprint == fp {
+			c.mu.Unlock()
+			return cn, nil
+		}
+		told := c.closeLocked(cn, "the kubeconfig changed", by)
+		defer notify(told, "the kubeconfig changed")
+	}
+	c.mu.Unlock()
+
+	cfg, err := kubeconfig.Parse(kubecfg)
+	if err != nil {
+		return nil, fmt.Errorf("admin kubeconfig of %s: %w", key, err)
+	}
+	if c.opts.Configure != nil {
+		c.opts.Configure(cfg)
+	}
+	run, stop := context.WithCancel(context.Background())
+	cn := &conn{key: key, fingerprint: fp, run: run, stop: stop, parts: map[string]*part{}}
+	// Every response passes here: a 401 means these credentials no longer
+	// work (rotated, revoked), whatever the request and whichever
+	// extension made it.
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return &authObserver{next: next, rejected: func(code int) {
+			c.disconnect(cn, fmt.Sprintf("the API server rejected the credentials (HTTP %d)", code))
+		}}
+	})
+	probe, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("client for %s: %w", key, err)
+	}
+	cn.cfg = cfg
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if other := c.byKey[key]; other != nil { // a concurrent Get connected meanwhile
+		if other.fingerprint == fp {
+			stop()
+			return other, nil
+		}
+		told := c.closeLocked(other, "the kubeconfig changed", by)
+		defer notify(told, "the kubeconfig changed")
+	}
+	c.byKey[key] = cn
+	go c.healthCheck(cn, probe)
+	return cn, nil
+}
+
+// closeIfUnusedLocked closes a connection no extension holds or is
+// building a part of; c.mu is held.
+func (c *Cache) closeIfUnusedLocked(cn *conn) {
+	if len(cn.parts) == 0 && cn.connecting == 0 && cn.closed == "" {
+		c.closeLocked(cn, "no extension uses it", "")
+	}
+}
+
+// closeLocked stops a connection and every part of it, drops it, and
+// returns the OnDisconnects to tell (all parts' but except's); c.mu is
+// held.
+func (c *Cache) closeLocked(cn *conn, reason, except string) []func(string) {
+	if c.byKey[cn.key] == cn {
+		delete(c.byKey, cn.key)
+	}
+	var told []func(string)
+	if cn.closed == "" {
+		cn.closed = reason
+		for name, p := range cn.parts {
+			if name != except {
+				told = append(told, p.notified)
+			}
+		}
+	}
+	cn.stop()
+	return told
+}
+
+func notify(told []func(string), reason string) {
+	for _, f := range told {
+		f(reason)
+	}
+}
+
+// disconnect drops a connection for reason and tells every extension's
+// OnDisconnect; once.
+func (c *Cache) disconnect(cn *conn, reason string) {
+	c.mu.Lock()
+	if cn.closed != "" {
 		c.mu.Unlock()
 		return
 	}
-	stored, value := e.stored, e.value
-	c.closeLocked(e)
+	told := c.closeLocked(cn, reason, "")
 	c.mu.Unlock()
-	c.opts.Log.Info("disconnected from hosted cluster", "hostedCluster", e.key.String(), "reason", reason)
-	if stored && c.opts.OnDisconnect != nil {
-		c.opts.OnDisconnect(e.key, value, reason)
-	}
+	c.opts.Log.Info("disconnected from hosted cluster", "hostedCluster", cn.key.String(), "reason", reason)
+	notify(told, reason)
 }
 
 // healthCheck probes the cluster every ProbeInterval until the entry is
 // disconnected.
-func (c *Cache[T]) healthCheck(e *entry[T], kube kubernetes.Interface) {
+func (c *Cache) healthCheck(cn *conn, kube kubernetes.Interface) {
 	ticker := time.NewTicker(c.opts.ProbeInterval)
 	defer ticker.Stop()
 	failures := 0
 	for {
 		select {
-		case <-e.run.Done():
+		case <-cn.run.Done():
 			return
 		case <-ticker.C:
 		}
-		err := c.probe(e.run, kube)
+		err := c.probe(cn.run, kube)
 		switch {
 		case err == nil:
 			failures = 0
 		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
-			c.disconnect(e, fmt.Sprintf("health check: %v", err))
+			c.disconnect(cn, fmt.Sprintf("health check: %v", err))
 			return
-		case e.run.Err() != nil:
+		case cn.run.Err() != nil:
 			return
 		default:
 			failures++
 			if failures >= c.opts.FailureThreshold {
-				c.disconnect(e, fmt.Sprintf("health check failed %d times in a row, last: %v", failures, err))
+				c.disconnect(cn, fmt.Sprintf("health check failed %d times in a row, last: %v", failures, err))
 				return
 			}
 		}
 	}
 }
 
-func (c *Cache[T]) probe(ctx context.Context, kube kubernetes.Interface) error {
+func (c *Cache) probe(ctx context.Context, kube kubernetes.Interface) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 	defer cancel()
 	err := kube.Discovery().RESTClient().Get().AbsPath(c.opts.ProbePath).Do(ctx).Error()

@@ -100,9 +100,17 @@ type recorder struct {
 	listOnConnect bool
 }
 
+// cacheUnderTest is one extension of its own cache.
+type cacheUnderTest struct {
+	*clustercache.Extension[*conn]
+	cache *clustercache.Cache
+}
+
+func (c cacheUnderTest) Len() int { return c.cache.Len() }
+
 // connectedCache starts an API server that accepts token and a cache that
 // probes it every interval (threshold failures disconnect), and connects.
-func connectedCache(t *testing.T, token string, interval time.Duration, threshold int) (*apiServer, *recorder, *clustercache.Cache[*conn], *conn) {
+func connectedCache(t *testing.T, token string, interval time.Duration, threshold int) (*apiServer, *recorder, cacheUnderTest, *conn) {
 	t.Helper()
 	api := newAPIServer(t, token)
 	rec := &recorder{}
@@ -114,10 +122,18 @@ func connectedCache(t *testing.T, token string, interval time.Duration, threshol
 	return api, rec, cache, c
 }
 
-func newCache(t *testing.T, rec *recorder, interval time.Duration, threshold int) *clustercache.Cache[*conn] {
+func newCache(t *testing.T, rec *recorder, interval time.Duration, threshold int) cacheUnderTest {
 	t.Helper()
+	cache := clustercache.New(clustercache.Options{ProbeInterval: interval, ProbeTimeout: time.Second, FailureThreshold: threshold})
+	return cacheUnderTest{Extension: extension(cache, "test", rec), cache: cache}
+}
+
+// extension registers an extension whose Connect makes a conn and whose
+// OnDisconnect records the reason in rec.
+func extension(cache *clustercache.Cache, name string, rec *recorder) *clustercache.Extension[*conn] {
 	rec.disconnected = make(chan string, 10)
-	return clustercache.New(clustercache.Options[*conn]{
+	return clustercache.Register(cache, clustercache.ExtensionOptions[*conn]{
+		Name: name,
 		Connect: func(ctx context.Context, _ types.NamespacedName, cfg *rest.Config, run context.Context) (*conn, error) {
 			rec.connects.Add(1)
 			kube, err := kubernetes.NewForConfig(cfg)
@@ -131,8 +147,7 @@ func newCache(t *testing.T, rec *recorder, interval time.Duration, threshold int
 			}
 			return &conn{kube: kube, token: cfg.BearerToken, run: run}, nil
 		},
-		OnDisconnect:  func(_ types.NamespacedName, _ *conn, reason string) { rec.disconnected <- reason },
-		ProbeInterval: interval, ProbeTimeout: time.Second, FailureThreshold: threshold,
+		OnDisconnect: func(_ types.NamespacedName, _ *conn, reason string) { rec.disconnected <- reason },
 	})
 }
 

@@ -15,6 +15,8 @@ package hostedref
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,7 +49,33 @@ const (
 
 // ControlPlaneNamespace is HyperShift's convention: NS-NAME.
 func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
-	return hc.Namespace + "-" + hc.Name
+	return ControlPlaneKey(client.ObjectKeyFromObject(hc)).Namespace
+}
+
+// ControlPlaneKey is where the HostedControlPlane of the HostedCluster at
+// key is: its control-plane namespace, by the cluster's name. The
+// operator's connections to hosted clusters are keyed by it.
+func ControlPlaneKey(key types.NamespacedName) types.NamespacedName {
+	return types.NamespacedName{Namespace: key.Namespace + "-" + key.Name, Name: key.Name}
+}
+
+// OperatorKubeconfig is the kubeconfig the operator's own connection to a
+// hosted cluster uses, made from the admin kubeconfig: while the control
+// plane may sleep when idle, it goes to the endpoint proxy's internal
+// listener (status.activity.internalEndpoint), so that the operator's
+// watches are not counted as a client's activity. Every controller that
+// connects to the cluster asks here, so that they share one connection
+// (internal/clustercache).
+func OperatorKubeconfig(admin []byte, hcp *hypershiftv1alpha1.HostedControlPlane) ([]byte, error) {
+	h := hcp.Spec.Hibernation
+	if h == nil || h.IdleAfter == nil || h.IdleAfter.Duration <= 0 {
+		return admin, nil
+	}
+	a := hcp.Status.Activity
+	if a == nil || a.InternalEndpoint == nil {
+		return admin, nil
+	}
+	return kubeconfig.WithServer(admin, "https://"+net.JoinHostPort(a.InternalEndpoint.Host, strconv.Itoa(int(a.InternalEndpoint.Port))))
 }
 
 // AdminKubeconfig returns the admin kubeconfig of hc from its control-plane

@@ -24,6 +24,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/addons"
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/nodepool"
@@ -199,7 +200,15 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	fleetmetrics.Register(mgr.GetClient())
+	// One connection per hosted cluster for every controller that talks to
+	// it: one health check, one set of credentials to rotate.
+	clusters := clustercache.New(clustercache.Options{
+		ProbePath: clustercache.AdminProbePath,
+		Configure: func(cfg *rest.Config) { cfg.UserAgent = "hypershift-operator" },
+		Log:       mgr.GetLogger().WithName("clustercache"),
+	})
 	hcp := &hostedcontrolplane.Reconciler{
+		Clusters:       clusters,
 		Client:         mgr.GetClient(),
 		Runtime:        opts.Runtime,
 		EndpointHost:   opts.EndpointHost,
@@ -223,7 +232,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err := ad.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents}
+	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents, Clusters: clusters}
 	if err := np.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

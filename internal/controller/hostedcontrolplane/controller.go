@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
@@ -64,6 +65,9 @@ type Reconciler struct {
 	// Recorder reports objects of the hosted cluster that were deleted or
 	// changed and restored; SetupWithManager sets it when nil.
 	Recorder events.EventRecorder
+	// Clusters are the operator's connections to hosted clusters, shared
+	// with its other controllers.
+	Clusters *clustercache.Cache
 
 	hostedOnce sync.Once
 	hosted     *hostedClusters
@@ -76,10 +80,10 @@ type Reconciler struct {
 	nodesSeen sync.Map
 }
 
-// hostedClusters are the connections to the hosted clusters, made on first
-// use.
+// hostedClusters is the controller's part of the connections to the hosted
+// clusters, made on first use.
 func (r *Reconciler) hostedClusters() *hostedClusters {
-	r.hostedOnce.Do(func() { r.hosted = newHostedClusters() })
+	r.hostedOnce.Do(func() { r.hosted = newHostedClusters(r.Clusters) })
 	return r.hosted
 }
 
@@ -342,7 +346,7 @@ func (r *Reconciler) publish(services []hypershiftv1alpha1.ServicePublishingStra
 func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {
 	// The in-cluster objects go with the hosted cluster; only the
 	// connection to it is closed.
-	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(hcp))
+	r.hostedClusters().ext.Forget(client.ObjectKeyFromObject(hcp))
 	r.activity().forget(client.ObjectKeyFromObject(hcp))
 	r.nodesSeen.Delete(client.ObjectKeyFromObject(hcp))
 	if r.StartQueue != nil {
@@ -364,6 +368,9 @@ const Workers = 4
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clusters == nil {
+		return errors.New("hostedcontrolplane: no cache of hosted-cluster connections (Clusters) given")
+	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("hostedcontrolplane-controller")
 	}

@@ -3,8 +3,6 @@ package hostedcontrolplane
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,11 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/dataplane"
 	"hypershift.dev/internal/hostedref"
-	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/version"
 )
@@ -209,16 +205,14 @@ func (r *Reconciler) connectHosted(ctx context.Context, s *scope) (*hostedCluste
 		}
 		return nil, fmt.Errorf("admin kubeconfig %s: %w", key, err)
 	}
-	kc := secret.Data[adminKubeconfigKey]
-	if port := s.ports[components.ProxyInternalPort]; idleWake(hcp) && port != 0 {
-		// Not through the public endpoint: the operator's watches are not a
-		// client's activity.
-		var err error
-		if kc, err = kubeconfig.WithServer(kc, "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
-			return nil, err
-		}
+	// Not through the public endpoint while the cluster may sleep when
+	// idle: the operator's watches are not a client's activity
+	// (reconcileHibernation put the internal endpoint in the status).
+	kc, err := hostedref.OperatorKubeconfig(secret.Data[adminKubeconfigKey], hcp)
+	if err != nil {
+		return nil, err
 	}
-	return r.hostedClusters().cache.Get(ctx, client.ObjectKeyFromObject(hcp), kc)
+	return r.hostedClusters().ext.Get(ctx, client.ObjectKeyFromObject(hcp), kc)
 }
 
 // apply server-side applies obj, taking over fields someone else changed,

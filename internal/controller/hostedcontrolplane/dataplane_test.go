@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/runtime/runtimetest"
 	"hypershift.dev/internal/testenv"
 )
@@ -23,7 +24,7 @@ func TestKonnectivityInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	published := &runtimetest.Fake{PublishedHost: "192.0.2.10", PublishedPorts: map[string]int{"endpoint": 30000}}
-	r := &Reconciler{Client: env.Client, Runtime: published}
+	r := &Reconciler{Client: env.Client, Runtime: published, Clusters: clustercache.New(clustercache.Options{})}
 	s := &scope{hcp: &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k"}}}
 
 	k, missing, err := r.konnectivityInputs(ctx, s)

@@ -40,7 +40,7 @@ func (r *Reconciler) reconcileFence(_ context.Context, s *scope) (ctrl.Result, e
 	if !s.fenced {
 		return ctrl.Result{}, nil
 	}
-	r.hostedClusters().cache.Forget(client.ObjectKeyFromObject(s.hcp))
+	r.hostedClusters().ext.Forget(client.ObjectKeyFromObject(s.hcp))
 	// A runtime that fences in place (the kube runtime) keeps what an
 	// Apply of etcd alone would delete: its Services with their node ports
 	// and load balancer addresses.

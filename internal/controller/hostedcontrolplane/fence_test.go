@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/runtimetest"
 )
@@ -97,7 +98,7 @@ func TestFencedConditions(t *testing.T) {
 // Fenced False.
 func TestFenceInPlace(t *testing.T) {
 	fencer := &runtimetest.Fake{Caps: runtime.Kube, FenceLeft: []string{"pod kube-apiserver-7f-x is terminating"}}
-	r := &Reconciler{Runtime: fencer}
+	r := &Reconciler{Runtime: fencer, Clusters: clustercache.New(clustercache.Options{})}
 	specs := []runtime.Spec{{Name: "etcd-0", Component: "etcd"}, {Name: "kube-apiserver-0", Component: "kube-apiserver"}}
 	s := &scope{
 		hcp: &hypershiftv1alpha1.HostedControlPlane{ObjectMeta: metav1.ObjectMeta{

@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 	}
 	// Nothing answers while it sleeps: close the connection rather than
 	// let its health checks fail.
-	r.hostedClusters().cache.Forget(key)
+	r.hostedClusters().ext.Forget(key)
 	if r.Runtime.Capabilities().InPlace {
 		s.sleepInPlace = true // reconcileRuntime calls Sleep instead of Apply
 		return ctrl.Result{}, nil
@@ -124,23 +124,25 @@ func readActivity(ctx context.Context, url string) (endpointproxy.Activity, erro
 // recordActivity reports the proxy's activity in status.activity. The
 // latest time is kept: a restarted proxy starts with none.
 func (r *Reconciler) recordActivity(ctx context.Context, s *scope) {
-	a, err := readActivity(ctx, s.healthURL())
-	if err != nil {
-		return // the proxy is starting; the watcher looks again
-	}
 	st := s.hcp.Status.Activity
 	if st == nil {
 		st = &hypershiftv1alpha1.ControlPlaneActivity{}
 		s.hcp.Status.Activity = st
+	}
+	// Known before the proxy answers: the operator's connections go there
+	// (hostedref.OperatorKubeconfig) from the first pass on.
+	if port := s.ports[components.ProxyInternalPort]; port != 0 {
+		st.InternalEndpoint = &hypershiftv1alpha1.APIEndpoint{Host: "127.0.0.1", Port: int32(port)} //nolint:gosec // ports fit in int32
+	}
+	a, err := readActivity(ctx, s.healthURL())
+	if err != nil {
+		return // the proxy is starting; the watcher looks again
 	}
 	if !a.LastActivity.IsZero() && (st.LastActivityTime == nil || a.LastActivity.After(st.LastActivityTime.Time)) {
 		t := metav1.NewTime(a.LastActivity)
 		st.LastActivityTime = &t
 	}
 	st.WaitingConnections = a.Waiting
-	if port := s.ports[components.ProxyInternalPort]; port != 0 {
-		st.InternalEndpoint = &hypershiftv1alpha1.APIEndpoint{Host: "127.0.0.1", Port: int32(port)} //nolint:gosec // ports fit in int32
-	}
 }
 
 // updateHibernatedStatus reports a sleeping control plane: Hibernated once

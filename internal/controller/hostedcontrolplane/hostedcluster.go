@@ -15,7 +15,6 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -43,17 +42,19 @@ type hostedCluster struct {
 	drift  driftRecords
 }
 
-// hostedClusters keeps one connection per HostedControlPlane (see
-// internal/clustercache: health check, reconnect when the kubeconfig
-// changes or the credentials are rejected).
+// hostedClusters is the controller's part of the operator's connections to
+// hosted clusters, keyed by HostedControlPlane (see internal/clustercache:
+// health check, reconnect when the kubeconfig changes or the credentials
+// are rejected).
 type hostedClusters struct {
-	cache  *clustercache.Cache[*hostedCluster]
+	ext    *clustercache.Extension[*hostedCluster]
 	events chan event.GenericEvent
 }
 
-func newHostedClusters() *hostedClusters {
+func newHostedClusters(clusters *clustercache.Cache) *hostedClusters {
 	h := &hostedClusters{events: make(chan event.GenericEvent, 1024)}
-	h.cache = clustercache.New(clustercache.Options[*hostedCluster]{
+	h.ext = clustercache.Register(clusters, clustercache.ExtensionOptions[*hostedCluster]{
+		Name:    "hostedcontrolplane",
 		Connect: h.connect,
 		Configure: func(cfg *rest.Config) {
 			cfg.QPS, cfg.Burst = 20, 40
@@ -63,8 +64,6 @@ func newHostedClusters() *hostedClusters {
 			cfg.WarningHandler = rest.NoWarnings{}
 		},
 		OnDisconnect: func(key types.NamespacedName, _ *hostedCluster, _ string) { h.enqueue(key) },
-		ProbePath:    clustercache.AdminProbePath,
-		Log:          ctrl.Log.WithName("hostedcontrolplane").WithName("clustercache"),
 	})
 	return h
 }

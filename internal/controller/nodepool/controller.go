@@ -10,6 +10,7 @@ package nodepool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/nodes/bootstrap"
@@ -57,6 +59,9 @@ type Reconciler struct {
 	TokenTTL time.Duration
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
+	// Clusters are the operator's connections to hosted clusters, shared
+	// with its other controllers.
+	Clusters *clustercache.Cache
 
 	hosted  *hostedClusters
 	scaling autoscalerState
@@ -162,7 +167,10 @@ func NewRuntimeEvents() (chan event.GenericEvent, func(runtime.ControlPlaneRef))
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.hosted = newHostedClusters()
+	if r.Clusters == nil {
+		return errors.New("nodepool: no cache of hosted-cluster connections (Clusters) given")
+	}
+	r.hosted = newHostedClusters(r.Clusters)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &hypershiftv1alpha1.NodePool{}, clusterNameField,
 		func(obj client.Object) []string {
 			np, ok := obj.(*hypershiftv1alpha1.NodePool)

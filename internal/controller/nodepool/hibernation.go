@@ -3,8 +3,6 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +13,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
-	"hypershift.dev/internal/kubeconfig"
+	"hypershift.dev/internal/hostedref"
 )
 
 // clusterSleeps: the pool's cluster hibernates or is on its way to.
@@ -39,24 +37,14 @@ func (r *Reconciler) sleep(ctx context.Context, s *scope) (ctrl.Result, error) {
 }
 
 // operatorKubeconfig is the kubeconfig the controller reaches a hosted
-// cluster with: a cluster that sleeps when idle is reached at its endpoint
-// proxy's internal port, so that the controller's watches do not count as
-// a client's activity and keep it awake. Nodes keep the public endpoint.
-func (r *Reconciler) operatorKubeconfig(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kc []byte) []byte {
-	if hc.Spec.Hibernation == nil || hc.Spec.Hibernation.IdleAfter == nil || hc.Status.ControlPlaneNamespace == "" {
-		return kc
-	}
+// cluster with: the one every controller of the operator uses
+// (hostedref.OperatorKubeconfig, from the cluster's HostedControlPlane).
+// Nodes keep the public endpoint.
+func (r *Reconciler) operatorKubeconfig(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kc []byte) ([]byte, error) {
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Status.ControlPlaneNamespace, Name: hc.Name}, hcp); err != nil {
-		return kc
+	key := hostedref.ControlPlaneKey(client.ObjectKeyFromObject(hc))
+	if err := r.Client.Get(ctx, key, hcp); err != nil {
+		return nil, fmt.Errorf("HostedControlPlane %s: %w", key, err)
 	}
-	a := hcp.Status.Activity
-	if a == nil || a.InternalEndpoint == nil {
-		return kc
-	}
-	out, err := kubeconfig.WithServer(kc, "https://"+net.JoinHostPort(a.InternalEndpoint.Host, strconv.Itoa(int(a.InternalEndpoint.Port))))
-	if err != nil {
-		return kc
-	}
-	return out
+	return hostedref.OperatorKubeconfig(kc, hcp)
 }

@@ -21,11 +21,11 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/clustercache"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/nodes/podindex"
 )
@@ -70,56 +70,73 @@ type hostedCluster struct {
 	granted map[string]claim
 }
 
-// hostedClusters keeps one connection per HostedCluster (see
-// internal/clustercache: health check, disconnect on rejected
-// credentials). A disconnected cluster's pools are enqueued; their next
-// reconcile connects again with the kubeconfig the Secret holds then.
+// hostedClusters is the controller's part of the operator's connections to
+// hosted clusters (internal/clustercache: health check, disconnect on
+// rejected credentials). A disconnected cluster's pools are enqueued; their
+// next reconcile connects again with the kubeconfig the Secret holds then.
 type hostedClusters struct {
-	cache  *clustercache.Cache[*hostedCluster]
+	ext    *clustercache.Extension[*hostedCluster]
 	events chan event.GenericEvent
+	// owners maps a connection's key (the control plane's) to its
+	// HostedCluster, whose namespace the pools are in.
+	owners sync.Map
 }
 
-func newHostedClusters() *hostedClusters {
+func newHostedClusters(clusters *clustercache.Cache) *hostedClusters {
 	h := &hostedClusters{events: make(chan event.GenericEvent, 4096)}
-	h.cache = clustercache.New(clustercache.Options[*hostedCluster]{
+	h.ext = clustercache.Register(clusters, clustercache.ExtensionOptions[*hostedCluster]{
+		Name:    "nodepool",
 		Connect: h.connect,
 		Configure: func(cfg *rest.Config) {
 			cfg.QPS, cfg.Burst = 50, 100
 			cfg.UserAgent = "hypershift-nodepool-controller"
 		},
 		OnDisconnect: func(_ types.NamespacedName, hc *hostedCluster, _ string) { hc.enqueueUsers() },
-		ProbePath:    clustercache.AdminProbePath,
-		Log:          ctrl.Log.WithName("nodepool").WithName("clustercache"),
 	})
 	return h
 }
 
-// get returns the connection to a hosted cluster, making it (and waiting
-// for its caches) when there is none, it was disconnected, or the
+// get returns the connection to the HostedCluster at key, making it (and
+// waiting for its caches) when there is none, it was disconnected, or the
 // kubeconfig changed.
 func (h *hostedClusters) get(ctx context.Context, key types.NamespacedName, kubeconfig []byte) (*hostedCluster, error) {
-	hc, err := h.cache.Get(ctx, key, kubeconfig)
+	cp := hostedref.ControlPlaneKey(key)
+	h.owners.Store(cp, key)
+	hc, err := h.ext.Get(ctx, cp, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	if reason := hc.share.exceeded(); reason != "" {
 		// Past its share between its connect and now.
-		h.cache.Forget(key)
+		h.ext.Forget(cp)
 		return nil, errors.New(reason)
 	}
 	return hc, nil
 }
 
-// forget closes the connection to a hosted cluster.
+// forget closes the controller's part of the connection to the
+// HostedCluster at key.
 func (h *hostedClusters) forget(key types.NamespacedName) {
 	if h != nil {
-		h.cache.Forget(key)
+		cp := hostedref.ControlPlaneKey(key)
+		h.ext.Forget(cp)
+		h.owners.Delete(cp)
 	}
 }
 
-// connect builds the caches of one hosted cluster; they run until run is
-// done.
-func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, cfg *rest.Config, run context.Context) (*hostedCluster, error) {
+// connect builds the caches of the HostedCluster whose control plane is at
+// cp (get recorded which); they run until run is done.
+func (h *hostedClusters) connect(ctx context.Context, cp types.NamespacedName, cfg *rest.Config, run context.Context) (*hostedCluster, error) {
+	owner, ok := h.owners.Load(cp)
+	if !ok {
+		return nil, fmt.Errorf("control plane %s: no HostedCluster asked for it", cp)
+	}
+	return h.connectCluster(ctx, owner.(types.NamespacedName), cp, cfg, run) //nolint:forcetypeassert // get stores only keys
+}
+
+// connectCluster builds the caches of the HostedCluster at key, whose
+// control plane is at cp.
+func (h *hostedClusters) connectCluster(ctx context.Context, key, cp types.NamespacedName, cfg *rest.Config, run context.Context) (*hostedCluster, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -249,7 +266,7 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 	// Connected, a connection past its share is forgotten and its pools
 	// come back: the next connect says why it is refused.
 	share.setDrop(func() {
-		h.cache.Forget(key)
+		h.ext.Forget(cp)
 		hc.enqueueUsers()
 	})
 	if reason := share.exceeded(); reason != "" {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/kubeconfig"
 	"hypershift.dev/internal/testenv"
 )
@@ -61,7 +62,7 @@ func TestRevokedKubeconfigDisconnectsAndReconnects(t *testing.T) {
 	}
 	first := adminKubeconfig(t, ctx, kube, env.RESTConfig.Host, ca, "admin-one")
 
-	h := newHostedClusters()
+	h := newHostedClusters(clustercache.New(clustercache.Options{ProbePath: clustercache.AdminProbePath}))
 	key := types.NamespacedName{Namespace: "clusters", Name: "c"}
 	hc, err := h.get(ctx, key, first)
 	if err != nil {
@@ -151,7 +152,7 @@ func TestHostedCacheIsBounded(t *testing.T) {
 	for _, name := range []string{"n1", "n2", "n3"} {
 		node(name)
 	}
-	h := newHostedClusters()
+	h := newHostedClusters(clustercache.New(clustercache.Options{ProbePath: clustercache.AdminProbePath}))
 	key := types.NamespacedName{Namespace: "clusters", Name: "c"}
 	hc, err := h.get(ctx, key, kc)
 	if err != nil {

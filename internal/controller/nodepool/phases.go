@@ -106,7 +106,11 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), r.operatorKubeconfig(ctx, s.hc, kc))
+	kc, err = r.operatorKubeconfig(ctx, s.hc, kc)
+	if err != nil {
+		return err
+	}
+	hosted, err := r.hosted.get(ctx, client.ObjectKeyFromObject(s.hc), kc)
 	if err != nil {
 		return err
 	}

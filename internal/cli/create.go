@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -16,9 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/clusterclient"
-	"hypershift.dev/internal/hostedref"
+	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )
@@ -232,7 +230,7 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 	}
 	if platform == hypershiftv1alpha1.NonePlatform {
 		// Nodes of a None pool join later: print how, instead of waiting.
-		line, err := joinCommand(ctx, c, client.ObjectKeyFromObject(hc), np.Name, time.Hour)
+		line, err := join.Command(ctx, c, client.ObjectKeyFromObject(hc), np.Name, join.TokenOptions{TTL: time.Hour})
 		if err != nil {
 			return err
 		}
@@ -269,69 +267,4 @@ func printYAML(cmd *cobra.Command, objs ...any) error {
 		fmt.Fprint(cmd.OutOrStdout(), string(data))
 	}
 	return nil
-}
-
-func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
-	var name, namespace, output string
-	cmd := &cobra.Command{
-		Use:   "kubeconfig --name NAME",
-		Short: "Print the admin kubeconfig of a hosted cluster",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if name == "" {
-				return fmt.Errorf("--name is required: `hypershift create kubeconfig --name NAME`")
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			kc, err := adminKubeconfig(cmd.Context(), c, client.ObjectKey{Namespace: namespace, Name: name})
-			if err != nil {
-				return err
-			}
-			if output == "" || output == "-" {
-				_, err = cmd.OutOrStdout().Write(kc)
-				return err
-			}
-			// A fresh file replaces whatever was there, so an existing
-			// file's looser mode never applies to the admin key.
-			if err := atomicfile.Write(output, kc, 0o600); err != nil {
-				return fmt.Errorf("write kubeconfig of %s/%s to --output: %w", namespace, name, err)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&name, "name", "", "name of the hosted cluster (required)")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (mode 0600) instead of standard output")
-	return cmd
-}
-
-// connectKubeconfig is the admin kubeconfig the CLI itself connects with:
-// the operator's copy in the control-plane namespace (hostedref.AdminKubeconfig)
-// when the user may read it; else — a user of the HostedCluster's namespace
-// alone — the copy beside the HostedCluster, theirs to trust. Either is read
-// with kubeconfig.Parse by whoever connects: no exec, no files.
-func connectKubeconfig(ctx context.Context, c client.Client, hc *hypershiftv1alpha1.HostedCluster) ([]byte, error) {
-	kc, _, err := hostedref.AdminKubeconfig(ctx, c, hc)
-	if apierrors.IsForbidden(err) {
-		return adminKubeconfig(ctx, c, client.ObjectKeyFromObject(hc))
-	}
-	return kc, err
-}
-
-func adminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey) ([]byte, error) {
-	hc, err := clusterclient.Get(ctx, c, key)
-	if err != nil {
-		return nil, err
-	}
-	ref := hc.Status.KubeConfig
-	if ref == nil {
-		return nil, fmt.Errorf("hosted cluster %s has no kubeconfig yet: wait with `hypershift create cluster ... --wait`, or see `hypershift describe cluster %s`", key, key.Name)
-	}
-	secret := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: ref.Name}, secret); err != nil {
-		return nil, fmt.Errorf("read kubeconfig secret %s/%s: %w", key.Namespace, ref.Name, err)
-	}
-	return secret.Data[ref.Key], nil
 }

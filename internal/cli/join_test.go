@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/nodes/join/jointest"
 	"hypershift.dev/internal/pki"
 )
@@ -29,8 +30,8 @@ func TestJoinReadsTheTokenFromAFileOrStdin(t *testing.T) {
 	}{
 		{name: "file", o: joinOptions{tokenFile: file}, want: "abcdef.0123456789abcdef"},
 		{name: "stdin", o: joinOptions{tokenFile: "-"}, stdin: "  abcdef.0123456789abcdef\n", want: "abcdef.0123456789abcdef"},
-		{name: "--token alone", o: joinOptions{token: "abcdef.0123456789abcdef"}, want: "abcdef.0123456789abcdef"},
-		{name: "both", o: joinOptions{token: "x", tokenFile: file}, err: "--token and --token-file both given"},
+		{name: "--token alone", o: joinOptions{Options: join.Options{Token: "abcdef.0123456789abcdef"}}, want: "abcdef.0123456789abcdef"},
+		{name: "both", o: joinOptions{Options: join.Options{Token: "x"}, tokenFile: file}, err: "--token and --token-file both given"},
 		{name: "empty file", o: joinOptions{tokenFile: empty}, err: "--token-file " + empty + " is empty"},
 		{name: "missing file", o: joinOptions{tokenFile: "/nonexistent/token"}, err: "--token-file /nonexistent/token: open"},
 	}
@@ -43,8 +44,8 @@ func TestJoinReadsTheTokenFromAFileOrStdin(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || tc.o.token != tc.want {
-				t.Fatalf("token %q, err %v; want %q", tc.o.token, err, tc.want)
+			if err != nil || tc.o.Token != tc.want {
+				t.Fatalf("token %q, err %v; want %q", tc.o.Token, err, tc.want)
 			}
 		})
 	}
@@ -110,7 +111,7 @@ func TestCreateJoinCommandBoundsTheTTL(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want it to say %q", err, want)
 	}
-	if err := (tokenOptions{ttl: 24 * time.Hour}).check(); err != nil {
+	if err := (join.TokenOptions{TTL: 24 * time.Hour}).Check(); err != nil {
 		t.Errorf("the bound itself is refused: %v", err)
 	}
 	var help bytes.Buffer

@@ -59,3 +59,21 @@ func ValidateAll(ctx context.Context, c client.Client, ns *corev1.Namespace, obj
 	}
 	return nil
 }
+
+// AdminKubeconfig is the admin kubeconfig the operator publishes beside
+// the HostedCluster key (status.kubeconfig).
+func AdminKubeconfig(ctx context.Context, c client.Client, key client.ObjectKey) ([]byte, error) {
+	hc, err := Get(ctx, c, key)
+	if err != nil {
+		return nil, err
+	}
+	ref := hc.Status.KubeConfig
+	if ref == nil {
+		return nil, fmt.Errorf("hosted cluster %s has no kubeconfig yet: wait with `hypershift create cluster ... --wait`, or see `hypershift describe cluster %s`", key, key.Name)
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("read kubeconfig secret %s/%s: %w", key.Namespace, ref.Name, err)
+	}
+	return secret.Data[ref.Key], nil
+}

@@ -1,0 +1,92 @@
+package join
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Options say how a host joins: the cluster's API server, the bootstrap
+// token and the pinned CA hash of a join command, and the node's own
+// settings. Its checks name the flags of `hypershift join`.
+type Options struct {
+	Server, Token, CAHash string
+	NodeDir, NodeName     string
+	NodeIP, CNIBinDir     string
+	ProviderID            string
+	KubeletPort           int
+	KubernetesVersion     string
+	// Timeout bounds the wait for the node to be Ready.
+	Timeout time.Duration
+}
+
+// Join makes this host a node of the cluster opts name: it checks the
+// options and the host's state, finds the cluster with the token and the
+// pinned CA hash (nothing is written before), prepares the node directory,
+// fetches the release, starts the node daemon (`hypershift node run`, in a
+// session of its own) and waits until the Node is Ready. Each step is said
+// on progress.
+func Join(ctx context.Context, opts Options, progress io.Writer) error {
+	start := time.Now()
+	if opts.Server == "" || opts.Token == "" || opts.CAHash == "" {
+		return errors.New("--server, --token (or --token-file) and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
+	}
+	if err := CheckKubeletPort(opts.KubeletPort); err != nil {
+		return err
+	}
+	if err := CheckKubernetesVersion(opts.KubernetesVersion); err != nil {
+		return err
+	}
+	if err := CheckProviderID(opts.ProviderID); err != nil {
+		return err
+	}
+	if n, joined, err := Load(opts.NodeDir); err != nil {
+		return err
+	} else if joined {
+		return fmt.Errorf("this host already joined %s as node %s (%s): undo it with `hypershift join --reset --node-dir %s`", n.Cluster, n.Name, opts.NodeDir, opts.NodeDir)
+	}
+	cluster, err := Discover(ctx, opts.Server, opts.Token, opts.CAHash)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("hypershift join must run as root: it starts containerd and the kubelet")
+	}
+	if opts.NodeDir, err = Preflight(opts.NodeDir, opts.KubeletPort); err != nil {
+		return err
+	}
+	prereq, err := CheckHost(opts.CNIBinDir)
+	if err != nil {
+		return err
+	}
+	n, err := NewNode(cluster, prereq, NodeOptions{Name: opts.NodeName, IP: opts.NodeIP, DataDir: opts.NodeDir, KubeletPort: opts.KubeletPort, ProviderID: opts.ProviderID})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "joining hosted cluster %s (NodePool %s) as node %s (%s)\n", cluster.Name, cluster.NodePool, n.Name, n.NodeIP)
+	if err := Prepare(ctx, n, cluster); err != nil {
+		return err
+	}
+	// The release is fetched with the token before the kubelet starts.
+	if err := n.EnsureRelease(ctx, n.BootstrapKubeconfigPath(), opts.KubernetesVersion); err != nil {
+		return fmt.Errorf("%w\nundo with `hypershift join --reset --node-dir %s`", err, opts.NodeDir)
+	}
+	if err := n.Save(); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "kubelet and kube-proxy of Kubernetes %s\n", n.RunningVersion())
+	// `node run` outlives this command, in its own session.
+	daemon, err := StartDaemon(opts.NodeDir)
+	if err != nil {
+		return fmt.Errorf("start the node daemon: %w", err)
+	}
+	if err := WaitReady(ctx, n, daemon, opts.Timeout); err != nil {
+		return fmt.Errorf("%w\nundo with `hypershift join --reset --node-dir %s`", err, opts.NodeDir)
+	}
+	fmt.Fprintf(progress, "node %s is Ready (%.1fs)\n  logs: %s, %s\n  load images: hypershift node load-image FILE.tar --node-dir %s\n  undo: hypershift join --reset --node-dir %s\n",
+		n.Name, time.Since(start).Seconds(), n.LogPath(Kubelet), n.LogPath(Containerd), opts.NodeDir, opts.NodeDir)
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"hypershift.dev/internal/components/embedded"
 	"hypershift.dev/internal/components/konnectivity"
 	"hypershift.dev/internal/components/own"
+	"hypershift.dev/internal/entrypoint"
 	"hypershift.dev/internal/nodes/podnet"
 )
 
@@ -20,5 +21,7 @@ func main() {
 	registry := append(embedded.Components(), konnectivity.Components()...)
 	registry = append(registry, coredns.Component)
 	registry = append(registry, podnet.Components()...)
-	os.Exit(cli.Execute(append(registry, own.Components()...)))
+	root := cli.NewRootCommand()
+	entrypoint.Add(root, append(registry, own.Components()...))
+	os.Exit(cli.Execute(root))
 }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/transport"
 
 	"hypershift.dev/internal/pki"
 )
@@ -41,39 +39,8 @@ func (c *certValidityFlags) validate() error {
 	return nil
 }
 
-// clientCertReloadEnv carries, to the components an operator starts (they
-// inherit its environment; it is not part of their specs), how often
-// client-go re-reads client certificate files for connections already
-// open. client-go's default, 5 minutes, is far inside a third of a year,
-// but not of the minutes-long validities of tests: a kept-alive
-// connection would present an expired certificate, which API servers
-// check on every request.
-const clientCertReloadEnv = "HYPERSHIFT_CLIENT_CERT_RELOAD_INTERVAL"
-
 // applyClientCertReload shortens client-go's reload interval to a tenth of
 // a short leaf validity, for this process and the components it starts.
 func (c *certValidityFlags) applyClientCertReload() error {
-	interval := c.leaf / 10
-	if interval >= transport.CertCallbackRefreshDuration {
-		return nil
-	}
-	transport.CertCallbackRefreshDuration = interval
-	if err := os.Setenv(clientCertReloadEnv, interval.String()); err != nil {
-		return fmt.Errorf("set %s: %w", clientCertReloadEnv, err)
-	}
-	return nil
-}
-
-// clientCertReloadFromEnv applies an interval an operator passed down.
-func clientCertReloadFromEnv() error {
-	v := os.Getenv(clientCertReloadEnv)
-	if v == "" {
-		return nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return fmt.Errorf("%s=%q: want a positive duration", clientCertReloadEnv, v)
-	}
-	transport.CertCallbackRefreshDuration = d
-	return nil
+	return pki.ShortenClientCertReload(c.leaf)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/transport"
+
+	"hypershift.dev/internal/pki"
 )
 
 func TestCertValidityFlagsRefuseWhatCannotWork(t *testing.T) {
@@ -28,7 +30,7 @@ func TestCertValidityFlagsRefuseWhatCannotWork(t *testing.T) {
 
 func TestShortValiditiesShortenClientGoReload(t *testing.T) {
 	defer func(d time.Duration) { transport.CertCallbackRefreshDuration = d }(transport.CertCallbackRefreshDuration)
-	t.Setenv(clientCertReloadEnv, "")
+	t.Setenv(pki.ClientCertReloadEnv, "")
 	year := certValidityFlags{leaf: 365 * 24 * time.Hour}
 	if err := year.applyClientCertReload(); err != nil || transport.CertCallbackRefreshDuration != 5*time.Minute {
 		t.Fatalf("a 1-year validity set the reload interval to %s (%v), want client-go's 5m", transport.CertCallbackRefreshDuration, err)
@@ -42,11 +44,11 @@ func TestShortValiditiesShortenClientGoReload(t *testing.T) {
 	}
 	// A component started by that operator takes it from the environment.
 	transport.CertCallbackRefreshDuration = 5 * time.Minute
-	if err := clientCertReloadFromEnv(); err != nil || transport.CertCallbackRefreshDuration != 9*time.Second {
-		t.Fatalf("component's interval %s (%v), want 9s from %s", transport.CertCallbackRefreshDuration, err, clientCertReloadEnv)
+	if err := pki.ClientCertReloadFromEnv(); err != nil || transport.CertCallbackRefreshDuration != 9*time.Second {
+		t.Fatalf("component's interval %s (%v), want 9s from %s", transport.CertCallbackRefreshDuration, err, pki.ClientCertReloadEnv)
 	}
-	t.Setenv(clientCertReloadEnv, "soon")
-	if err := clientCertReloadFromEnv(); err == nil {
+	t.Setenv(pki.ClientCertReloadEnv, "soon")
+	if err := pki.ClientCertReloadFromEnv(); err == nil {
 		t.Fatal("a bad interval was accepted")
 	}
 }

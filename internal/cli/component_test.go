@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/entrypoint"
 )
 
 func runWith(t *testing.T, registry components.Registry, args ...string) (string, error) {
 	t.Helper()
-	cmd := NewRootCommand(registry)
+	cmd := NewRootCommand()
+	entrypoint.Add(cmd, registry)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)

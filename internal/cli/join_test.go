@@ -115,7 +115,7 @@ func TestCreateJoinCommandBoundsTheTTL(t *testing.T) {
 		t.Errorf("the bound itself is refused: %v", err)
 	}
 	var help bytes.Buffer
-	cmd := NewRootCommand(nil)
+	cmd := NewRootCommand()
 	cmd.SetOut(&help)
 	cmd.SetArgs([]string{"create", "join-command", "--help"})
 	if err := cmd.Execute(); err != nil {

@@ -30,7 +30,7 @@ func newRestoreCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.Overwrite, "overwrite", false, "delete the existing HostedCluster --name in --namespace first (both required), and wait until it is gone")
 	f.BoolVar(&o.Wait, "wait", true, "wait until the restored cluster is Available")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long to wait for a deletion (--overwrite) and for Available")
-	cmd.AddCommand(cluster, newRestoreEtcdDataCommand())
+	cmd.AddCommand(cluster) // and etcd-data, an entry point (internal/entrypoint)
 	return cmd
 }
 

@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/scheme"
 )
@@ -85,22 +82,9 @@ func (o *globalOptions) client() (client.Client, error) {
 	return c, nil
 }
 
-// componentFlags takes pflag's global flag set away from the command line
-// once and returns it. The compiled-in components register flags there at
-// init (component-base's --version), and cobra would show and accept them
-// on every hypershift command; they belong to `hypershift component` only,
-// which puts the set back before it runs one.
-var componentFlags = sync.OnceValue(func() *pflag.FlagSet {
-	global := pflag.CommandLine
-	pflag.CommandLine = pflag.NewFlagSet(global.Name(), pflag.ExitOnError)
-	return global
-})
-
-// NewRootCommand returns the hypershift command. registry is the table of
-// components `hypershift component` runs; it is passed in so that only the
-// main package links the compiled-in ones.
-func NewRootCommand(registry components.Registry) *cobra.Command {
-	componentFlags()
+// NewRootCommand returns the hypershift command line. The entry points the
+// runtimes run (internal/entrypoint) are added to it by cmd/hypershift.
+func NewRootCommand() *cobra.Command {
 	opts := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "hypershift",
@@ -123,7 +107,6 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 	root.PersistentFlags().StringVar(&opts.dataDir, "data-dir", DefaultDataDir(), "data directory of the embedded management plane ($HYPERSHIFT_DATA_DIR)")
 	root.AddCommand(
 		newVersionCommand(),
-		newComponentCommand(registry),
 		newUpCommand(opts),
 		newDownCommand(opts),
 		newOperatorCommand(opts),
@@ -150,9 +133,9 @@ func NewRootCommand(registry components.Registry) *cobra.Command {
 	return root
 }
 
-// Execute runs the command line and prints errors plainly.
-func Execute(registry components.Registry) int {
-	if err := NewRootCommand(registry).Execute(); err != nil {
+// Execute runs root, the command line, and prints errors plainly.
+func Execute(root *cobra.Command) int {
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error: "+describeError(err))
 		return 1
 	}

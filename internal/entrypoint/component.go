@@ -1,4 +1,4 @@
-package cli
+package entrypoint
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/pki"
 )
 
 // newComponentCommand runs a component of registry, the binary's one table
@@ -33,7 +34,7 @@ func newComponentCommand(registry components.Registry) *cobra.Command {
 			if err := registry.Validate(); err != nil {
 				return err
 			}
-			if err := clientCertReloadFromEnv(); err != nil {
+			if err := pki.ClientCertReloadFromEnv(); err != nil {
 				return err
 			}
 			c, ok := registry.Lookup(args[0])

@@ -5,6 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// ObjectDeploymentLabel names, on each ObjectSet, the ObjectDeployment it
+// is a revision of; list a deployment's revisions by it.
+const ObjectDeploymentLabel = "addons.hypershift.dev/objectdeployment"
+
 // ObjectDeployment rolls a set of objects out in ordered phases, as Package
 // Operator's package-operator.run/v1alpha1 ObjectDeployment does (the same
 // shape, our group): every change of spec.template makes a new ObjectSet

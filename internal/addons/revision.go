@@ -13,7 +13,7 @@ import (
 
 // RevisionLabel and TemplateHashAnnotation sit on every ObjectSet.
 const (
-	DeploymentLabel        = "addons.hypershift.dev/objectdeployment"
+	DeploymentLabel        = hypershiftv1alpha1.ObjectDeploymentLabel
 	TemplateHashAnnotation = "addons.hypershift.dev/template-hash"
 )
 

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/addons"
 )
 
 // newGetAddonsCommand lists ObjectDeployments (docs/addons.md).
@@ -56,7 +55,7 @@ func newDescribeAddonCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			sets := &hypershiftv1alpha1.ObjectSetList{}
-			if err := c.List(cmd.Context(), sets, client.InNamespace(namespace), client.MatchingLabels{addons.DeploymentLabel: od.Name}); err != nil {
+			if err := c.List(cmd.Context(), sets, client.InNamespace(namespace), client.MatchingLabels{hypershiftv1alpha1.ObjectDeploymentLabel: od.Name}); err != nil {
 				return err
 			}
 			return printAddon(cmd.OutOrStdout(), od, sets.Items)

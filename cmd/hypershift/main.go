@@ -21,7 +21,7 @@ func main() {
 	registry := append(embedded.Components(), konnectivity.Components()...)
 	registry = append(registry, coredns.Component)
 	registry = append(registry, podnet.Components()...)
-	root := cli.NewRootCommand()
-	entrypoint.Add(root, append(registry, own.Components()...))
+	root, management := cli.NewRootCommand()
+	entrypoint.Add(root, management, append(registry, own.Components()...))
 	os.Exit(cli.Execute(root))
 }

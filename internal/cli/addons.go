@@ -13,10 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 )
 
 // newGetAddonsCommand lists ObjectDeployments (docs/addons.md).
-func newGetAddonsCommand(g *globalOptions) *cobra.Command {
+func newGetAddonsCommand(g *clusterclient.Management) *cobra.Command {
 	return newListCommand(g, &cobra.Command{
 		Use:     "addons",
 		Aliases: []string{"addon", "objectdeployments"},
@@ -35,14 +36,14 @@ func newGetAddonsCommand(g *globalOptions) *cobra.Command {
 }
 
 // newDescribeAddonCommand shows an ObjectDeployment's revisions and phases.
-func newDescribeAddonCommand(g *globalOptions) *cobra.Command {
+func newDescribeAddonCommand(g *clusterclient.Management) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
 		Use:   "addon NAME",
 		Short: "Show an addon's conditions, what holds its rollout, and each revision's phases",
 		Args:  exactlyOneArg("name the addon: `hypershift describe addon NAME -n NAMESPACE`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

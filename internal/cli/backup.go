@@ -11,11 +11,12 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/clusterclient"
 )
 
 // newBackupCommand is `hypershift backup cluster`: it asks the operator for
 // one backup of a hosted cluster and, with --wait, reports it.
-func newBackupCommand(g *globalOptions) *cobra.Command {
+func newBackupCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{Use: "backup", Short: "Back up hosted clusters"}
 	var o backupOptions
 	cluster := &cobra.Command{
@@ -27,7 +28,7 @@ func newBackupCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +11,17 @@ import (
 	"hypershift.dev/internal/release/releasetest"
 )
 
+// run runs the command line of internal/cli with args and returns what it
+// printed (standard output and error).
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return runWith(t, nil, args...)
+	cmd, _ := NewRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
 }
 
 func TestCreateClusterRenderGolden(t *testing.T) {
@@ -54,7 +63,6 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"create", "kubeconfig"}, "--name is required"},
 		{[]string{"destroy", "cluster"}, "--name is required"},
 		{[]string{"describe", "cluster"}, "name the cluster: `hypershift describe cluster NAME`"},
-		{[]string{"component", "etcd"}, "this binary has no compiled-in components"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "NodePort"}, "--api-server-publishing NodePort needs --api-server-address"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "LoadBalancer"}, "--api-server-publishing LoadBalancer needs --api-server-address: the DNS name"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "Route"}, `--api-server-publishing "Route": use HostPort, NodePort or LoadBalancer`},
@@ -100,39 +108,5 @@ func TestVersionListsReleases(t *testing.T) {
 	}
 	if _, err := run(t, "version", "--releases-dir", dir); err == nil || !strings.Contains(err.Error(), bin) {
 		t.Errorf("a tampered release: error %v, want one naming %s", err, bin)
-	}
-}
-
-// TestDownPurgeRemovesOnlyDataDirs: `down --purge` on a directory that
-// hypershift did not make refuses and deletes nothing.
-func TestDownPurgeRemovesOnlyDataDirs(t *testing.T) {
-	t.Setenv("KUBECONFIG", "")
-	foreign := t.TempDir()
-	keep := filepath.Join(foreign, "someone-elses-file")
-	if err := os.WriteFile(keep, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := run(t, "--data-dir", foreign, "down", "--purge")
-	if err == nil || !strings.Contains(err.Error(), "is not a hypershift data dir") {
-		t.Errorf("down --purge of a foreign directory: error %v, want a refusal", err)
-	}
-	if _, err := os.Stat(keep); err != nil {
-		t.Fatalf("down --purge removed a directory it did not make: %v", err)
-	}
-}
-
-// TestDataDirIsAbsolute: a relative --data-dir means the same directory to
-// every command and to the processes they start from other directories.
-func TestDataDirIsAbsolute(t *testing.T) {
-	t.Setenv("KUBECONFIG", "")
-	base := t.TempDir()
-	t.Chdir(base)
-	out, err := run(t, "--data-dir", "./x/../rel", "down")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := filepath.Join(base, "rel")
-	if !strings.Contains(out, "no data dir "+want+"\n") {
-		t.Errorf("down output %q, want it to name the data dir as %s", out, want)
 	}
 }

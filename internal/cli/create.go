@@ -23,7 +23,7 @@ import (
 
 const defaultNamespace = "clusters"
 
-func newCreateCommand(g *globalOptions) *cobra.Command {
+func newCreateCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create hosted clusters and their credentials",
@@ -33,7 +33,7 @@ func newCreateCommand(g *globalOptions) *cobra.Command {
 }
 
 type createClusterOptions struct {
-	*globalOptions
+	*clusterclient.Management
 	name, namespace    string
 	kubernetesVersion  string
 	serviceCIDR        string
@@ -58,8 +58,8 @@ var platforms = map[string]hypershiftv1alpha1.PlatformType{
 	"simulated": hypershiftv1alpha1.SimulatedPlatform,
 }
 
-func newCreateClusterCommand(g *globalOptions) *cobra.Command {
-	o := &createClusterOptions{globalOptions: g}
+func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
+	o := &createClusterOptions{Management: g}
 	cmd := &cobra.Command{
 		Use:   "cluster PLATFORM --name NAME",
 		Short: "Create a hosted cluster (PLATFORM: none or simulated)",
@@ -243,7 +243,7 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 // connect is the management cluster's client, with the publishing it
 // implies when the flags do not say (defaultPublishing).
 func (o *createClusterOptions) connect(cmd *cobra.Command) (client.Client, error) {
-	c, err := o.client()
+	c, err := o.Client()
 	if err != nil {
 		return nil, err
 	}

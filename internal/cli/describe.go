@@ -19,7 +19,7 @@ import (
 	"hypershift.dev/internal/pki"
 )
 
-func newDescribeCommand(g *globalOptions) *cobra.Command {
+func newDescribeCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe",
 		Short: "Show details of a hosted cluster",
@@ -30,7 +30,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 		Short: "Show a hosted cluster's conditions, components, endpoints and recent events",
 		Args:  exactlyOneArg("name the cluster: `hypershift describe cluster NAME`"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

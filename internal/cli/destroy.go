@@ -14,7 +14,7 @@ import (
 	"hypershift.dev/internal/clusterclient"
 )
 
-func newDestroyCommand(g *globalOptions) *cobra.Command {
+func newDestroyCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "destroy",
 		Short: "Destroy hosted clusters",
@@ -30,7 +30,7 @@ func newDestroyCommand(g *globalOptions) *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name is required: `hypershift destroy cluster --name NAME`")
 			}
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

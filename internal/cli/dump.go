@@ -17,7 +17,7 @@ import (
 
 // newDumpCommand is `hypershift dump cluster NAME`: one archive with what
 // is needed to debug a hosted cluster, every secret value redacted.
-func newDumpCommand(g *globalOptions) *cobra.Command {
+func newDumpCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{Use: "dump", Short: "Collect what is needed to debug a hosted cluster"}
 	var namespace, name, output string
 	var logLines int
@@ -55,11 +55,11 @@ func newDumpCommand(g *globalOptions) *cobra.Command {
 					return fmt.Errorf("-o %s: %w", output, err)
 				}
 			}
-			cfg, err := g.restConfig()
+			cfg, err := g.RESTConfig()
 			if err != nil {
 				return err
 			}
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ func newDumpCommand(g *globalOptions) *cobra.Command {
 			key := client.ObjectKey{Namespace: namespace, Name: name}
 			b, err := dump.Collect(cmd.Context(), dump.Options{
 				Client: c, Clientset: cs, Cluster: key,
-				ProcessRoot: g.localProcessRoot(), LogLines: logLines, HostedTimeout: hostedTimeout,
+				ProcessRoot: localProcessRoot(g), LogLines: logLines, HostedTimeout: hostedTimeout,
 			})
 			if apierrors.IsNotFound(err) {
 				return clusterclient.NotFound(key)
@@ -102,14 +102,14 @@ func newDumpCommand(g *globalOptions) *cobra.Command {
 // planes' files, when the management cluster in use is the data dir's own
 // (`up`); empty otherwise — another management plane's files are not
 // this one's.
-func (o *globalOptions) localProcessRoot() string {
-	path, err := o.kubeconfigPath()
-	if err != nil || !o.layout().IsDataDir() {
+func localProcessRoot(o *clusterclient.Management) string {
+	path, err := o.KubeconfigPath()
+	if err != nil || !o.Layout().IsDataDir() {
 		return ""
 	}
 	abs, err := filepath.Abs(path)
-	if err != nil || abs != o.layout().ManagementKubeconfig() {
+	if err != nil || abs != o.Layout().ManagementKubeconfig() {
 		return ""
 	}
-	return o.layout().Clusters()
+	return o.Layout().Clusters()
 }

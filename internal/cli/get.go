@@ -14,9 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/clusterclient"
 )
 
-func newGetCommand(g *globalOptions) *cobra.Command {
+func newGetCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "List hosted clusters",
@@ -49,11 +50,11 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 func newListCommand[T any, L interface {
 	*T
 	client.ObjectList
-}](g *globalOptions, cmd *cobra.Command, empty, header string, print func(w io.Writer, list L)) *cobra.Command {
+}](g *clusterclient.Management, cmd *cobra.Command, empty, header string, print func(w io.Writer, list L)) *cobra.Command {
 	var namespace string
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := g.client()
+		c, err := g.Client()
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 // newHibernateCommand is `hypershift hibernate cluster NAME`, and with
 // resume set `hypershift resume cluster NAME`: they set
 // spec.hibernation.enabled.
-func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
+func newHibernateCommand(g *clusterclient.Management, resume bool) *cobra.Command {
 	verb, short := "hibernate", "Stop a hosted cluster's control plane, keeping its data"
 	if resume {
 		verb, short = "resume", "Start a hibernated hosted cluster's control plane again"
@@ -37,7 +37,7 @@ func newHibernateCommand(g *globalOptions, resume bool) *cobra.Command {
 		Short: short + " (spec.hibernation.enabled)",
 		Args:  exactlyOneArg(fmt.Sprintf("name the cluster: `hypershift %s cluster NAME`", verb)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

@@ -6,12 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/release"
 )
 
-func newInstallCommand(g *globalOptions) *cobra.Command {
+func newInstallCommand(g *clusterclient.Management) *cobra.Command {
 	var opts install.Options
-	var releases releasesFlag
+	var releases release.DirFlag
 	var render, wait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -25,7 +27,7 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The control planes run the releases of this install (the
 			// image carries them): the admission policy admits those.
-			catalog, err := releases.load()
+			catalog, err := releases.Load()
 			if err != nil {
 				return err
 			}
@@ -43,7 +45,7 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(out)
 				return err
 			}
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}
@@ -76,7 +78,7 @@ func newInstallCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&opts.Namespace, "namespace", install.DefaultNamespace, "namespace of the operator")
 	f.StringVar(&opts.StorageClassName, "storage-class", "", "StorageClass of etcd's volumes (default: the cluster's default StorageClass)")
 	f.Int32Var(&opts.Replicas, "replicas", 2, "replicas of the operator (one leads, the others stand by)")
-	releases.add(f)
+	releases.AddFlag(f)
 	f.BoolVar(&wait, "wait", true, "wait until the CRDs are served, the admission policies enforced and the operator Deployment available")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait: how long to wait for the operator")
 	return cmd

@@ -11,7 +11,7 @@ import (
 )
 
 // newCreateKubeconfigCommand is `hypershift create kubeconfig`.
-func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
+func newCreateKubeconfigCommand(g *clusterclient.Management) *cobra.Command {
 	var name, namespace, output string
 	cmd := &cobra.Command{
 		Use:   "kubeconfig --name NAME",
@@ -21,7 +21,7 @@ func newCreateKubeconfigCommand(g *globalOptions) *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name is required: `hypershift create kubeconfig --name NAME`")
 			}
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/migrate"
 )
 
@@ -19,7 +20,7 @@ import (
 // cluster to another management plane through a final backup, keeping its
 // CAs, keys, endpoint and data, so existing kubeconfigs and
 // service-account tokens keep working.
-func newMigrateCommand(g *globalOptions) *cobra.Command {
+func newMigrateCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{Use: "migrate", Short: "Move hosted clusters to another management plane"}
 	var o migrateOptions
 	cluster := &cobra.Command{
@@ -59,7 +60,7 @@ type migrateOptions struct {
 
 // run checks every flag before either management plane is contacted,
 // builds the two clients and migrates.
-func (o *migrateOptions) run(cmd *cobra.Command, g *globalOptions) error {
+func (o *migrateOptions) run(cmd *cobra.Command, g *clusterclient.Management) error {
 	switch {
 	case o.name == "":
 		return errors.New("--name is required: the HostedCluster to move")
@@ -78,11 +79,11 @@ func (o *migrateOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return err
 	}
-	src, err := g.client()
+	src, err := g.Client()
 	if err != nil {
 		return fmt.Errorf("source management plane: %w", err)
 	}
-	dst, err := (&globalOptions{kubeconfig: o.TargetKubeconfig, dataDir: g.dataDir}).client()
+	dst, err := (&clusterclient.Management{Kubeconfig: o.TargetKubeconfig, DataDir: g.DataDir}).Client()
 	if err != nil {
 		return fmt.Errorf("--to-kubeconfig: %w", err)
 	}

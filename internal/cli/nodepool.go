@@ -23,7 +23,7 @@ import (
 )
 
 // addNodePoolCommands adds `create nodepool` and `get nodepools`.
-func addNodePoolCommands(root *cobra.Command, g *globalOptions) {
+func addNodePoolCommands(root *cobra.Command, g *clusterclient.Management) {
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "create":
@@ -35,7 +35,7 @@ func addNodePoolCommands(root *cobra.Command, g *globalOptions) {
 }
 
 type createNodePoolOptions struct {
-	*globalOptions
+	*clusterclient.Management
 	name, namespace, cluster, platform string
 	replicas, autoMin, autoMax         int32
 	labels, taints                     []string
@@ -46,8 +46,8 @@ type createNodePoolOptions struct {
 	maxUnavailable, maxSurge           string
 }
 
-func newCreateNodePoolCommand(g *globalOptions) *cobra.Command {
-	o := &createNodePoolOptions{globalOptions: g}
+func newCreateNodePoolCommand(g *clusterclient.Management) *cobra.Command {
+	o := &createNodePoolOptions{Management: g}
 	cmd := &cobra.Command{
 		Use:   "nodepool --cluster-name CLUSTER --name NAME --replicas N",
 		Short: "Create a pool of nodes for a hosted cluster",
@@ -118,7 +118,7 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 	if o.render {
 		return printYAML(cmd, np)
 	}
-	c, err := o.client()
+	c, err := o.Client()
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client,
 	return err
 }
 
-func newGetNodePoolsCommand(g *globalOptions) *cobra.Command {
+func newGetNodePoolsCommand(g *clusterclient.Management) *cobra.Command {
 	return newListCommand(g, &cobra.Command{
 		Use:     "nodepools",
 		Aliases: []string{"nodepool", "np"},

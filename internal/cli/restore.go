@@ -6,12 +6,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"hypershift.dev/internal/backup"
+	"hypershift.dev/internal/clusterclient"
 )
 
 // newRestoreCommand is `hypershift restore cluster`: it reads and checks an
 // archive, then creates the HostedCluster (marked for restore) and its
 // NodePools; the operator restores the PKI, encryption key and etcd data.
-func newRestoreCommand(g *globalOptions) *cobra.Command {
+func newRestoreCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{Use: "restore", Short: "Restore hosted clusters from backups"}
 	var o restoreOptions
 	cluster := &cobra.Command{
@@ -39,7 +40,7 @@ type restoreOptions struct {
 	keyFile string
 }
 
-func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
+func (o *restoreOptions) run(cmd *cobra.Command, g *clusterclient.Management) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func (o *restoreOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := g.client()
+	c, err := g.Client()
 	if err != nil {
 		return err
 	}

@@ -1,91 +1,29 @@
-// Package cli implements the hypershift command line.
+// Package cli holds the hypershift commands that act on the management
+// plane's API and on local files: create, get, describe, destroy,
+// hibernate and resume, rotate, backup, restore, migrate, dump, install and
+// uninstall, image and version. Each reads its flags, calls the package
+// that does the work and prints the result. The commands that run a
+// process on this host (up, operator, join, …) are internal/entrypoint's.
 package cli
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"hypershift.dev/internal/datadir"
-	"hypershift.dev/internal/scheme"
+	"hypershift.dev/internal/clusterclient"
 )
 
-// globalOptions are the flags every command shares.
-type globalOptions struct {
-	kubeconfig string
-	dataDir    string
-}
-
-// DefaultDataDir is ~/.hypershift, or $HYPERSHIFT_DATA_DIR.
-func DefaultDataDir() string {
-	if d := os.Getenv("HYPERSHIFT_DATA_DIR"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ".hypershift"
-	}
-	return filepath.Join(home, ".hypershift")
-}
-
-// errNoManagementPlane says what to do when no management cluster is known.
-var errNoManagementPlane = errors.New("no management plane found: run `hypershift up` or pass --kubeconfig")
-
-// kubeconfigPath finds the management cluster: --kubeconfig, $KUBECONFIG,
-// then the data dir's management.kubeconfig.
-func (o *globalOptions) kubeconfigPath() (string, error) {
-	if o.kubeconfig != "" {
-		return o.kubeconfig, nil
-	}
-	if env := os.Getenv("KUBECONFIG"); env != "" {
-		return env, nil
-	}
-	path := o.layout().ManagementKubeconfig()
-	if _, err := os.Stat(path); err != nil {
-		return "", errNoManagementPlane
-	}
-	return path, nil
-}
-
-// layout is the data dir of --data-dir.
-func (o *globalOptions) layout() datadir.Layout { return datadir.Layout{Root: o.dataDir} }
-
-func (o *globalOptions) restConfig() (*rest.Config, error) {
-	path, err := o.kubeconfigPath()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
-func (o *globalOptions) client() (client.Client, error) {
-	cfg, err := o.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, fmt.Errorf("connect to the management plane: %w", err)
-	}
-	return c, nil
-}
-
-// NewRootCommand returns the hypershift command line. The entry points the
-// runtimes run (internal/entrypoint) are added to it by cmd/hypershift.
-func NewRootCommand() *cobra.Command {
-	opts := &globalOptions{}
+// NewRootCommand returns the hypershift command line of the commands that
+// act on the management plane's API and on local files, and the options
+// every command shares (--kubeconfig, --data-dir). The commands that run a
+// process on this host (internal/entrypoint) are added to it, with those
+// options, by cmd/hypershift.
+func NewRootCommand() (*cobra.Command, *clusterclient.Management) {
+	opts := &clusterclient.Management{}
 	root := &cobra.Command{
 		Use:           "hypershift",
 		Short:         "Hosted Kubernetes control planes",
@@ -94,34 +32,19 @@ func NewRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		// Every command and every process it starts sees the same data
 		// dir, whatever their working directory.
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			abs, err := filepath.Abs(opts.dataDir)
-			if err != nil {
-				return fmt.Errorf("--data-dir %s: %w", opts.dataDir, err)
-			}
-			opts.dataDir = abs
-			return nil
-		},
+		PersistentPreRunE: func(*cobra.Command, []string) error { return opts.Complete() },
 	}
-	root.PersistentFlags().StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then DATA_DIR/management.kubeconfig)")
-	root.PersistentFlags().StringVar(&opts.dataDir, "data-dir", DefaultDataDir(), "data directory of the embedded management plane ($HYPERSHIFT_DATA_DIR)")
+	opts.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		newVersionCommand(),
-		newUpCommand(opts),
-		newDownCommand(opts),
-		newOperatorCommand(opts),
 		newCreateCommand(opts),
 		newGetCommand(opts),
 		newDescribeCommand(opts),
 		newDumpCommand(opts),
-		newDashboardCommand(opts),
 		newDestroyCommand(opts),
 		newHibernateCommand(opts, false),
 		newHibernateCommand(opts, true),
 		newRotateCommand(opts),
-		newJoinCommand(),
-		newNodeCommand(),
-		newMachineCommand(),
 		newImageCommand(),
 		newInstallCommand(opts),
 		newUninstallCommand(opts),
@@ -130,7 +53,7 @@ func NewRootCommand() *cobra.Command {
 		newMigrateCommand(opts),
 	)
 	addNodePoolCommands(root, opts)
-	return root
+	return root, opts
 }
 
 // Execute runs root, the command line, and prints errors plainly.

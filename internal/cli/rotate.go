@@ -17,7 +17,7 @@ import (
 // newRotateCommand is `hypershift rotate ca --name NAME`: it sets
 // spec.certificates.rotateCA to a new token, which starts a root-CA
 // rotation (docs/security.md, "CA rotation").
-func newRotateCommand(g *globalOptions) *cobra.Command {
+func newRotateCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{Use: "rotate", Short: "Rotate a hosted cluster's credentials"}
 	var name, namespace, token string
 	var waitFor bool
@@ -33,7 +33,7 @@ func newRotateCommand(g *globalOptions) *cobra.Command {
 			if token == "" {
 				token = time.Now().UTC().Format("20060102T150405Z")
 			}
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/install"
 )
 
-func newUninstallCommand(g *globalOptions) *cobra.Command {
+func newUninstallCommand(g *clusterclient.Management) *cobra.Command {
 	var wait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -20,7 +21,7 @@ func newUninstallCommand(g *globalOptions) *cobra.Command {
 			"Refuses while HostedClusters exist: destroy them first.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
+			c, err := g.Client()
 			if err != nil {
 				return err
 			}

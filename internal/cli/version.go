@@ -10,7 +10,7 @@ import (
 )
 
 func newVersionCommand() *cobra.Command {
-	var releases releasesFlag
+	var releases release.DirFlag
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print hypershift's version and the Kubernetes releases it can run",
@@ -18,7 +18,7 @@ func newVersionCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "hypershift %s\nkubernetes %s\n", version.Version, version.KubernetesVersion)
-			catalog, err := releases.load()
+			catalog, err := releases.Load()
 			if err != nil {
 				return err
 			}
@@ -29,7 +29,7 @@ func newVersionCommand() *cobra.Command {
 			return nil
 		},
 	}
-	releases.add(cmd.Flags())
+	releases.AddFlag(cmd.Flags())
 	return cmd
 }
 

@@ -1,14 +1,16 @@
-package cli
+package entrypoint
 
 import (
 	"slices"
 	"testing"
+
+	"hypershift.dev/internal/clusterclient"
 )
 
 // TestUpChildFlags: `up --detach` passes every flag the user set to the
 // background process, but not those of the detaching itself.
 func TestUpChildFlags(t *testing.T) {
-	cmd := newUpCommand(&globalOptions{})
+	cmd := newUpCommand(&clusterclient.Management{})
 	if err := cmd.ParseFlags([]string{"--detach", "--timeout=1m", "--max-starting-control-planes=1", "--control-plane-nice=3", "--endpoint-host=10.0.0.1", "--leaf-certificate-validity=1h"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package entrypoint
 
 import (
 	"fmt"
@@ -12,27 +12,29 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/daemon"
 	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/release"
 )
 
 // upChildEnv marks the background process of `up --detach`.
 const upChildEnv = "HYPERSHIFT_UP_DETACHED"
 
 type upOptions struct {
-	*globalOptions
+	*clusterclient.Management
 	detach         bool
 	timeout        time.Duration
 	metricsAddress string
 	healthAddress  string
 	endpointHost   string
-	releases       releasesFlag
+	releases       release.DirFlag
 	validity       certValidityFlags
 	processRuntime processRuntimeFlags
 }
 
-func newUpCommand(g *globalOptions) *cobra.Command {
-	o := &upOptions{globalOptions: g}
+func newUpCommand(g *clusterclient.Management) *cobra.Command {
+	o := &upOptions{Management: g}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the embedded management plane and the operator on this machine",
@@ -62,14 +64,14 @@ func newUpCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of the operator's Prometheus metrics (\"0\" disables)")
 	f.StringVar(&o.healthAddress, "health-probe-bind-address", "0", "address of the operator's /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
-	o.releases.add(f)
+	o.releases.AddFlag(f)
 	o.validity.add(f)
 	o.processRuntime.add(f)
 	return cmd
 }
 
 func (o *upOptions) run(cmd *cobra.Command) error {
-	layout := o.layout()
+	layout := o.Layout()
 	if pid, ok := daemon.PIDFile(layout.UpPIDFile()).Live(); ok {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())
 		return nil
@@ -77,7 +79,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if err := checkListeners(cmd.Flags(), cmd.OutOrStdout(), operatorListenerFlags...); err != nil {
 		return err
 	}
-	releases, err := o.releases.load()
+	releases, err := o.releases.Load()
 	if err != nil {
 		return err
 	}
@@ -118,7 +120,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 // runDetached starts `up` in its own session with output to DATA_DIR/up.log
 // and returns once it reports ready.
 func (o *upOptions) runDetached(cmd *cobra.Command) error {
-	layout := o.layout()
+	layout := o.Layout()
 	pidFile := daemon.PIDFile(layout.UpPIDFile())
 	if pid, ok := pidFile.Live(); ok {
 		fmt.Fprintf(cmd.OutOrStdout(), "management plane already running (pid %d); kubeconfig: %s\n", pid, layout.ManagementKubeconfig())

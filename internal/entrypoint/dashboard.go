@@ -1,4 +1,4 @@
-package cli
+package entrypoint
 
 import (
 	"fmt"
@@ -11,11 +11,12 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/dashboard"
 )
 
 // newDashboardCommand is `hypershift dashboard`: the fleet as a web page.
-func newDashboardCommand(g *globalOptions) *cobra.Command {
+func newDashboardCommand(g *clusterclient.Management) *cobra.Command {
 	var address string
 	var every time.Duration
 	cmd := &cobra.Command{
@@ -38,7 +39,7 @@ func newDashboardCommand(g *globalOptions) *cobra.Command {
 			if every < time.Second {
 				return fmt.Errorf("--sample-interval %s: use at least 1s", every)
 			}
-			cfg, err := g.restConfig()
+			cfg, err := g.RESTConfig()
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package cli
+package entrypoint
 
 import (
 	"fmt"
@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/operator"
 )
 
-func newDownCommand(g *globalOptions) *cobra.Command {
+func newDownCommand(g *clusterclient.Management) *cobra.Command {
 	var purge bool
 	cmd := &cobra.Command{
 		Use:   "down",
@@ -17,7 +18,7 @@ func newDownCommand(g *globalOptions) *cobra.Command {
 		Long:  "Stop the management plane and every hosted control plane of the data dir. Data is kept for the next `up` unless --purge.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			layout := g.layout()
+			layout := g.Layout()
 			if _, err := os.Stat(layout.Root); err != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "nothing to stop: no data dir %s\n", layout.Root)
 				return nil

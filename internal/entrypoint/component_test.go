@@ -1,27 +1,13 @@
-package cli
+package entrypoint
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"hypershift.dev/internal/components"
-	"hypershift.dev/internal/entrypoint"
 )
-
-func runWith(t *testing.T, registry components.Registry, args ...string) (string, error) {
-	t.Helper()
-	cmd := NewRootCommand()
-	entrypoint.Add(cmd, registry)
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
-}
 
 // TestComponentDispatchesFromTheRegistry: `hypershift component NAME ARGS`
 // runs NAME's Main from the one table main passes in, with ARGS untouched.

@@ -1,12 +1,10 @@
-package cli
+package entrypoint
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/nodes/join/jointest"
@@ -99,31 +97,5 @@ func TestJoinRefusesABadKubeletPort(t *testing.T) {
 	}
 	if srv.TokenSeen.Load() {
 		t.Error("the token was sent before the flags were checked")
-	}
-}
-
-func TestCreateJoinCommandBoundsTheTTL(t *testing.T) {
-	t.Setenv("KUBECONFIG", "")
-	// No management plane: the bound is checked before anything is asked
-	// of it, so nothing is created.
-	_, err := run(t, "--data-dir", t.TempDir(), "create", "join-command", "--name", "r", "--ttl", "48h")
-	want := "--ttl 48h0m0s is longer than the 24h0m0s a join token may live: pass --ttl 24h0m0s or less"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %v, want it to say %q", err, want)
-	}
-	if err := (join.TokenOptions{TTL: 24 * time.Hour}).Check(); err != nil {
-		t.Errorf("the bound itself is refused: %v", err)
-	}
-	var help bytes.Buffer
-	cmd := NewRootCommand()
-	cmd.SetOut(&help)
-	cmd.SetArgs([]string{"create", "join-command", "--help"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{"at most 24h0m0s", "--single-use", "--token-file"} {
-		if !strings.Contains(help.String(), s) {
-			t.Errorf("create join-command --help does not say %q", s)
-		}
 	}
 }

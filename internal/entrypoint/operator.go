@@ -1,4 +1,4 @@
-package cli
+package entrypoint
 
 import (
 	"errors"
@@ -13,9 +13,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/image"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime/kube"
 )
 
@@ -28,7 +30,7 @@ type operatorFlags struct {
 	leaderElect                                 bool
 	leaderElectionNamespace                     string
 	etcdStorageClass, etcdStorageSize           string
-	releases                                    releasesFlag
+	releases                                    release.DirFlag
 	validity                                    certValidityFlags
 	processRuntime                              processRuntimeFlags
 }
@@ -93,8 +95,8 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 
 // restConfig finds the management cluster; with --runtime=kube and no
 // kubeconfig given, the cluster the operator's pod runs in.
-func (f *operatorFlags) restConfig(g *globalOptions) (*rest.Config, error) {
-	if f.runtime == install.RuntimeKube && g.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
+func (f *operatorFlags) restConfig(g *clusterclient.Management) (*rest.Config, error) {
+	if f.runtime == install.RuntimeKube && g.Kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
 		cfg, err := rest.InClusterConfig()
 		if err == nil {
 			return cfg, nil
@@ -103,10 +105,10 @@ func (f *operatorFlags) restConfig(g *globalOptions) (*rest.Config, error) {
 			return nil, fmt.Errorf("in-cluster config: %w", err)
 		}
 	}
-	return g.restConfig()
+	return g.RESTConfig()
 }
 
-func newOperatorCommand(g *globalOptions) *cobra.Command {
+func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 	o := &operatorFlags{}
 	cmd := &cobra.Command{
 		Use:   "operator",
@@ -126,7 +128,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 			if err := checkListeners(cmd.Flags(), cmd.ErrOrStderr(), operatorListenerFlags...); err != nil {
 				return err
 			}
-			releases, err := o.releases.load()
+			releases, err := o.releases.Load()
 			if err != nil {
 				return err
 			}
@@ -150,10 +152,10 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 				opts.LeaderElectionNamespace = kubeOpts.Namespace
 				return operator.RunKube(ctrl.SetupSignalHandler(), opts, kubeOpts, o.installAPI, log)
 			}
-			if opts.BackupFileRoot, err = o.processRuntime.backupRoot(g.layout()); err != nil {
+			if opts.BackupFileRoot, err = o.processRuntime.backupRoot(g.Layout()); err != nil {
 				return err
 			}
-			return operator.Run(ctrl.SetupSignalHandler(), g.layout(), opts, o.installAPI, log)
+			return operator.Run(ctrl.SetupSignalHandler(), g.Layout(), opts, o.installAPI, log)
 		},
 	}
 	f := cmd.Flags()
@@ -168,7 +170,7 @@ func newOperatorCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "with --leader-elect: namespace of the Lease (default: $POD_NAMESPACE, then the pod's own)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
-	o.releases.add(f)
+	o.releases.AddFlag(f)
 	o.validity.add(f)
 	o.processRuntime.add(f)
 	return cmd

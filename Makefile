@@ -40,7 +40,7 @@ all: build
 # Static (no cgo), as upstream builds its components: the same binary runs on
 # the host and, as hypershift's image, in the hosted clusters' pods, which
 # have no C library.
-build: releases ## Build bin/hypershift (Kubernetes components compiled in) and the releases.
+build: releases clusterapi ## Build bin/hypershift (Kubernetes components compiled in), the releases and the Cluster API manager.
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/hypershift -ldflags "$(LDFLAGS)" ./cmd/hypershift
 
 .PHONY: releases $(RELEASES)
@@ -52,6 +52,21 @@ $(RELEASES):
 	cd releases/v1.$(call release_minor,$@) && CGO_ENABLED=0 $(GO) build \
 		-o $(BIN)/releases/$@/kubernetes -ldflags "$(call release_ldflags,$@)" .
 	cd $(BIN)/releases/$@ && sha256sum kubernetes > SHA256SUMS
+
+# Cluster API's core controllers (docs/machines.md), built from their own
+# module clusterapi/ (Cluster API requires other k8s.io versions than the
+# root module), and the CRDs they install, copied from that module's
+# sigs.k8s.io/cluster-api (none is checked in).
+CLUSTERAPI_CRDS := clusters machines machinesets machinedeployments machinehealthchecks machinedrainrules
+
+.PHONY: clusterapi
+clusterapi: ## Build bin/clusterapi/cluster-api-manager and copy its CRDs to bin/clusterapi/crds.
+	cd clusterapi && CGO_ENABLED=0 $(GO) build -o $(BIN)/clusterapi/cluster-api-manager -ldflags "-s -w" .
+	@mkdir -p $(BIN)/clusterapi/crds
+	capi=$$(cd clusterapi && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
+		for c in $(CLUSTERAPI_CRDS); do \
+			install -m 0644 $$capi/core/config/crd/bases/cluster.x-k8s.io_$$c.yaml $(BIN)/clusterapi/crds/; \
+		done
 
 $(TOOLS)/controller-gen:
 	GOBIN=$(TOOLS) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -75,6 +90,7 @@ verify: generate ## Regenerate and fail on any diff; vet; lint.
 	@# The release modules, as they are built (no cgo), so their compiled
 	@# packages are reused from the build cache.
 	$(foreach r,$(RELEASES),(cd releases/v1.$(call release_minor,$(r)) && CGO_ENABLED=0 $(GO) vet .) &&) true
+	cd clusterapi && CGO_ENABLED=0 $(GO) vet .
 	$(MAKE) lint
 
 .PHONY: deps

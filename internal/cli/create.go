@@ -237,7 +237,7 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 		fmt.Fprintf(cmd.OutOrStdout(), "join hosts to nodepool %s/%s as root with (token valid 1h; more with `hypershift create join-command --name %s`):\n  %s\n", np.Namespace, np.Name, o.name, line)
 		return nil
 	}
-	return waitNodePoolReady(ctx, cmd, c, client.ObjectKeyFromObject(np), o.timeout)
+	return clusterclient.WaitNodePoolReady(ctx, cmd.OutOrStdout(), c, client.ObjectKeyFromObject(np), o.timeout)
 }
 
 // connect is the management cluster's client, with the publishing it

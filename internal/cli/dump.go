@@ -70,7 +70,7 @@ func newDumpCommand(g *clusterclient.Management) *cobra.Command {
 			key := client.ObjectKey{Namespace: namespace, Name: name}
 			b, err := dump.Collect(cmd.Context(), dump.Options{
 				Client: c, Clientset: cs, Cluster: key,
-				ProcessRoot: localProcessRoot(g), LogLines: logLines, HostedTimeout: hostedTimeout,
+				ProcessRoot: g.LocalProcessRoot(), LogLines: logLines, HostedTimeout: hostedTimeout,
 			})
 			if apierrors.IsNotFound(err) {
 				return clusterclient.NotFound(key)
@@ -96,20 +96,4 @@ func newDumpCommand(g *clusterclient.Management) *cobra.Command {
 	f.DurationVar(&hostedTimeout, "hosted-timeout", 10*time.Second, "bound on each request to the hosted cluster (it may be down)")
 	cmd.AddCommand(cluster)
 	return cmd
-}
-
-// localProcessRoot is where this host's management plane keeps its control
-// planes' files, when the management cluster in use is the data dir's own
-// (`up`); empty otherwise — another management plane's files are not
-// this one's.
-func localProcessRoot(o *clusterclient.Management) string {
-	path, err := o.KubeconfigPath()
-	if err != nil || !o.Layout().IsDataDir() {
-		return ""
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil || abs != o.Layout().ManagementKubeconfig() {
-		return ""
-	}
-	return o.Layout().Clusters()
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"regexp"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -128,7 +126,7 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 	if !o.wait {
 		return nil
 	}
-	return waitNodePoolReady(cmd.Context(), cmd, c, client.ObjectKeyFromObject(np), o.timeout)
+	return clusterclient.WaitNodePoolReady(cmd.Context(), cmd.OutOrStdout(), c, client.ObjectKeyFromObject(np), o.timeout)
 }
 
 // management reads --upgrade-type, --max-unavailable and --max-surge.
@@ -225,37 +223,6 @@ func parseTaints(in []string) ([]hypershiftv1alpha1.Taint, error) {
 		}
 	}
 	return out, nil
-}
-
-// waitNodePoolReady prints each change of the pool's Ready condition until
-// it is True.
-func waitNodePoolReady(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, timeout time.Duration) error {
-	start := time.Now()
-	last := ""
-	np := &hypershiftv1alpha1.NodePool{}
-	err := wait.PollUntilContextTimeout(ctx, clusterclient.PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, key, np)
-		if apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("nodepool %s was deleted while waiting", key)
-		}
-		if err != nil {
-			return false, nil
-		}
-		cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String())
-		if cond == nil {
-			return false, nil
-		}
-		line := fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
-		if line != last {
-			fmt.Fprintf(cmd.OutOrStdout(), "[%6.1fs] nodepool %s %s\n", time.Since(start).Seconds(), key.Name, line)
-			last = line
-		}
-		return cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == np.Generation, nil
-	})
-	if wait.Interrupted(err) {
-		return fmt.Errorf("nodepool %s not ready after %s: %s\nsee `kubectl -n %s get nodepool %s -o yaml`", key, timeout, last, key.Namespace, key.Name)
-	}
-	return err
 }
 
 func newGetNodePoolsCommand(g *clusterclient.Management) *cobra.Command {

@@ -107,3 +107,19 @@ func (m *Management) Client() (client.Client, error) {
 	}
 	return c, nil
 }
+
+// LocalProcessRoot is where this host's management plane keeps its control
+// planes' files, when the management cluster in use is the data dir's own
+// (`up`); empty otherwise — another management plane's files are not
+// this one's.
+func (m *Management) LocalProcessRoot() string {
+	path, err := m.KubeconfigPath()
+	if err != nil || !m.Layout().IsDataDir() {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil || abs != m.Layout().ManagementKubeconfig() {
+		return ""
+	}
+	return m.Layout().Clusters()
+}

@@ -132,3 +132,34 @@ func WaitGone(ctx context.Context, c client.Client, nn types.NamespacedName, uid
 	}
 	return nil
 }
+
+// WaitNodePoolReady prints each change of the pool's Ready condition on out
+// until it is True for the pool's generation.
+func WaitNodePoolReady(ctx context.Context, out io.Writer, c client.Client, key client.ObjectKey, timeout time.Duration) error {
+	start := time.Now()
+	last := ""
+	np := &hypershiftv1alpha1.NodePool{}
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, key, np)
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("nodepool %s was deleted while waiting", key)
+		}
+		if err != nil {
+			return false, nil
+		}
+		cond := meta.FindStatusCondition(np.Status.Conditions, hypershiftv1alpha1.NodePoolReady.String())
+		if cond == nil {
+			return false, nil
+		}
+		line := fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
+		if line != last {
+			fmt.Fprintf(out, "[%6.1fs] nodepool %s %s\n", time.Since(start).Seconds(), key.Name, line)
+			last = line
+		}
+		return cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == np.Generation, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("nodepool %s not ready after %s: %s\nsee `kubectl -n %s get nodepool %s -o yaml`", key, timeout, last, key.Namespace, key.Name)
+	}
+	return err
+}

@@ -140,6 +140,16 @@ type HostedControlPlaneStatus struct {
 	// cluster hibernates when idle.
 	// +optional
 	Activity *ControlPlaneActivity `json:"activity,omitempty"`
+	// externalManagedControlPlane is true: the control plane runs as
+	// workloads of the management plane, on no Machine of the cluster's
+	// (Cluster API's control-plane contract: its Machine controller then
+	// looks for no control-plane Nodes).
+	// +optional
+	ExternalManagedControlPlane *bool `json:"externalManagedControlPlane,omitempty"`
+	// initialization says when the control plane first served (Cluster
+	// API's control-plane contract).
+	// +optional
+	Initialization ControlPlaneInitialization `json:"initialization,omitzero"`
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -148,6 +158,16 @@ type HostedControlPlaneStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ControlPlaneInitialization is Cluster API's control-plane
+// initialization: what it waits for before it bootstraps worker Machines.
+type ControlPlaneInitialization struct {
+	// controlPlaneInitialized is true once the API server first served
+	// (the control plane was Available); it is never set back, as Cluster
+	// API requires.
+	// +optional
+	ControlPlaneInitialized *bool `json:"controlPlaneInitialized,omitempty"`
 }
 
 // DataPlaneObjectStatus is the state of one object the control plane
@@ -178,6 +198,7 @@ type DataPlaneObjectStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=hcp;hcps,categories=hypershift
+// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1alpha1"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".status.version"
 // +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=".status.ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"

@@ -42,14 +42,19 @@ var (
 	fixtureGV = schema.GroupVersion{Group: fixtureGroup, Version: "v1alpha1"}
 )
 
-// TestManagerScalesMachineDeployment runs the built Cluster API manager
-// against a real API server: it installs Cluster API's CRDs, and its
-// controllers turn a MachineDeployment of 2 replicas into a MachineSet and
-// 2 Machines whose bootstrap and infrastructure objects are cloned from the
-// MachineDeployment's templates, then delete one Machine (and its objects)
-// when it is scaled to 1. Nothing but the manager creates these objects:
-// the test fails if its controllers do not run.
-func TestManagerScalesMachineDeployment(t *testing.T) {
+// TestManager runs the built Cluster API manager against a real API server
+// (the management plane, with the hypershift.dev API): it installs Cluster
+// API's CRDs, then
+//   - its controllers turn a MachineDeployment of 2 replicas into a
+//     MachineSet and 2 Machines whose bootstrap and infrastructure objects
+//     are cloned from the MachineDeployment's templates, and delete one
+//     Machine (and its objects) when it is scaled to 1;
+//   - a Cluster whose control plane is a HostedControlPlane reads it
+//     through Cluster API's control-plane contract.
+//
+// Nothing but the manager creates or updates these objects: the test fails
+// if its controllers do not run.
+func TestManager(t *testing.T) {
 	m := clusterapi.Manager{Dir: filepath.Join(filepath.Dir(testenv.Binary(t)), clusterapi.DirName)}
 	if err := m.Check(); err != nil {
 		t.Fatal(err)
@@ -88,6 +93,15 @@ func TestManagerScalesMachineDeployment(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("a MachineDeployment becomes Machines and scales", func(t *testing.T) { machineDeploymentScales(t, c, mgr) })
+	t.Run("a Cluster takes a HostedControlPlane as its control plane", func(t *testing.T) { hostedControlPlaneContract(t, c, mgr) })
+}
+
+// machineDeploymentScales: a MachineDeployment of fixture templates becomes
+// a MachineSet and 2 Machines with cloned objects; scaled to 1, one Machine
+// goes with its objects.
+func machineDeploymentScales(t *testing.T, c client.Client, mgr *manager) {
+	ctx := t.Context()
 	infraSpec := map[string]any{"size": "small"}
 	bootstrapSpec := map[string]any{"userdata": "#!/bin/sh\necho join\n"}
 	objects := []*unstructured.Unstructured{

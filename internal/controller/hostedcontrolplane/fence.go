@@ -83,6 +83,7 @@ func (r *Reconciler) updateFencedStatus(s *scope) {
 	statuses := componentStatuses(r.Runtime.Status(s.ref))
 	hcp.Status.Components = statuses
 	hcp.Status.Ready = false
+	clusterAPIContract(&hcp.Status, false)
 	hcp.Status.ObservedGeneration = hcp.Generation
 	for _, c := range fencedConditions(statuses, s.writersLeft) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, c.typ, c.status, c.reason, c.message)

@@ -152,6 +152,7 @@ func (r *Reconciler) updateHibernatedStatus(s *scope) {
 	statuses := componentStatuses(r.Runtime.Status(s.ref))
 	hcp.Status.Components = statuses
 	hcp.Status.Ready = false
+	clusterAPIContract(&hcp.Status, false)
 	var left []string
 	for _, st := range statuses {
 		if st.Component != components.KubeAPIServerProxy && st.Phase != hypershiftv1alpha1.ComponentStopped {

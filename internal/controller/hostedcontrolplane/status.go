@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/components"
@@ -128,7 +129,22 @@ func (r *Reconciler) updateStatus(hcp *hypershiftv1alpha1.HostedControlPlane, re
 	d := deriveStatus(statuses, false, nil, waiting...)
 	conditions.Apply(&hcp.Status.Conditions, hcp.Generation, d.conditions...)
 	hcp.Status.Ready = d.available
+	clusterAPIContract(&hcp.Status, d.available)
 	return d
+}
+
+// clusterAPIContract sets what Cluster API reads of a control plane (its
+// v1beta2 control-plane contract; the CRD carries the contract label):
+// the control plane is managed outside the cluster's Machines, and it is
+// initialized from the first time it was Available on — never set back,
+// so a control plane that sleeps or restarts does not stop Cluster API's
+// Machines. Its Available condition and status.version are already the
+// contract's.
+func clusterAPIContract(st *hypershiftv1alpha1.HostedControlPlaneStatus, available bool) {
+	st.ExternalManagedControlPlane = ptr.To(true)
+	if available {
+		st.Initialization.ControlPlaneInitialized = ptr.To(true)
+	}
 }
 
 func joinMessages(msgs []string) string {

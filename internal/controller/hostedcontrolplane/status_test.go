@@ -264,3 +264,28 @@ func merge(maps ...map[hypershiftv1alpha1.ConditionType]want) map[hypershiftv1al
 	}
 	return out
 }
+
+// Cluster API reads a HostedControlPlane as an externally managed control
+// plane, initialized from the first time it was Available on: a control
+// plane that sleeps, is fenced or fails later stays initialized, so Cluster
+// API does not treat its Machines as waiting for a first control plane.
+func TestClusterAPIContract(t *testing.T) {
+	st := &hypershiftv1alpha1.HostedControlPlaneStatus{}
+	for _, step := range []struct {
+		available       bool
+		wantInitialized bool
+	}{
+		{available: false, wantInitialized: false},
+		{available: true, wantInitialized: true},
+		{available: false, wantInitialized: true},
+	} {
+		clusterAPIContract(st, step.available)
+		if st.ExternalManagedControlPlane == nil || !*st.ExternalManagedControlPlane {
+			t.Errorf("available %v: externalManagedControlPlane %v, want true", step.available, st.ExternalManagedControlPlane)
+		}
+		got := st.Initialization.ControlPlaneInitialized != nil && *st.Initialization.ControlPlaneInitialized
+		if got != step.wantInitialized {
+			t.Errorf("available %v: controlPlaneInitialized %v, want %v", step.available, got, step.wantInitialized)
+		}
+	}
+}

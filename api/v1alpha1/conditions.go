@@ -52,6 +52,11 @@ const (
 	NodePoolAllNodesHealthy ConditionType = "AllNodesHealthy"
 	// NodePoolValidPlatformConfig means the pool's platform is usable.
 	NodePoolValidPlatformConfig ConditionType = "ValidPlatformConfig"
+
+	// JoinConfigReady means the machine's userdata Secret is made
+	// (JoinConfig; Cluster API mirrors it as the Machine's
+	// BootstrapConfigReady).
+	JoinConfigReady ConditionType = "Ready"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
@@ -100,6 +105,12 @@ const (
 	// WaitingForHostedClusterReason: the pool's HostedCluster is not
 	// Available yet.
 	WaitingForHostedClusterReason ConditionReason = "WaitingForHostedCluster"
+	// DataSecretCreatedReason: a JoinConfig's userdata Secret is made.
+	DataSecretCreatedReason ConditionReason = "DataSecretCreated"
+	// InvalidJoinConfigReason: a JoinConfig names no Cluster, a Cluster
+	// whose control plane is not a HostedControlPlane, or a NodePool that
+	// is not of that cluster; fixing the object brings it back.
+	InvalidJoinConfigReason ConditionReason = "InvalidJoinConfig"
 	// HostedClusterDeletingReason: the pool's HostedCluster is being deleted.
 	HostedClusterDeletingReason ConditionReason = "HostedClusterDeleting"
 	// HostedClusterUnreachableReason: the hosted API server does not answer.

@@ -1,6 +1,7 @@
 // Package v1alpha1 contains the hypershift.dev/v1alpha1 API: HostedCluster,
-// NodePool and HostedControlPlane, and the addons' ObjectDeployment and
-// ObjectSet.
+// NodePool and HostedControlPlane, the addons' ObjectDeployment and
+// ObjectSet, and JoinConfig and JoinConfigTemplate, the bootstrap provider's
+// kinds of Cluster API.
 //
 // +kubebuilder:object:generate=true
 // +groupName=hypershift.dev
@@ -30,6 +31,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&NodePool{}, &NodePoolList{},
 		&ObjectDeployment{}, &ObjectDeploymentList{},
 		&ObjectSet{}, &ObjectSetList{},
+		&JoinConfig{}, &JoinConfigList{},
+		&JoinConfigTemplate{}, &JoinConfigTemplateList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -275,3 +275,17 @@ type NodePoolList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodePool `json:"items"`
 }
+
+// JoinVersion is the Kubernetes version a node of the pool joins at: the
+// pool's, or (before the NodePool controller pinned it) its control
+// plane's, hc.
+func (np *NodePool) JoinVersion(hc *HostedCluster) string {
+	switch {
+	case np.Spec.KubernetesVersion != "":
+		return np.Spec.KubernetesVersion
+	case hc.Status.Version != "":
+		return hc.Status.Version
+	default:
+		return hc.Spec.KubernetesVersion
+	}
+}

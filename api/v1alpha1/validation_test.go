@@ -234,6 +234,28 @@ func TestAdmission(t *testing.T) {
 		}
 	})
 
+	t.Run("joinconfig", func(t *testing.T) {
+		for _, tt := range []struct {
+			name    string
+			spec    hypershiftv1alpha1.JoinConfigSpec
+			wantErr string
+		}{
+			{name: "valid", spec: hypershiftv1alpha1.JoinConfigSpec{NodePool: "workers", TokenTTL: &metav1.Duration{Duration: 2 * time.Hour}}},
+			{name: "no pool", spec: hypershiftv1alpha1.JoinConfigSpec{}, wantErr: "spec.nodePool"},
+			{name: "a pool name that is not one", spec: hypershiftv1alpha1.JoinConfigSpec{NodePool: "Workers_1"}, wantErr: "spec.nodePool"},
+			{
+				name: "a token for two days", spec: hypershiftv1alpha1.JoinConfigSpec{NodePool: "workers", TokenTTL: &metav1.Duration{Duration: 48 * time.Hour}},
+				wantErr: "spec.tokenTTL must be between 1m and 24h",
+			},
+		} {
+			jc := &hypershiftv1alpha1.JoinConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "jc-"}, Spec: tt.spec}
+			err := c.Create(t.Context(), jc)
+			if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("%s: error %v, want %q", tt.name, err, tt.wantErr)
+			}
+		}
+	})
+
 	t.Run("nodepool fields that would do nothing", func(t *testing.T) {
 		pool := func(platform hypershiftv1alpha1.PlatformType) *hypershiftv1alpha1.NodePool {
 			return &hypershiftv1alpha1.NodePool{Spec: hypershiftv1alpha1.NodePoolSpec{

@@ -50,7 +50,9 @@ var (
 //     are cloned from the MachineDeployment's templates, and delete one
 //     Machine (and its objects) when it is scaled to 1;
 //   - a Cluster whose control plane is a HostedControlPlane reads it
-//     through Cluster API's control-plane contract.
+//     through Cluster API's control-plane contract;
+//   - a Machine of that Cluster whose bootstrap config is a JoinConfig
+//     takes its data Secret through the bootstrap contract.
 //
 // Nothing but the manager creates or updates these objects: the test fails
 // if its controllers do not run.
@@ -95,6 +97,7 @@ func TestManager(t *testing.T) {
 	}
 	t.Run("a MachineDeployment becomes Machines and scales", func(t *testing.T) { machineDeploymentScales(t, c, mgr) })
 	t.Run("a Cluster takes a HostedControlPlane as its control plane", func(t *testing.T) { hostedControlPlaneContract(t, c, mgr) })
+	t.Run("a Machine takes its userdata from a JoinConfig", func(t *testing.T) { joinConfigContract(t, c, mgr) })
 }
 
 // machineDeploymentScales: a MachineDeployment of fixture templates becomes

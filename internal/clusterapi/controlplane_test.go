@@ -94,3 +94,61 @@ func hostedControlPlaneContract(t *testing.T, c client.Client, mgr *manager) {
 		return false, fmt.Errorf("Cluster conditions %v: no ControlPlaneAvailable", conds)
 	})
 }
+
+// joinConfigContract: a JoinConfig is a bootstrap config in Cluster API's
+// v1beta2 contract. Its status is written here as the JoinConfig
+// controller writes it (internal/controller/joinconfig, tested there with
+// a real hosted cluster); Cluster API's own Machine controller takes
+// ownership of it and copies status.dataSecretName into the Machine, once
+// the Cluster's control plane (the HostedControlPlane of the subtest
+// before) is initialized.
+func joinConfigContract(t *testing.T, c client.Client, mgr *manager) {
+	ctx := t.Context()
+	const cluster, name = "hosted", "hosted-m1"
+	jc := &hypershiftv1alpha1.JoinConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{clusterNameLabel: cluster}},
+		Spec:       hypershiftv1alpha1.JoinConfigSpec{NodePool: "workers"},
+	}
+	if err := c.Create(ctx, jc); err != nil {
+		t.Fatal(err)
+	}
+	jc.Status.DataSecretName = ptr.To(name)
+	jc.Status.Initialization.DataSecretCreated = ptr.To(true)
+	if err := c.Status().Update(ctx, jc); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*unstructured.Unstructured{
+		object(fixtureGV, "FixtureInfraMachine", name, map[string]any{"spec": map[string]any{"size": "small"}}),
+		object(clusterGV, "Machine", name, map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{clusterNameLabel: cluster}},
+			"spec": map[string]any{
+				"clusterName": cluster,
+				"bootstrap": map[string]any{"configRef": map[string]any{
+					"apiGroup": hypershiftv1alpha1.GroupVersion.Group, "kind": "JoinConfig", "name": name,
+				}},
+				"infrastructureRef": map[string]any{"apiGroup": fixtureGroup, "kind": "FixtureInfraMachine", "name": name},
+			},
+		}),
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr.eventually(t, 30*time.Second, "the Machine to own its JoinConfig and take its data Secret", func() (bool, error) {
+		got := &hypershiftv1alpha1.JoinConfig{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(jc), got); err != nil {
+			return false, err
+		}
+		if ref := metav1.GetControllerOf(got); ref == nil || ref.Kind != "Machine" || ref.Name != name {
+			return false, fmt.Errorf("JoinConfig controlled by %+v, want the Machine", ref)
+		}
+		m := named(clusterGV, "Machine", name)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		if secret, _, _ := unstructured.NestedString(m.Object, "spec", "bootstrap", "dataSecretName"); secret != name {
+			return false, fmt.Errorf("Machine spec.bootstrap %v", m.Object["spec"].(map[string]any)["bootstrap"])
+		}
+		return true, nil
+	})
+}

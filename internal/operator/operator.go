@@ -27,6 +27,7 @@ import (
 	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
+	"hypershift.dev/internal/controller/joinconfig"
 	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/fleetmetrics"
 	"hypershift.dev/internal/release"
@@ -234,6 +235,11 @@ func New(opts Options) (ctrl.Manager, error) {
 	}
 	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents, Clusters: clusters}
 	if err := np.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Cluster API's bootstrap provider: the userdata of Machines whose
+	// bootstrap config is a JoinConfig.
+	if err := (&joinconfig.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -45,33 +45,50 @@ func IssueToken(ctx context.Context, c kubernetes.Interface, req TokenRequest) (
 	return tok, nil
 }
 
-// JoinCommand issues a token for req.Pool in the hosted cluster of
-// adminKubeconfig and returns the `hypershift join` line that uses it. It
+// Join is what `hypershift join` needs to join a hosted cluster: its API
+// server, a bootstrap token, and the hash that pins the cluster's CA.
+type Join struct {
+	Server string
+	Token  Token
+	CAHash string
+}
+
+// IssueJoin issues a token for req.Pool in the hosted cluster of
+// adminKubeconfig and returns what `hypershift join` needs to use it. It
 // first publishes the join information of cluster (NS/NAME), which `join`
 // reads before it trusts the API server.
-func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, network Network, req TokenRequest) (string, error) {
+func IssueJoin(ctx context.Context, adminKubeconfig []byte, cluster string, network Network, req TokenRequest) (Join, error) {
 	server, caPEM, err := Endpoint(adminKubeconfig)
 	if err != nil {
-		return "", err
+		return Join{}, err
 	}
 	cfg, err := kubeconfig.Parse(adminKubeconfig)
 	if err != nil {
-		return "", err
+		return Join{}, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return "", err
+		return Join{}, err
 	}
 	if err := EnsureJoinInfo(ctx, kube, cluster, caPEM, network); err != nil {
-		return "", err
-	}
-	tok, err := IssueToken(ctx, kube, req)
-	if err != nil {
-		return "", err
+		return Join{}, err
 	}
 	hash, err := pki.CACertHash(caPEM)
 	if err != nil {
-		return "", fmt.Errorf("hash of the cluster CA: %w", err)
+		return Join{}, fmt.Errorf("hash of the cluster CA: %w", err)
 	}
-	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", server, tok, hash), nil
+	tok, err := IssueToken(ctx, kube, req)
+	if err != nil {
+		return Join{}, err
+	}
+	return Join{Server: server, Token: tok, CAHash: hash}, nil
+}
+
+// JoinCommand is IssueJoin's `hypershift join` line.
+func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, network Network, req TokenRequest) (string, error) {
+	j, err := IssueJoin(ctx, adminKubeconfig, cluster, network, req)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", j.Server, j.Token, j.CAHash), nil
 }

@@ -62,23 +62,10 @@ func Command(ctx context.Context, c client.Client, key client.ObjectKey, pool st
 	if err != nil {
 		return "", err
 	}
-	if v := poolVersion(np, hc); v != "" {
+	if v := np.JoinVersion(hc); v != "" {
 		line += " --kubernetes-version " + v
 	}
 	return line, nil
-}
-
-// poolVersion is the version a node of the pool joins at: the pool's, or
-// (before the NodePool controller pinned it) its control plane's.
-func poolVersion(np *hypershiftv1alpha1.NodePool, hc *hypershiftv1alpha1.HostedCluster) string {
-	switch {
-	case np.Spec.KubernetesVersion != "":
-		return np.Spec.KubernetesVersion
-	case hc.Status.Version != "":
-		return hc.Status.Version
-	default:
-		return hc.Spec.KubernetesVersion
-	}
 }
 
 // nonePool finds the NodePool a join command is for.

@@ -61,15 +61,15 @@ func TestNonePool(t *testing.T) {
 func TestPoolVersion(t *testing.T) {
 	np := pool("a", "a", hypershiftv1alpha1.NonePlatform)
 	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "a", hypershiftv1alpha1.NonePlatform, "1.33.1")
-	if v := poolVersion(np, hc); v != "1.33.1" {
+	if v := np.JoinVersion(hc); v != "1.33.1" {
 		t.Errorf("no status: %s, want the spec's 1.33.1", v)
 	}
 	hc.Status.Version = "1.33.0"
-	if v := poolVersion(np, hc); v != "1.33.0" {
+	if v := np.JoinVersion(hc); v != "1.33.0" {
 		t.Errorf("with a status: %s, want the running 1.33.0", v)
 	}
 	np.Spec.KubernetesVersion = "1.32.4"
-	if v := poolVersion(np, hc); v != "1.32.4" {
+	if v := np.JoinVersion(hc); v != "1.32.4" {
 		t.Errorf("pinned pool: %s, want the pool's 1.32.4", v)
 	}
 }

@@ -1,0 +1,50 @@
+package bootstrap
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+)
+
+// UserdataFormat is the `format` of a Cluster API bootstrap data Secret
+// holding Userdata: cloud-init's. A user-data script (`#!` on the first
+// line) is one of the formats cloud-init runs once at first boot, and the
+// one `hypershift machine` runs with sh.
+const UserdataFormat = "cloud-config"
+
+// UserdataTokenFile is where the userdata puts the machine's bootstrap
+// token: a file, so that the token is not in the process list while join
+// runs. A machine of this host has its own /var/lib.
+const UserdataTokenFile = "/var/lib/hypershift/join-token" //nolint:gosec // a path, not a credential
+
+// plainValue is what the userdata writes between single quotes: a URL, a
+// token, a hash, a version. Anything else is refused, never escaped.
+var plainValue = regexp.MustCompile(`^[A-Za-z0-9._:/\[\]@+=-]+$`)
+
+// Userdata is a machine's first-boot userdata: a shell script that writes
+// the single-use token of j to UserdataTokenFile and runs `hypershift join`
+// with it, the server, the CA pin and version (the Kubernetes version the
+// node runs; empty: the one compiled into hypershift). The machine's
+// provider ID comes from the machine's environment (HYPERSHIFT_PROVIDER_ID),
+// so every infrastructure provider runs the same userdata.
+func Userdata(j Join, version string) ([]byte, error) {
+	values := map[string]string{"server": j.Server, "token": j.Token.String(), "CA hash": j.CAHash}
+	if version != "" {
+		values["version"] = version
+	}
+	for what, v := range values {
+		if !plainValue.MatchString(v) {
+			return nil, fmt.Errorf("userdata: the %s %q has characters a join line does not take", what, v)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#!/bin/sh\n# hypershift join: written by the JoinConfig controller; the token is single-use.\nset -eu\numask 077\n")
+	fmt.Fprintf(&b, "mkdir -p %s\n", "/var/lib/hypershift")
+	fmt.Fprintf(&b, "printf '%%s\\n' '%s' > %s\n", j.Token, UserdataTokenFile)
+	fmt.Fprintf(&b, "exec hypershift join --server '%s' --token-file %s --ca-cert-hash '%s'", j.Server, UserdataTokenFile, j.CAHash)
+	if version != "" {
+		fmt.Fprintf(&b, " --kubernetes-version '%s'", version)
+	}
+	b.WriteString("\n")
+	return b.Bytes(), nil
+}

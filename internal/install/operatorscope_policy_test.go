@@ -47,9 +47,14 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The owner need not exist for admission (no garbage collector runs).
+	// The owner exists: the management plane's garbage collector would
+	// delete a Secret owned by a HostedCluster that does not, between the
+	// operator's create and delete below.
 	hc := hypershiftv1alpha1.NewHostedCluster(tenant, "a", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
-	hc.UID = "0000"
+	hc.Spec.Services = hypershiftv1alpha1.APIServerPublishing(hypershiftv1alpha1.NodePort, "192.0.2.1", 0) // the kube runtime's
+	if err := admin.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
 	secret := func(ns, name string, owned bool) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"k": []byte("v")}}
 		if owned {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"hypershift.dev/internal/release"
 )
 
 const (
@@ -26,16 +28,7 @@ type Manager struct {
 
 // DefaultDir is bin/clusterapi for bin/hypershift: DirName beside the
 // running executable (symbolic links resolved), as the releases are found.
-func DefaultDir() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = resolved
-	}
-	return filepath.Join(filepath.Dir(exe), DirName)
-}
+func DefaultDir() string { return release.BesideExecutable(DirName) }
 
 // Path is the manager binary.
 func (m Manager) Path() string { return filepath.Join(m.Dir, BinaryName) }

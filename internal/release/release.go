@@ -64,7 +64,13 @@ func New(rs ...Release) *Catalog {
 
 // DefaultDir is where an install keeps its releases: beside the hypershift
 // binary (bin/hypershift → bin/releases), as `make build` lays them out.
-func DefaultDir() string {
+func DefaultDir() string { return BesideExecutable("releases") }
+
+// BesideExecutable is name in the directory of the running executable
+// (symbolic links resolved): where `make build` puts what hypershift runs
+// besides itself (bin/releases, bin/clusterapi). Empty when the executable
+// is not known.
+func BesideExecutable(name string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
@@ -72,7 +78,7 @@ func DefaultDir() string {
 	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = resolved
 	}
-	return filepath.Join(filepath.Dir(exe), "releases")
+	return filepath.Join(filepath.Dir(exe), name)
 }
 
 // Load returns the compiled-in release and every <dir>/<version>/kubernetes

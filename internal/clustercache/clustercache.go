@@ -26,8 +26,9 @@
 // instead of serving caches whose watches the API server keeps refusing.
 //
 // Every extension must pass the same kubeconfig for a cluster (a function
-// of what the cluster's objects say, e.g. hostedref.OperatorKubeconfig): a
-// Get with another kubeconfig replaces the connection under the others.
+// of the cluster's objects as the manager's cache has them, e.g.
+// hostedref.OperatorKubeconfig of the stored HostedControlPlane): a Get
+// with another kubeconfig replaces the connection under the others.
 package clustercache
 
 import (
@@ -116,8 +117,11 @@ type conn struct {
 	stop        context.CancelFunc
 	// Under Cache.mu:
 	parts      map[string]*part
-	connecting int    // extensions connecting now
-	closed     string // why it was disconnected; "" while open
+	connecting int // extensions connecting now
+	// forgotten: extensions that Forgot the cluster while building their
+	// part, which is then not kept.
+	forgotten map[string]bool
+	closed    string // why it was disconnected; "" while open
 }
 
 // part is what one extension built on a connection.
@@ -194,22 +198,23 @@ func (x *Extension[T]) Get(ctx context.Context, key types.NamespacedName, kubecf
 		return p.value.(T), nil //nolint:forcetypeassert // only this extension stores under its name
 	}
 	cn.connecting++
+	delete(cn.forgotten, x.opts.Name)
 	c.mu.Unlock()
 
-	cfg := rest.CopyConfig(cn.cfg)
-	if x.opts.Configure != nil {
-		x.opts.Configure(cfg)
-	}
 	run, stop := context.WithCancel(cn.run)
-	value, err := x.opts.Connect(ctx, key, cfg, run)
+	value, err := x.connect(ctx, key, cn, run)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cn.connecting--
 	switch {
 	case cn.closed != "": // e.g. a 401 while connecting
 		stop()
 		return zero, fmt.Errorf("hosted cluster %s: disconnected while connecting (%s); the next attempt reads the kubeconfig again", key, cn.closed)
+	case cn.forgotten[x.opts.Name]:
+		delete(cn.forgotten, x.opts.Name)
+		stop()
+		c.closeIfUnusedLocked(cn)
+		return zero, fmt.Errorf("hosted cluster %s: forgotten while connecting", key)
 	case err != nil:
 		stop()
 		c.closeIfUnusedLocked(cn)
@@ -225,6 +230,22 @@ func (x *Extension[T]) Get(ctx context.Context, key types.NamespacedName, kubecf
 	}
 	cn.parts[x.opts.Name] = &part{stop: stop, value: value, notified: notified}
 	return value, nil
+}
+
+// connect runs the extension's Connect on a copy of the connection's REST
+// config; the connection's count of parts being built goes down however
+// Connect ends, a panic included.
+func (x *Extension[T]) connect(ctx context.Context, key types.NamespacedName, cn *conn, run context.Context) (T, error) {
+	defer func() {
+		x.c.mu.Lock()
+		cn.connecting--
+		x.c.mu.Unlock()
+	}()
+	cfg := rest.CopyConfig(cn.cfg)
+	if x.opts.Configure != nil {
+		x.opts.Configure(cfg)
+	}
+	return x.opts.Connect(ctx, key, cfg, run)
 }
 
 // Forget drops this extension's part of a cluster's connection (the
@@ -244,6 +265,8 @@ func (x *Extension[T]) Forget(key types.NamespacedName) {
 	if p := cn.parts[x.opts.Name]; p != nil {
 		delete(cn.parts, x.opts.Name)
 		p.stop()
+	} else if cn.connecting > 0 {
+		cn.forgotten[x.opts.Name] = true // a Get of this extension may be building it
 	}
 	c.closeIfUnusedLocked(cn)
 }
@@ -254,15 +277,18 @@ func (x *Extension[T]) Forget(key types.NamespacedName) {
 func (c *Cache) open(key types.NamespacedName, kubecfg []byte, by string) (*conn, error) {
 	fp := sha256.Sum256(kubecfg)
 	c.mu.Lock()
-	if cn := c.byKey[key]; cn != nil {
-		if cn.fingerprint == fp {
-			c.mu.Unlock()
-			return cn, nil
-		}
-		told := c.closeLocked(cn, "the kubeconfig changed", by)
-		defer notify(told, "the kubeconfig changed")
+	cn := c.byKey[key]
+	if cn != nil && cn.fingerprint == fp {
+		c.mu.Unlock()
+		return cn, nil
+	}
+	var told []func(string)
+	if cn != nil {
+		told = c.closeLocked(cn, kubeconfigChanged, by)
 	}
 	c.mu.Unlock()
+	notify(told, kubeconfigChanged)
+	told = nil
 
 	cfg, err := kubeconfig.Parse(kubecfg)
 	if err != nil {
@@ -272,7 +298,7 @@ func (c *Cache) open(key types.NamespacedName, kubecfg []byte, by string) (*conn
 		c.opts.Configure(cfg)
 	}
 	run, stop := context.WithCancel(context.Background())
-	cn := &conn{key: key, fingerprint: fp, run: run, stop: stop, parts: map[string]*part{}}
+	cn = &conn{key: key, fingerprint: fp, run: run, stop: stop, parts: map[string]*part{}, forgotten: map[string]bool{}}
 	// Every response passes here: a 401 means these credentials no longer
 	// work (rotated, revoked), whatever the request and whichever
 	// extension made it.
@@ -289,19 +315,24 @@ func (c *Cache) open(key types.NamespacedName, kubecfg []byte, by string) (*conn
 	cn.cfg = cfg
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if other := c.byKey[key]; other != nil { // a concurrent Get connected meanwhile
 		if other.fingerprint == fp {
+			c.mu.Unlock()
 			stop()
 			return other, nil
 		}
-		told := c.closeLocked(other, "the kubeconfig changed", by)
-		defer notify(told, "the kubeconfig changed")
+		told = c.closeLocked(other, kubeconfigChanged, by)
 	}
 	c.byKey[key] = cn
+	c.mu.Unlock()
+	notify(told, kubeconfigChanged)
 	go c.healthCheck(cn, probe)
 	return cn, nil
 }
+
+// kubeconfigChanged is why a connection replaced by another kubeconfig's
+// was closed.
+const kubeconfigChanged = "the kubeconfig changed"
 
 // closeIfUnusedLocked closes a connection no extension holds or is
 // building a part of; c.mu is held.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/kubeconfig"
@@ -155,4 +157,82 @@ func TestRegisterRefusesADuplicateName(t *testing.T) {
 		}
 	}()
 	extension(cache, "a", &recorder{})
+}
+
+// A Forget while the extension's part is being built wins: the part is not
+// kept, and the connection, used by nobody, closes.
+func TestForgetWhileConnecting(t *testing.T) {
+	api := newAPIServer(t, "t")
+	cache := clustercache.New(clustercache.Options{ProbeInterval: time.Hour})
+	building, release := make(chan struct{}), make(chan struct{})
+	var built *conn
+	ext := clustercache.Register(cache, clustercache.ExtensionOptions[*conn]{
+		Name: "slow",
+		Connect: func(_ context.Context, _ types.NamespacedName, _ *rest.Config, run context.Context) (*conn, error) {
+			close(building)
+			<-release
+			built = &conn{run: run}
+			return built, nil
+		},
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := ext.Get(t.Context(), key, api.kubeconfig("t"))
+		done <- err
+	}()
+	<-building
+	ext.Forget(key)
+	close(release)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "forgotten") {
+		t.Fatalf("Get across a Forget: %v, want an error saying it was forgotten", err)
+	}
+	if !stopped(built) || cache.Len() != 0 {
+		t.Errorf("after a Forget while connecting: part stopped %v, %d connections", stopped(built), cache.Len())
+	}
+}
+
+// OnDisconnect is told outside the cache's lock: a callback may use the
+// cache (here it forgets its own part) without deadlocking.
+func TestOnDisconnectMayUseTheCache(t *testing.T) {
+	api := newAPIServer(t, "t")
+	cache := clustercache.New(clustercache.Options{ProbeInterval: time.Hour})
+	a := extension(cache, "a", &recorder{})
+	var b *clustercache.Extension[*conn]
+	told := make(chan struct{}, 1)
+	b = clustercache.Register(cache, clustercache.ExtensionOptions[*conn]{
+		Name: "b",
+		Connect: func(_ context.Context, _ types.NamespacedName, _ *rest.Config, run context.Context) (*conn, error) {
+			return &conn{run: run}, nil
+		},
+		OnDisconnect: func(k types.NamespacedName, _ *conn, _ string) {
+			b.Forget(k)
+			told <- struct{}{}
+		},
+	})
+	for _, get := range []func() error{
+		func() error { _, err := a.Get(t.Context(), key, api.kubeconfig("t")); return err },
+		func() error { _, err := b.Get(t.Context(), key, api.kubeconfig("t")); return err },
+	} {
+		if err := get(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved, err := kubeconfig.Render(kubeconfig.Params{
+		Name: "moved", Server: api.URL, Token: "t",
+		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := a.Get(t.Context(), key, moved); got <- err }()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a Get that replaced the connection did not return: OnDisconnect ran under the cache's lock")
+	}
+	<-told
 }

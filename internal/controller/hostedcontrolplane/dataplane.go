@@ -206,9 +206,16 @@ func (r *Reconciler) connectHosted(ctx context.Context, s *scope) (*hostedCluste
 		return nil, fmt.Errorf("admin kubeconfig %s: %w", key, err)
 	}
 	// Not through the public endpoint while the cluster may sleep when
-	// idle: the operator's watches are not a client's activity
-	// (reconcileHibernation put the internal endpoint in the status).
-	kc, err := hostedref.OperatorKubeconfig(secret.Data[adminKubeconfigKey], hcp)
+	// idle: the operator's watches are not a client's activity. The
+	// endpoint is read from the stored object, as every controller of the
+	// connection reads it (the NodePool controller's view), not from this
+	// pass's status, which may be ahead: two views would replace each
+	// other's connection until the status is written.
+	stored := &hypershiftv1alpha1.HostedControlPlane{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(hcp), stored); err != nil {
+		return nil, err
+	}
+	kc, err := hostedref.OperatorKubeconfig(secret.Data[adminKubeconfigKey], stored)
 	if err != nil {
 		return nil, err
 	}

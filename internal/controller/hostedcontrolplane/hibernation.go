@@ -129,8 +129,8 @@ func (r *Reconciler) recordActivity(ctx context.Context, s *scope) {
 		st = &hypershiftv1alpha1.ControlPlaneActivity{}
 		s.hcp.Status.Activity = st
 	}
-	// Known before the proxy answers: the operator's connections go there
-	// (hostedref.OperatorKubeconfig) from the first pass on.
+	// Known before the proxy answers: once this pass writes it, the
+	// operator's connections go there (hostedref.OperatorKubeconfig).
 	if port := s.ports[components.ProxyInternalPort]; port != 0 {
 		st.InternalEndpoint = &hypershiftv1alpha1.APIEndpoint{Host: "127.0.0.1", Port: int32(port)} //nolint:gosec // ports fit in int32
 	}

@@ -105,6 +105,9 @@ const (
 	// WaitingForHostedClusterReason: the pool's HostedCluster is not
 	// Available yet.
 	WaitingForHostedClusterReason ConditionReason = "WaitingForHostedCluster"
+	// WaitingForMachineReason: a JoinConfig waits for the Machine it is
+	// for to own it.
+	WaitingForMachineReason ConditionReason = "WaitingForMachine"
 	// DataSecretCreatedReason: a JoinConfig's userdata Secret is made.
 	DataSecretCreatedReason ConditionReason = "DataSecretCreated"
 	// InvalidJoinConfigReason: a JoinConfig names no Cluster, a Cluster

@@ -32,10 +32,13 @@ func operatorRules() []rbacv1.PolicyRule {
 			Verbs:     []string{"update", "patch"},
 		},
 		// Cluster API's bootstrap provider (docs/machines.md): a JoinConfig
-		// gets its status; the Cluster and Machine it is for are read.
+		// gets its status and owns its data Secret (blockOwnerDeletion
+		// needs update on its finalizers); the Cluster and Machine it is
+		// for are read, uncached.
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigs"}, Verbs: readVerbs},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigs/status"}, Verbs: []string{"update", "patch"}},
-		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machines"}, Verbs: readVerbs},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigs/finalizers"}, Verbs: []string{"update"}},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machines"}, Verbs: []string{"get"}},
 		// The admin kubeconfig Secret beside a HostedCluster is owned by it
 		// with blockOwnerDeletion, which needs update on its finalizers.
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},

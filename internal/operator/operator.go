@@ -239,7 +239,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	}
 	// Cluster API's bootstrap provider: the userdata of Machines whose
 	// bootstrap config is a JoinConfig.
-	if err := (&joinconfig.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&joinconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -60,6 +60,10 @@ const (
 // Reconciler reconciles JoinConfigs.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the data Secret from the API server, not the cache,
+	// before a token is issued: a Secret made by the pass before must be
+	// found. Nil: Client.
+	APIReader client.Reader
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -115,12 +119,17 @@ func (r *Reconciler) reconcile(ctx context.Context, jc *hypershiftv1alpha1.JoinC
 		return ctrl.Result{RequeueAfter: invalidRecheck}, nil
 	case err != nil:
 		return ctrl.Result{}, err
-	case wait != "":
-		notReady(jc, hypershiftv1alpha1.WaitingForControlPlaneReason, wait)
+	case wait != nil:
+		notReady(jc, wait.reason, wait.msg)
 		return ctrl.Result{RequeueAfter: waitRecheck}, nil
 	}
-	userdata, err := r.issue(ctx, jc, t)
+	userdata, tok, kc, err := r.issue(ctx, jc, t)
+	if errors.As(err, &invalid) {
+		notReady(jc, hypershiftv1alpha1.InvalidJoinConfigReason, err.Error())
+		return ctrl.Result{RequeueAfter: invalidRecheck}, nil
+	}
 	if err != nil {
+		r.revoke(ctx, kc, tok)
 		return ctrl.Result{}, err
 	}
 	secret := &corev1.Secret{
@@ -132,15 +141,31 @@ func (r *Reconciler) reconcile(ctx context.Context, jc *hypershiftv1alpha1.JoinC
 		Data: map[string][]byte{"value": userdata, "format": []byte(bootstrap.UserdataFormat)},
 	}
 	if err := controllerutil.SetControllerReference(jc, secret, r.Client.Scheme()); err != nil {
+		r.revoke(ctx, kc, tok)
 		return ctrl.Result{}, err
 	}
 	if err := r.Client.Create(ctx, secret); err != nil {
-		// An existing one is adopted (or refused) by the next pass.
+		// Nobody gets this token: it goes. An existing Secret is adopted
+		// (or refused) by the next pass.
+		r.revoke(ctx, kc, tok)
 		return ctrl.Result{}, fmt.Errorf("create the userdata Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	created(jc, secret.Name)
 	ctrl.LoggerFrom(ctx).Info("userdata made", "secret", secret.Name, "nodePool", jc.Spec.NodePool, "cluster", t.cluster)
 	return ctrl.Result{}, nil
+}
+
+// revoke deletes a token that was issued and not handed out (zero: none
+// was issued); a failure is logged, and the token expires with its TTL.
+func (r *Reconciler) revoke(ctx context.Context, kc []byte, tok bootstrap.Token) {
+	if tok.ID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), issueTimeout)
+	defer cancel()
+	if err := bootstrap.RevokeToken(ctx, kc, tok); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "a bootstrap token that was not handed out could not be deleted; it expires with its TTL", "secret", tok.SecretName())
+	}
 }
 
 // created records the data Secret in the status.
@@ -155,8 +180,12 @@ func created(jc *hypershiftv1alpha1.JoinConfig, name string) {
 // said so (the status write was lost); a Secret of that name that is not
 // this config's is refused, never overwritten.
 func (r *Reconciler) adoptSecret(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig) (bool, error) {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: jc.Name}, secret)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: jc.Name}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil

@@ -15,6 +15,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/release"
 )
 
 // invalidError: the config cannot be made as it is; another object or an
@@ -24,6 +25,12 @@ type invalidError struct{ msg string }
 func (e invalidError) Error() string { return e.msg }
 
 func invalid(format string, args ...any) error { return invalidError{fmt.Sprintf(format, args...)} }
+
+// waiting is what a config waits for before anything is issued.
+type waiting struct {
+	reason hypershiftv1alpha1.ConditionReason
+	msg    string
+}
 
 // target is what a config's machine joins.
 type target struct {
@@ -38,93 +45,114 @@ type target struct {
 // Cluster its label names, whose control plane must be this namespace's
 // HostedControlPlane, the HostedCluster that owns that (checked by UID,
 // hostedref.Owner), and the NodePool of that cluster the config names.
-// wait says what the config waits for (the control plane is not
-// initialized yet).
-func (r *Reconciler) resolve(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig) (t target, wait string, err error) {
+// wait says what the config waits for: a Machine to own it, the control
+// plane to be initialized.
+func (r *Reconciler) resolve(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig) (t target, wait *waiting, err error) {
 	t.cluster = jc.Labels[ClusterNameLabel]
 	if t.cluster == "" {
-		return t, "", invalid("JoinConfig has no %s label: Cluster API sets it on the configs it clones for a Machine", ClusterNameLabel)
+		return t, nil, invalid("JoinConfig has no %s label: Cluster API sets it on the configs it clones for a Machine", ClusterNameLabel)
 	}
 	cl := &unstructured.Unstructured{}
 	cl.SetGroupVersionKind(clusterGVK)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: t.cluster}, cl); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return t, "", invalid("Cluster %s/%s: %v", jc.Namespace, t.cluster, err)
+			return t, nil, invalid("Cluster %s/%s: %v", jc.Namespace, t.cluster, err)
 		}
-		return t, "", err
+		return t, nil, err
 	}
 	group, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneRef", "apiGroup")
 	kind, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneRef", "kind")
 	name, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneRef", "name")
 	if group != hypershiftv1alpha1.GroupVersion.Group || kind != "HostedControlPlane" || name == "" {
-		return t, "", invalid("Cluster %s's control plane is %s %s/%s, not a HostedControlPlane", t.cluster, kind, group, name)
+		return t, nil, invalid("Cluster %s's control plane is %s %s/%s, not a HostedControlPlane", t.cluster, kind, group, name)
 	}
+	machine, err := r.owningMachine(ctx, jc)
+	if err != nil {
+		return t, nil, err
+	}
+	if machine == nil {
+		return t, &waiting{hypershiftv1alpha1.WaitingForMachineReason, "Waiting for a Machine to own it (Cluster API makes it the controller of the config it cloned)"}, nil
+	}
+	if name, _, _ := unstructured.NestedString(machine.Object, "spec", "clusterName"); name != t.cluster {
+		return t, nil, invalid("Machine %s is of Cluster %q, the JoinConfig of Cluster %q", machine.GetName(), name, t.cluster)
+	}
+	t.version, _, _ = unstructured.NestedString(machine.Object, "spec", "version")
 	if ok, _, _ := unstructured.NestedBool(cl.Object, "status", "initialization", "controlPlaneInitialized"); !ok {
-		return t, fmt.Sprintf("Cluster %s's control plane is not initialized yet", t.cluster), nil
+		return t, &waiting{hypershiftv1alpha1.WaitingForControlPlaneReason, fmt.Sprintf("Cluster %s's control plane is not initialized yet", t.cluster)}, nil
 	}
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: name}, hcp); err != nil {
 		if apierrors.IsNotFound(err) {
-			return t, "", invalid("HostedControlPlane %s/%s: %v", jc.Namespace, name, err)
+			return t, nil, invalid("HostedControlPlane %s/%s: %v", jc.Namespace, name, err)
 		}
-		return t, "", err
+		return t, nil, err
 	}
 	if t.hc, err = hostedref.Owner(ctx, r.Client, hcp); err != nil {
-		return t, "", invalid("%v", err)
+		return t, nil, invalid("%v", err)
 	}
 	t.np = &hypershiftv1alpha1.NodePool{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: t.hc.Namespace, Name: jc.Spec.NodePool}, t.np); err != nil {
 		if apierrors.IsNotFound(err) {
-			return t, "", invalid("spec.nodePool: NodePool %s/%s does not exist", t.hc.Namespace, jc.Spec.NodePool)
+			return t, nil, invalid("spec.nodePool: NodePool %s/%s does not exist", t.hc.Namespace, jc.Spec.NodePool)
 		}
-		return t, "", err
+		return t, nil, err
 	}
 	if t.np.Spec.ClusterName != t.hc.Name {
-		return t, "", invalid("spec.nodePool: NodePool %s/%s is a pool of cluster %s, not %s", t.hc.Namespace, t.np.Name, t.np.Spec.ClusterName, t.hc.Name)
-	}
-	t.version, err = r.machineVersion(ctx, jc)
-	if err != nil {
-		return t, "", err
+		return t, nil, invalid("spec.nodePool: NodePool %s/%s is a pool of cluster %s, not %s", t.hc.Namespace, t.np.Name, t.np.Spec.ClusterName, t.hc.Name)
 	}
 	if t.version == "" {
 		t.version = t.np.JoinVersion(t.hc)
 	}
-	return t, "", nil
+	if _, ok := release.Minor(t.version); !ok {
+		return t, nil, invalid("Kubernetes version %q (the Machine's spec.version, or else the NodePool's) is not MAJOR.MINOR.PATCH", t.version)
+	}
+	return t, nil, nil
 }
 
-// machineVersion is the Kubernetes version of the Machine the config is
-// for (Cluster API moves it in a rolling upgrade); empty when the config
-// has no Machine or the Machine says none.
-func (r *Reconciler) machineVersion(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig) (string, error) {
+// owningMachine is the Cluster API Machine that controls the config, as
+// its owner reference names it (UID included); nil while there is none.
+func (r *Reconciler) owningMachine(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig) (*unstructured.Unstructured, error) {
 	ref := metav1.GetControllerOf(jc)
 	if ref == nil || ref.Kind != machineGVK.Kind {
-		return "", nil
+		return nil, nil
 	}
 	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != clusterAPIGroup {
-		return "", nil //nolint:nilerr // not Cluster API's Machine: no version from it
+		return nil, nil //nolint:nilerr // not Cluster API's Machine
 	}
 	m := &unstructured.Unstructured{}
 	m.SetGroupVersionKind(machineGVK)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: ref.Name}, m); err != nil {
-		return "", client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
-	if string(m.GetUID()) != string(ref.UID) {
-		return "", nil
+	if m.GetUID() != ref.UID {
+		return nil, nil
 	}
-	v, _, _ := unstructured.NestedString(m.Object, "spec", "version")
-	return v, nil
+	return m, nil
 }
 
+// issueTimeout bounds the requests to the hosted cluster that issue a
+// token: a hosted API server that does not answer holds no worker.
+const issueTimeout = 30 * time.Second
+
 // issue issues the machine's single-use token in the hosted cluster and
-// returns the userdata that joins with it.
-func (r *Reconciler) issue(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig, t target) ([]byte, error) {
+// returns the userdata that joins with it, and the token, to revoke when
+// the userdata cannot be handed out. What the userdata would refuse is
+// refused before the token is issued.
+func (r *Reconciler) issue(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig, t target) ([]byte, bootstrap.Token, []byte, error) {
 	kc, _, err := hostedref.AdminKubeconfig(ctx, r.Client, t.hc)
 	if err != nil {
-		return nil, err
+		return nil, bootstrap.Token{}, nil, err
+	}
+	server, _, err := bootstrap.Endpoint(kc)
+	if err != nil {
+		return nil, bootstrap.Token{}, nil, err
+	}
+	if err := bootstrap.CheckUserdata(server, t.version); err != nil {
+		return nil, bootstrap.Token{}, nil, invalid("%v", err)
 	}
 	network, err := bootstrap.NetworkOf(t.hc.Spec.Networking)
 	if err != nil {
-		return nil, err
+		return nil, bootstrap.Token{}, nil, invalid("HostedCluster %s/%s: %v", t.hc.Namespace, t.hc.Name, err)
 	}
 	ttl := defaultTokenTTL
 	if jc.Spec.TokenTTL != nil {
@@ -134,10 +162,13 @@ func (r *Reconciler) issue(ctx context.Context, jc *hypershiftv1alpha1.JoinConfi
 	if r.Now != nil {
 		now = r.Now()
 	}
+	ctx, cancel := context.WithTimeout(ctx, issueTimeout)
+	defer cancel()
 	key := client.ObjectKeyFromObject(t.hc)
 	j, err := bootstrap.IssueJoin(ctx, kc, key.String(), network, bootstrap.TokenRequest{Pool: t.np.Name, Now: now, TTL: ttl, SingleUse: true})
 	if err != nil {
-		return nil, fmt.Errorf("issue a bootstrap token of NodePool %s/%s: %w", t.hc.Namespace, t.np.Name, err)
+		return nil, bootstrap.Token{}, nil, fmt.Errorf("issue a bootstrap token of NodePool %s/%s: %w", t.hc.Namespace, t.np.Name, err)
 	}
-	return bootstrap.Userdata(j, t.version)
+	userdata, err := bootstrap.Userdata(j, t.version)
+	return userdata, j.Token, kc, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -91,4 +92,23 @@ func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, ne
 		return "", err
 	}
 	return fmt.Sprintf("hypershift join --server %s --token %s --ca-cert-hash %s", j.Server, j.Token, j.CAHash), nil
+}
+
+// RevokeToken deletes the Secret of tok, a token this program just issued
+// in the hosted cluster of adminKubeconfig and could not hand out; gone
+// already is fine.
+func RevokeToken(ctx context.Context, adminKubeconfig []byte, tok Token) error {
+	cfg, err := kubeconfig.Parse(adminKubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = kube.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, tok.SecretName(), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

@@ -28,13 +28,12 @@ var plainValue = regexp.MustCompile(`^[A-Za-z0-9._:/\[\]@+=-]+$`)
 // provider ID comes from the machine's environment (HYPERSHIFT_PROVIDER_ID),
 // so every infrastructure provider runs the same userdata.
 func Userdata(j Join, version string) ([]byte, error) {
-	values := map[string]string{"server": j.Server, "token": j.Token.String(), "CA hash": j.CAHash}
-	if version != "" {
-		values["version"] = version
+	if err := CheckUserdata(j.Server, version); err != nil {
+		return nil, err
 	}
-	for what, v := range values {
+	for what, v := range map[string]string{"token": j.Token.String(), "CA hash": j.CAHash} {
 		if !plainValue.MatchString(v) {
-			return nil, fmt.Errorf("userdata: the %s %q has characters a join line does not take", what, v)
+			return nil, fmt.Errorf("userdata: the %s has characters a join line does not take", what)
 		}
 	}
 	var b bytes.Buffer
@@ -47,4 +46,19 @@ func Userdata(j Join, version string) ([]byte, error) {
 	}
 	b.WriteString("\n")
 	return b.Bytes(), nil
+}
+
+// CheckUserdata refuses a server or version (empty: none) that Userdata
+// would refuse, before a token is issued for it.
+func CheckUserdata(server, version string) error {
+	values := map[string]string{"server": server}
+	if version != "" {
+		values["version"] = version
+	}
+	for what, v := range values {
+		if !plainValue.MatchString(v) {
+			return fmt.Errorf("userdata: the %s %q has characters a join line does not take", what, v)
+		}
+	}
+	return nil
 }

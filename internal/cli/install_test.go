@@ -12,7 +12,7 @@ import (
 )
 
 // TestInstallRenderGolden pins `hypershift install --render` with defaults.
-// The CRD documents come first and are the embedded CRDs with install's label (pinned
+// The CRD documents come first and are the embedded CRDs with install's label added (pinned
 // by config/crd itself), so the golden file holds what follows them.
 func TestInstallRenderGolden(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
@@ -26,7 +26,12 @@ func TestInstallRenderGolden(t *testing.T) {
 	}
 	objs := make([]client.Object, 0, len(crds))
 	for _, c := range crds {
-		c.Labels = map[string]string{install.ManagedByLabel: install.ManagedBy}
+		// Added to the CRD's own labels (Cluster API's contract label on
+		// its kinds).
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels[install.ManagedByLabel] = install.ManagedBy
 		objs = append(objs, c)
 	}
 	wantCRDs, err := install.Render(objs)

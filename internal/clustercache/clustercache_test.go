@@ -29,7 +29,9 @@ type apiServer struct {
 	mu          sync.Mutex
 	token       string
 	probeStatus int
-	probes      atomic.Int32
+	// failNext probes answer 500 before probeStatus counts again.
+	failNext int
+	probes   atomic.Int32
 }
 
 func newAPIServer(t *testing.T, token string) *apiServer {
@@ -39,6 +41,10 @@ func newAPIServer(t *testing.T, token string) *apiServer {
 		s.mu.Lock()
 		token, probeStatus := s.token, s.probeStatus
 		if r.URL.Path == "/readyz" {
+			if s.failNext > 0 {
+				s.failNext--
+				probeStatus = http.StatusInternalServerError
+			}
 			s.probes.Add(1) // with the answer it gets, so waitProbes counts only new answers
 		}
 		s.mu.Unlock()
@@ -64,6 +70,13 @@ func newAPIServer(t *testing.T, token string) *apiServer {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// failNextProbes makes the next n probes answer 500.
+func (s *apiServer) failNextProbes(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failNext = n
 }
 
 func (s *apiServer) set(token string, probeStatus int) {
@@ -229,15 +242,13 @@ func TestForbiddenProbeDisconnects(t *testing.T) {
 }
 
 // Failures below the threshold keep the entry; FailureThreshold failures in
-// a row disconnect it.
+// a row disconnect it. The server fails exactly the probes it is told to,
+// whatever the machine's load: two in a row, then answers.
 func TestProbeFailuresDisconnectAfterThreshold(t *testing.T) {
 	api, rec, cache, c := connectedCache(t, "t", 20*time.Millisecond, 3)
-	// Alternate: never three failures in a row.
 	for range 4 {
-		api.set("t", http.StatusInternalServerError)
-		waitProbes(t, api, 2)
-		api.set("t", http.StatusOK)
-		waitProbes(t, api, 2)
+		api.failNextProbes(2)
+		waitProbes(t, api, 3) // the two failures and an answer
 	}
 	select {
 	case reason := <-rec.disconnected:

@@ -67,8 +67,7 @@ func ControlPlaneKey(key types.NamespacedName) types.NamespacedName {
 // connects to the cluster asks here, so that they share one connection
 // (internal/clustercache).
 func OperatorKubeconfig(admin []byte, hcp *hypershiftv1alpha1.HostedControlPlane) ([]byte, error) {
-	h := hcp.Spec.Hibernation
-	if h == nil || h.IdleAfter == nil || h.IdleAfter.Duration <= 0 {
+	if !IdleWake(hcp) {
 		return admin, nil
 	}
 	a := hcp.Status.Activity
@@ -76,6 +75,13 @@ func OperatorKubeconfig(admin []byte, hcp *hypershiftv1alpha1.HostedControlPlane
 		return admin, nil
 	}
 	return kubeconfig.WithServer(admin, "https://"+net.JoinHostPort(a.InternalEndpoint.Host, strconv.Itoa(int(a.InternalEndpoint.Port))))
+}
+
+// IdleWake: the control plane sleeps when idle and wakes on a request
+// (spec.hibernation.idleAfter).
+func IdleWake(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
+	h := hcp.Spec.Hibernation
+	return h != nil && h.IdleAfter != nil && h.IdleAfter.Duration > 0
 }
 
 // AdminKubeconfig returns the admin kubeconfig of hc from its control-plane

@@ -27,6 +27,7 @@ import (
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/dataplane"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
@@ -273,7 +274,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		replicas = components.HighlyAvailable
 	}
 	portNames := components.PortNames(replicas)
-	if idleWake(hcp) {
+	if hostedref.IdleWake(hcp) {
 		portNames = append(portNames, components.IdleWakePortNames(replicas)...)
 	}
 	layout := r.Runtime.Layout(ref)
@@ -305,7 +306,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		Konnectivity:     r.publish(hcp.Spec.Services, hypershiftv1alpha1.Konnectivity),
 		// The runtime runs the release of this version (internal/release).
 		KubernetesVersion: hcp.Spec.KubernetesVersion,
-		IdleWake:          idleWake(hcp),
+		IdleWake:          hostedref.IdleWake(hcp),
 		// Published like the Konnectivity agent port: at the endpoint host.
 		ReleaseServer:              releaseServer,
 		ReleasesDir:                r.Releases.Dir(),

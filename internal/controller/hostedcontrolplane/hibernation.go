@@ -18,6 +18,7 @@ import (
 	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/endpointproxy"
+	"hypershift.dev/internal/hostedref"
 )
 
 // Hibernation of a control plane, as the HostedCluster controller decided
@@ -38,19 +39,13 @@ func hibernated(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
 	return hcp.Spec.Hibernation != nil && hcp.Spec.Hibernation.Hibernated
 }
 
-// idleWake: the control plane sleeps when idle and wakes on a request.
-func idleWake(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
-	h := hcp.Spec.Hibernation
-	return h != nil && h.IdleAfter != nil && h.IdleAfter.Duration > 0
-}
-
 // reconcileHibernation reads the endpoint proxy's activity and, while the
 // control plane sleeps, keeps only the proxy of the rendered instances and
 // closes the connection to the hosted cluster.
 func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.Result, error) {
 	hcp := s.hcp
 	key := client.ObjectKeyFromObject(hcp)
-	if idleWake(hcp) {
+	if hostedref.IdleWake(hcp) {
 		r.recordActivity(ctx, s)
 		r.activity().watch(key, s.healthURL(), hcp)
 	} else {
@@ -70,7 +65,7 @@ func (r *Reconciler) reconcileHibernation(ctx context.Context, s *scope) (ctrl.R
 	}
 	keep := s.specs[:0]
 	for _, spec := range s.specs {
-		if idleWake(hcp) && spec.Component == components.KubeAPIServerProxy {
+		if hostedref.IdleWake(hcp) && spec.Component == components.KubeAPIServerProxy {
 			keep = append(keep, spec)
 		}
 	}
@@ -167,7 +162,7 @@ func (r *Reconciler) updateHibernatedStatus(s *scope) {
 		conditions.Set(&hcp.Status.Conditions, hcp.Generation, typ, status, reason, msg)
 	}
 	why := fmt.Sprintf("The control plane is hibernated (%s)", reason)
-	if idleWake(hcp) {
+	if hostedref.IdleWake(hcp) {
 		why += "; the next request to its endpoint wakes it"
 	}
 	if len(left) > 0 {

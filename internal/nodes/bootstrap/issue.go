@@ -63,11 +63,7 @@ func IssueJoin(ctx context.Context, adminKubeconfig []byte, cluster string, netw
 	if err != nil {
 		return Join{}, err
 	}
-	cfg, err := kubeconfig.Parse(adminKubeconfig)
-	if err != nil {
-		return Join{}, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := clientOf(adminKubeconfig)
 	if err != nil {
 		return Join{}, err
 	}
@@ -98,11 +94,7 @@ func JoinCommand(ctx context.Context, adminKubeconfig []byte, cluster string, ne
 // in the hosted cluster of adminKubeconfig and could not hand out; gone
 // already is fine.
 func RevokeToken(ctx context.Context, adminKubeconfig []byte, tok Token) error {
-	cfg, err := kubeconfig.Parse(adminKubeconfig)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := clientOf(adminKubeconfig)
 	if err != nil {
 		return err
 	}
@@ -111,4 +103,14 @@ func RevokeToken(ctx context.Context, adminKubeconfig []byte, tok Token) error {
 		return nil
 	}
 	return err
+}
+
+// clientOf is a client of the hosted cluster of adminKubeconfig, read with
+// kubeconfig.Parse: inline credentials only.
+func clientOf(adminKubeconfig []byte) (kubernetes.Interface, error) {
+	cfg, err := kubeconfig.Parse(adminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }

@@ -77,7 +77,7 @@ func OperatorKubeconfig(admin []byte, hcp *hypershiftv1alpha1.HostedControlPlane
 	return kubeconfig.WithServer(admin, "https://"+net.JoinHostPort(a.InternalEndpoint.Host, strconv.Itoa(int(a.InternalEndpoint.Port))))
 }
 
-// IdleWake: the control plane sleeps when idle and wakes on a request
+// IdleWake reports whether the control plane sleeps when idle and wakes on a request
 // (spec.hibernation.idleAfter).
 func IdleWake(hcp *hypershiftv1alpha1.HostedControlPlane) bool {
 	h := hcp.Spec.Hibernation

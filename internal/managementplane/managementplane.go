@@ -6,10 +6,12 @@ package managementplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -64,8 +66,25 @@ type Plane struct {
 	log     logr.Logger
 }
 
+// PortTakenError says a component of the management plane could not bind
+// its port: another program listens on it.
+type PortTakenError struct {
+	Component string
+	// Message is the component's last log lines.
+	Message string
+}
+
+func (e *PortTakenError) Error() string {
+	return fmt.Sprintf("%s cannot bind its port, another program listens on it: %s", e.Component, e.Message)
+}
+
 // Start starts (or adopts) the management plane's processes, waits until its
 // API serves, and installs the hypershift.dev API.
+//
+// Ports are chosen once and kept. Until the plane first serves (its
+// kubeconfig is written last) no client knows them, so a port another
+// program took between the choice and the bind is chosen anew, once; after
+// that the plane keeps its endpoint and Start names the taken port.
 func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
@@ -74,6 +93,21 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 	if err != nil {
 		return nil, err
 	}
+	_, err = os.Stat(datadir.Layout{Root: opts.DataDir}.ManagementKubeconfig())
+	served := err == nil
+	p, err := start(ctx, opts, rt)
+	var taken *PortTakenError
+	if err == nil || served || !errors.As(err, &taken) {
+		return p, err
+	}
+	opts.Log.Info("a port of the management plane was taken before it first served; choosing new ports", "component", taken.Component, "log", taken.Message)
+	if ferr := rt.ForgetPorts(ctx, ref); ferr != nil {
+		return nil, errors.Join(err, ferr)
+	}
+	return start(ctx, opts, rt)
+}
+
+func start(ctx context.Context, opts Options, rt *process.Runtime) (*Plane, error) {
 	ports, err := rt.Ports(ctx, ref, components.PortRequest(components.PortNames(components.SingleReplica)))
 	if err != nil {
 		return nil, err
@@ -170,13 +204,57 @@ func (p *Plane) waitReady(ctx context.Context) error {
 	}
 	var lastErr error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return lastErr == nil, nil
+		if err := p.portTaken(); err != nil {
+			return false, err
+		}
+		// Bounded: a program that holds the port may accept and never answer.
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+		if err == nil {
+			return true, nil
+		}
+		if ctx.Err() == nil {
+			// The poll's own deadline is not the server's error.
+			lastErr = err
+		}
+		return false, p.portTaken()
 	})
+	var taken *PortTakenError
+	if errors.As(err, &taken) {
+		return err
+	}
 	if err != nil {
-		return fmt.Errorf("management API server not ready: %w (last error: %v; logs under %s)", err, lastErr, p.runtime.Dir(ref)) //nolint:errorlint // the poll error is wrapped
+		return fmt.Errorf("management API server not ready: %w (last error: %v; %s; logs under %s)", err, lastErr, p.unwell(), p.runtime.Dir(ref)) //nolint:errorlint // the poll error is wrapped
 	}
 	return nil
+}
+
+// portTaken returns a PortTakenError for a component that exited because
+// its port is taken (it says so while it waits to start again).
+func (p *Plane) portTaken() error {
+	for _, s := range p.runtime.Status(ref) {
+		if s.Phase == runtime.BackOff && strings.Contains(s.Message, "address already in use") {
+			return &PortTakenError{Component: s.Name, Message: s.Message}
+		}
+	}
+	return nil
+}
+
+// unwell describes the components that do not run or have restarted, with
+// their last log lines.
+func (p *Plane) unwell() string {
+	var out []string
+	for _, s := range p.runtime.Status(ref) {
+		if s.Phase == runtime.Running && s.Restarts == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s is %s after %d restarts (%s): %s", s.Name, s.Phase, s.Restarts, s.LastExitReason, s.Message))
+	}
+	if len(out) == 0 {
+		return "every component runs"
+	}
+	return strings.Join(out, "; ")
 }
 
 // Status reports the management plane's components.

@@ -181,3 +181,23 @@ func (r *Runtime) freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// ForgetPorts stops a control plane and gives its ports back, keeping its
+// data: the next Ports chooses new ones. It is for a control plane no client
+// knows the endpoint of yet, whose port another program took first.
+func (r *Runtime) ForgetPorts(ctx context.Context, ref runtime.ControlPlaneRef) error {
+	r.mu.Lock()
+	err := r.checkOwner(ref)
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.Stop(ctx, ref)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releasePorts(ref)
+	if err := os.Remove(filepath.Join(r.Dir(ref), "ports.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("forget ports of %s: %w", r.Dir(ref), err)
+	}
+	return nil
+}

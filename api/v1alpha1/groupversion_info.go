@@ -33,6 +33,9 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ObjectSet{}, &ObjectSetList{},
 		&JoinConfig{}, &JoinConfigList{},
 		&JoinConfigTemplate{}, &JoinConfigTemplateList{},
+		&HostCluster{}, &HostClusterList{},
+		&HostMachine{}, &HostMachineList{},
+		&HostMachineTemplate{}, &HostMachineTemplateList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

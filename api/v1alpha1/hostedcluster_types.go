@@ -14,7 +14,7 @@ const SingleProcessControlPlaneAnnotation = "hypershift.dev/single-process-contr
 
 // PlatformType names where a hosted cluster's nodes come from.
 //
-// +kubebuilder:validation:Enum=None;Simulated
+// +kubebuilder:validation:Enum=None;Simulated;Host
 type PlatformType string
 
 const (

@@ -158,6 +158,7 @@ type Taint struct {
 // NodePoolSpec is the desired state of a pool of nodes.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.autoScaling))",message="spec.replicas and spec.autoScaling are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="self.platform.type != 'Host' || !has(self.management) || !has(self.management.upgradeType) || self.management.upgradeType == 'Replace'",message="spec.management.upgradeType InPlace is not supported on platform Host: Cluster API replaces machines to upgrade them; use Replace"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.autoScaling)",message="spec.autoScaling is not supported on platform None: its nodes are joined by hand (hypershift join) and the pool cannot add or remove them; remove spec.autoScaling"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.autoRepair) || !self.management.autoRepair",message="spec.management.autoRepair is not supported on platform None: the pool cannot replace nodes joined by hand; set it to false"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.replace)",message="spec.management.replace is not supported on platform None: nothing can create machines for nodes joined by hand; remove it, and use spec.management.upgradeType InPlace to upgrade the pool's nodes"

@@ -38,7 +38,19 @@ func operatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigs"}, Verbs: readVerbs},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigs/status"}, Verbs: []string{"update", "patch"}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigs/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machines"}, Verbs: []string{"get"}},
+		// Pools of a machine platform are Cluster API objects the NodePool
+		// controller makes in the control-plane namespace (a Cluster, a
+		// MachineDeployment, a MachineHealthCheck and the templates);
+		// their Machines are read for the pool's status.
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machinedeployments", "machinehealthchecks"}, Verbs: allVerbs},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets"}, Verbs: readVerbs},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigtemplates", "hostmachinetemplates", "hostclusters"}, Verbs: allVerbs},
+		// The infrastructure provider for machines of one host: a
+		// HostMachine gets a finalizer (update) and status, as a
+		// HostCluster does status.
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostmachines"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostmachines/status", "hostclusters/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostmachines/finalizers"}, Verbs: []string{"update"}},
 		// The admin kubeconfig Secret beside a HostedCluster is owned by it
 		// with blockOwnerDeletion, which needs update on its finalizers.
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedclusters/finalizers"}, Verbs: []string{"update"}},

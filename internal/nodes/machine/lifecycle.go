@@ -22,18 +22,26 @@ import (
 // PATH; the userdata's output goes to out and to UserdataLog. A machine
 // whose userdata fails is kept (its log says why): Delete removes it.
 func (h Host) Create(ctx context.Context, name string, userdata []byte, out io.Writer) (Record, error) {
-	if err := ValidateName(name); err != nil {
-		return Record{}, err
-	}
-	r, err := h.make(name)
+	r, err := h.Make(name, "")
 	if err != nil {
 		return r, err
 	}
 	return r, h.runUserdata(ctx, r, userdata, out)
 }
 
+// Make makes machine name on the host's machine network, recording owner
+// as its owner, and runs nothing in it (StartUserdata does). A machine
+// that could not be made whole is left for Delete (or DeleteOwned) to
+// remove. A name taken on the host is ErrExists.
+func (h Host) Make(name, owner string) (Record, error) {
+	if err := ValidateName(name); err != nil {
+		return Record{}, err
+	}
+	return h.make(name, owner)
+}
+
 // make creates the machine, up to a running network, under the lock.
-func (h Host) make(name string) (Record, error) {
+func (h Host) make(name, owner string) (Record, error) {
 	n, err := h.Network()
 	if err != nil {
 		return Record{}, err
@@ -45,7 +53,7 @@ func (h Host) make(name string) (Record, error) {
 	defer unlock()
 	dir := h.machineDir(name)
 	if _, err := os.Lstat(dir); err == nil {
-		return Record{}, fmt.Errorf("machine %s exists in %s", name, h.Dir)
+		return Record{}, kindErrorf(ErrExists, "machine %s exists in %s", name, h.Dir)
 	}
 	existing, err := h.List()
 	if err != nil {
@@ -65,7 +73,7 @@ func (h Host) make(name string) (Record, error) {
 	}
 	// The record comes first: Delete undoes a creation that stopped
 	// half-way from it.
-	r := Record{Name: name, Address: addr, HostLink: hostLinkName(h.Dir, name), Created: time.Now().UTC().Truncate(time.Second)}
+	r := Record{Name: name, Address: addr, HostLink: hostLinkName(h.Dir, name), Created: time.Now().UTC().Truncate(time.Second), Owner: owner}
 	if err := h.save(r); err != nil {
 		return r, err
 	}
@@ -194,11 +202,7 @@ const ProviderIDEnv = "HYPERSHIFT_PROVIDER_ID"
 // runUserdata writes the userdata where cloud-init keeps it and runs it
 // with sh, the running hypershift's directory first on PATH.
 func (h Host) runUserdata(ctx context.Context, r Record, userdata []byte, out io.Writer) error {
-	path := filepath.Join(h.rootDir(r.Name), "var-lib", strings.TrimPrefix(UserdataPath, "/var/lib/"))
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, userdata, 0o600); err != nil {
+	if err := h.writeUserdata(r, userdata); err != nil {
 		return err
 	}
 	logFile, err := os.OpenFile(h.UserdataLog(r.Name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -233,8 +237,9 @@ func pathWithSelf() string {
 	return filepath.Dir(self) + string(os.PathListSeparator) + path
 }
 
-// Delete stops the machine and removes what it was: the node joined in it
-// is reset (`hypershift join --reset` in it, when it has a node; if that
+// Delete stops the machine and removes what it was: a detached userdata
+// that still runs is stopped (StartUserdata), the node joined in it is
+// reset (`hypershift join --reset` in it, when it has a node; if that
 // fails the machine is kept), its veth is deleted, the processes left in
 // its network namespace are killed, the namespaces' bind mounts are
 // removed and then its directory. The last machine's deletion on this host
@@ -242,6 +247,20 @@ func pathWithSelf() string {
 // what the machine's record names, and is verified to be the machine's, is
 // acted on.
 func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
+	return h.delete(ctx, name, nil, out)
+}
+
+// DeleteOwned is Delete of a machine whose record names owner: a machine
+// of another owner, or of none (made by hand), is refused (ErrNotOwner)
+// and left as it is.
+func (h Host) DeleteOwned(ctx context.Context, name, owner string, out io.Writer) error {
+	if owner == "" {
+		return kindErrorf(ErrNotOwner, "machine %s: no owner given", name)
+	}
+	return h.delete(ctx, name, &owner, out)
+}
+
+func (h Host) delete(ctx context.Context, name string, owner *string, out io.Writer) error {
 	if !h.isMachinesDir() {
 		return fmt.Errorf("%s is not a machines directory (no %s)", h.Dir, markerFile)
 	}
@@ -249,8 +268,16 @@ func (h Host) Delete(ctx context.Context, name string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if owner != nil && r.Owner != *owner {
+		return kindErrorf(ErrNotOwner, "machine %s is not %s's (its record names owner %q): left as it is", name, *owner, r.Owner)
+	}
 	if out == nil {
 		out = io.Discard
+	}
+	// A userdata still running (a join under way) stops before the node
+	// is reset.
+	if err := h.stopUserdata(name); err != nil {
+		return fmt.Errorf("machine %s: stop its userdata: %w; the machine is kept", name, err)
 	}
 	if h.pinned(name, "mnt") && h.pinned(name, "net") && h.hasNode(name) {
 		cmd := h.CommandContext(ctx, name, selfExecutable(), "join", "--reset")

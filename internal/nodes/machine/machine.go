@@ -5,7 +5,9 @@
 // that a real node joined in it — containerd, the kubelet, kube-proxy,
 // its CNI bridge, iptables rules and pod network namespaces — is apart
 // from the host and from every other machine. Its userdata, the shell
-// script a cloud machine runs at first boot, runs in it.
+// script a cloud machine runs at first boot, runs in it: to its end
+// (Create), or detached, recorded in the machine's directory
+// (StartUserdata, for a controller that must not wait for it).
 //
 // What the package makes is recorded under its directory, and only that
 // is removed: a machine's directory holds machine.json, the namespaces
@@ -67,7 +69,37 @@ type Record struct {
 	// machine when /proc/PID/ns/net is net:[NetnsInode]).
 	NetnsInode uint64    `json:"netnsInode,omitempty"`
 	Created    time.Time `json:"created"`
+	// Owner is who made the machine, set at creation: a controller's
+	// object (a HostMachine's UID) deletes only the machines that name it
+	// (DeleteOwned). Empty: made by hand (`hypershift machine create`).
+	Owner string `json:"owner,omitempty"`
 }
+
+// ErrNotFound is what Get's error is when a directory holds no machine
+// record (errors.Is).
+var ErrNotFound = errors.New("no such machine")
+
+// ErrExists is what Make's error is when the name is taken on the host
+// (errors.Is).
+var ErrExists = errors.New("machine exists")
+
+// ErrNotOwner is what DeleteOwned's error is when the machine's record
+// does not name the owner (errors.Is).
+var ErrNotOwner = errors.New("machine is not the owner's")
+
+// kindError is an error with its own message that is one of the errors
+// above.
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func kindErrorf(kind error, format string, args ...any) error {
+	return kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+func (e kindError) Error() string        { return e.msg }
+func (e kindError) Is(target error) bool { return target == e.kind }
 
 // ProviderID is the machine's provider ID, as a Node and a Cluster API
 // Machine carry it.
@@ -161,7 +193,7 @@ func (h Host) Get(name string) (Record, error) {
 	data, err := os.ReadFile(filepath.Join(h.machineDir(name), recordFile))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return r, fmt.Errorf("no machine %s in %s", name, h.Dir)
+			return r, kindErrorf(ErrNotFound, "no machine %s in %s", name, h.Dir)
 		}
 		return r, err
 	}

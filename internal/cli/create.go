@@ -56,21 +56,23 @@ type createClusterOptions struct {
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
 	"none":      hypershiftv1alpha1.NonePlatform,
 	"simulated": hypershiftv1alpha1.SimulatedPlatform,
+	"host":      hypershiftv1alpha1.HostPlatform,
 }
 
 func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	o := &createClusterOptions{Management: g}
 	cmd := &cobra.Command{
 		Use:   "cluster PLATFORM --name NAME",
-		Short: "Create a hosted cluster (PLATFORM: none or simulated)",
+		Short: "Create a hosted cluster (PLATFORM: none, simulated or host)",
 		Example: "  hypershift create cluster none --name demo --wait\n" +
+			"  hypershift create cluster host --name demo --node-pool-replicas 2 --wait\n" +
 			"  hypershift create cluster none --name demo --render > demo.yaml",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fmt.Errorf("name a platform: `hypershift create cluster none --name NAME` (platforms: none, simulated)")
+				return fmt.Errorf("name a platform: `hypershift create cluster none --name NAME` (platforms: none, simulated, host)")
 			}
 			if _, ok := platforms[args[0]]; !ok {
-				return fmt.Errorf("unknown platform %q: use none or simulated", args[0])
+				return fmt.Errorf("unknown platform %q: use none, simulated or host", args[0])
 			}
 			return nil
 		},
@@ -95,7 +97,7 @@ func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volumes (kube runtime; default: the operator's)")
 	f.DurationVar(&o.idleAfter, "idle-hibernate-after", 0, "hibernate the control plane after this long without a client request (at least 10s; the next request wakes it; process runtime only); 0: never")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "", "size of each etcd member's volume, e.g. 8Gi (kube runtime; default: the operator's)")
-	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; none: hosts that join — a none cluster always gets a pool)")
+	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; host: machines of the management plane's host, made by Cluster API; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
 }
 

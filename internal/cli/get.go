@@ -39,7 +39,7 @@ func newGetCommand(g *clusterclient.Management) *cobra.Command {
 					orDash(hc.Status.Endpoint), duration.HumanDuration(time.Since(hc.CreationTimestamp.Time)))
 			}
 		})
-	cmd.AddCommand(clusters, newGetAddonsCommand(g))
+	cmd.AddCommand(clusters, newGetAddonsCommand(g), newGetMachinesCommand(g))
 	return cmd
 }
 

@@ -59,7 +59,7 @@ func newCreateNodePoolCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.name, "name", "", "name of the NodePool (default: the cluster's name)")
 	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster and NodePool")
 	f.Int32Var(&o.replicas, "replicas", 1, "number of nodes")
-	f.StringVar(&o.platform, "platform", "simulated", "where nodes come from: simulated (an agent plays them) or none (you join them)")
+	f.StringVar(&o.platform, "platform", "simulated", "where nodes come from: simulated (an agent plays them), host (machines of the management plane's host, made by Cluster API) or none (you join them); the cluster's platform")
 	f.StringSliceVar(&o.labels, "node-labels", nil, "labels of every node, KEY=VALUE (repeat or comma-separate)")
 	f.StringSliceVar(&o.taints, "taints", nil, "taints of every node, KEY[=VALUE]:EFFECT (repeat or comma-separate)")
 	f.DurationVar(&o.drainTimeout, "node-drain-timeout", 0, "how long a node is drained before removal (0: until drained)")
@@ -85,7 +85,7 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 	}
 	platform, ok := platforms[o.platform]
 	if !ok {
-		return fmt.Errorf("unknown platform %q: use simulated or none", o.platform)
+		return fmt.Errorf("unknown platform %q: use simulated, host or none", o.platform)
 	}
 	np := nodePool(o.namespace, o.name, o.cluster, platform, o.replicas)
 	if platform == hypershiftv1alpha1.NonePlatform && !cmd.Flags().Changed("replicas") {

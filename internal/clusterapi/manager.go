@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"hypershift.dev/internal/release"
+	"hypershift.dev/internal/runtime"
 )
 
 const (
@@ -58,4 +59,29 @@ func (m Manager) Command(kubeconfig, crdDir string, args ...string) *exec.Cmd {
 		all = append(all, "--crd-dir", crdDir)
 	}
 	return exec.Command(m.Path(), append(all, args...)...) //nolint:gosec // our own binary, built beside hypershift
+}
+
+// ProcessName is the manager's instance name in a process runtime.
+const ProcessName = "cluster-api-manager"
+
+// HealthPort names the port of the manager's /readyz in its Spec.
+const HealthPort = "health"
+
+// Spec runs the manager as a supervised process against the API server of
+// kubeconfig (a file), installing its CRDs first; it is ready once its
+// /readyz answers on 127.0.0.1:healthPort.
+func (m Manager) Spec(kubeconfig string, healthPort int) runtime.Spec {
+	return runtime.Spec{
+		Name:      ProcessName,
+		Component: ProcessName,
+		Command:   m.Path(),
+		Args: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--crd-dir=" + m.CRDDir(),
+			fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort),
+			"--metrics-addr=0",
+		},
+		Ports:     map[string]int{HealthPort: healthPort},
+		Readiness: runtime.Probe{Scheme: "http", Port: healthPort, Path: "/readyz"},
+	}
 }

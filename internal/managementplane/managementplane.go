@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -64,6 +65,9 @@ type Plane struct {
 	// renewal renews the leaves that are due and returns the PKI.
 	renewal func() (*pki.ControlPlane, error)
 	log     logr.Logger
+
+	clusterAPIMu      sync.Mutex
+	clusterAPIStarted bool
 }
 
 // PortTakenError says a component of the management plane could not bind
@@ -266,8 +270,10 @@ func (p *Plane) Status() []string {
 	return out
 }
 
-// Stop stops the management plane's processes, keeping its data.
+// Stop stops the management plane's processes, keeping its data; Cluster
+// API's manager first.
 func (p *Plane) Stop(ctx context.Context) {
+	p.stopClusterAPI(ctx)
 	p.runtime.Stop(ctx, ref)
 }
 

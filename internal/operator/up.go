@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/daemon"
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/managementplane"
@@ -47,6 +48,13 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 	defer stopRenewing()
 	go plane.RenewCertificates(renewCtx)
 	opts.RESTConfig = plane.RESTConfig
+	// Cluster API's controllers run once a pool of a machine platform
+	// needs them; one an earlier run left running is supervised again.
+	capi := clusterapi.Manager{Dir: clusterapi.DefaultDir()}
+	if err := plane.AdoptClusterAPI(ctx, capi); err != nil {
+		log.Error(err, "adopt the Cluster API manager")
+	}
+	opts.ClusterAPI = func(ctx context.Context) error { return plane.StartClusterAPI(ctx, capi) }
 	op, err := NewLocal(layout, log, opts)
 	if err != nil {
 		return err

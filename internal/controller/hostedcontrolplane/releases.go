@@ -15,12 +15,13 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// servesReleases: a control plane of platform None runs the release
-// server, from which its joined nodes fetch their kubelet, where the
-// runtime's instances share this host's files (not in pods, see
+// servesReleases: a control plane of platform None or Host runs the
+// release server, from which its joined nodes fetch their kubelet, where
+// the runtime's instances share this host's files (not in pods, see
 // docs/real-nodes.md).
 func servesReleases(hcp *hypershiftv1alpha1.HostedControlPlane, caps runtime.Capabilities) bool {
-	return hcp.Spec.Platform.Type == hypershiftv1alpha1.NonePlatform && caps.HostFiles
+	t := hcp.Spec.Platform.Type
+	return (t == hypershiftv1alpha1.NonePlatform || t == hypershiftv1alpha1.HostPlatform) && caps.HostFiles
 }
 
 // selfSHA256 is the hypershift binary's sha256: the compiled-in release

@@ -62,6 +62,10 @@ type Reconciler struct {
 	// Clusters are the operator's connections to hosted clusters, shared
 	// with its other controllers.
 	Clusters *clustercache.Cache
+	// ClusterAPI runs Cluster API's controllers, which make the machines
+	// of machine platforms (Host), and says whether they are ready; nil:
+	// this operator runs none, and such pools fail validation.
+	ClusterAPI func(context.Context) error
 
 	hosted  *hostedClusters
 	scaling autoscalerState

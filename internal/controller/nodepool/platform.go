@@ -8,6 +8,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	nodeplatform "hypershift.dev/internal/controller/nodepool/platform"
+	"hypershift.dev/internal/controller/nodepool/platform/host"
 	"hypershift.dev/internal/controller/nodepool/platform/none"
 	"hypershift.dev/internal/controller/nodepool/platform/simulated"
 	"hypershift.dev/internal/controller/nodepool/platform/unsupported"
@@ -22,6 +23,7 @@ var platforms = map[hypershiftv1alpha1.PlatformType]func(r *Reconciler) nodeplat
 		return &simulated.Platform{Runtime: r.Runtime, Now: r.now}
 	},
 	hypershiftv1alpha1.NonePlatform: func(*Reconciler) nodeplatform.Platform { return none.Platform{} },
+	hypershiftv1alpha1.HostPlatform: func(r *Reconciler) nodeplatform.Platform { return host.New(r.Client, r.ClusterAPI) },
 }
 
 // newPlatform picks the implementation of a platform type.

@@ -3,6 +3,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -77,6 +78,11 @@ type Options struct {
 	// NodeEvents carries node runtime notifications to the NodePool
 	// controller; see nodepool.NewRuntimeEvents.
 	NodeEvents chan event.GenericEvent
+	// ClusterAPI runs Cluster API's controllers when a pool of a machine
+	// platform first needs them, and says whether they are ready (an
+	// error while not); nil: this operator runs none, and such pools
+	// report ValidPlatformConfig=False.
+	ClusterAPI func(context.Context) error
 	// LeafCertificateValidity and CAValidity are how long new certificates
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
@@ -233,7 +239,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err := ad.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents, Clusters: clusters}
+	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents, Clusters: clusters, ClusterAPI: opts.ClusterAPI}
 	if err := np.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

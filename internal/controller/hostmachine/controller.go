@@ -1,0 +1,381 @@
+// Package hostmachine is Cluster API's infrastructure provider for machines
+// of the management plane's host (docs/machines.md): for each HostMachine —
+// Cluster API clones one from a HostMachineTemplate for each Machine — it
+// makes a machine of internal/nodes/machine, owned by the HostMachine's UID,
+// starts the Machine's bootstrap userdata in it detached, and reports the
+// machine as Cluster API's infrastructure machine contract (v1beta2) asks:
+// spec.providerID, status.addresses, status.initialization.provisioned and
+// the Ready condition. HostClusters, the infrastructure cluster, are
+// provisioned when the operator has a machine network.
+//
+// Without a machines directory (Reconciler.Machines nil) the operator runs
+// no provider: both kinds only say so (Ready=False NoMachineNetwork), and no
+// finalizer is added or removed.
+package hostmachine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/conditions"
+	"hypershift.dev/internal/controller/lifecycle"
+	"hypershift.dev/internal/nodes/machine"
+)
+
+// Finalizer holds a HostMachine until its machine is deleted.
+const Finalizer = "hypershift.dev/host-machine"
+
+// ReadyCondition is the condition of HostClusters and HostMachines that
+// Cluster API mirrors (as the Cluster's InfrastructureReady and the
+// Machine's InfrastructureReady).
+const ReadyCondition hypershiftv1alpha1.ConditionType = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	// MachineNetworkReadyReason (HostCluster, True): the operator has a
+	// machine network.
+	MachineNetworkReadyReason hypershiftv1alpha1.ConditionReason = "MachineNetworkReady"
+	// NoMachineNetworkReason (HostCluster, HostMachine): the operator runs
+	// without a machines directory, or its machine network is gone.
+	NoMachineNetworkReason hypershiftv1alpha1.ConditionReason = "NoMachineNetwork"
+	// WaitingForMachineReason: no Cluster API Machine controls the
+	// HostMachine yet.
+	WaitingForMachineReason = hypershiftv1alpha1.WaitingForMachineReason
+	// WaitingForBootstrapDataReason: the Machine names no bootstrap data
+	// Secret yet (spec.bootstrap.dataSecretName), or it does not exist.
+	WaitingForBootstrapDataReason hypershiftv1alpha1.ConditionReason = "WaitingForBootstrapData"
+	// InvalidBootstrapDataReason: the bootstrap data Secret is not one
+	// (its type, its key value, its size).
+	InvalidBootstrapDataReason hypershiftv1alpha1.ConditionReason = "InvalidBootstrapData"
+	// InvalidProviderIDReason: spec.providerID was set to another
+	// machine's before the machine was made.
+	InvalidProviderIDReason hypershiftv1alpha1.ConditionReason = "InvalidProviderID"
+	// MachineNameTakenReason: a machine of the HostMachine's machine name
+	// exists on the host and is not its own (made by hand, or of another
+	// HostMachine); it is left alone.
+	MachineNameTakenReason hypershiftv1alpha1.ConditionReason = "MachineNameTaken"
+	// UserdataRunningReason (True): the machine exists and runs its
+	// userdata.
+	UserdataRunningReason hypershiftv1alpha1.ConditionReason = "UserdataRunning"
+	// UserdataSucceededReason (True): its userdata exited with status 0.
+	UserdataSucceededReason hypershiftv1alpha1.ConditionReason = "UserdataSucceeded"
+	// UserdataFailedReason: its userdata failed; the message ends with the
+	// last lines of its log.
+	UserdataFailedReason hypershiftv1alpha1.ConditionReason = "UserdataFailed"
+	// MachineGoneReason: the machine made for the HostMachine is no longer
+	// there, or not whole; it is not made again (a MachineHealthCheck
+	// replaces the Machine).
+	MachineGoneReason hypershiftv1alpha1.ConditionReason = "MachineGone"
+	// DeletingReason: the machine is being deleted.
+	DeletingReason = hypershiftv1alpha1.DeletingReason
+)
+
+const (
+	// waitRecheck is how soon a HostMachine waiting for its Machine or its
+	// bootstrap data looks again (Cluster API's kinds are not watched).
+	waitRecheck = 5 * time.Second
+	// runningRecheck is how soon a running userdata is looked at again.
+	runningRecheck = 5 * time.Second
+	// machineRecheck is how soon a made machine is looked at again: one
+	// deleted from outside is reported MachineGone.
+	machineRecheck = time.Minute
+	// deleteTimeout bounds a machine's deletion (it runs `join --reset`
+	// in it).
+	deleteTimeout = 2 * time.Minute
+	// logTailBytes bounds the userdata log in a UserdataFailed message.
+	logTailBytes = 2048
+)
+
+// Reconciler reconciles HostMachines.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the bootstrap data Secret from the API server, not
+	// the cache. Nil: Client.
+	APIReader client.Reader
+	// Machines is the host's machines directory, with its machine network;
+	// nil: this operator runs no machines.
+	Machines *machine.Host
+}
+
+// Setup registers the HostCluster and HostMachine controllers; machines
+// nil registers them to report that this operator runs no machines.
+func Setup(mgr ctrl.Manager, machines *machine.Host) error {
+	if err := (&ClusterReconciler{Client: mgr.GetClient(), Machines: machines}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Machines: machines}).SetupWithManager(mgr)
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&hypershiftv1alpha1.HostMachine{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	hm := &hypershiftv1alpha1.HostMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("machine", MachineName(hm)))
+	deleting := !hm.DeletionTimestamp.IsZero()
+	if deleting && !controllerutil.ContainsFinalizer(hm, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	// Only a provider that can delete the machine holds the HostMachine
+	// for it.
+	if !deleting && r.Machines != nil && controllerutil.AddFinalizer(hm, Finalizer) {
+		if err := r.Client.Update(ctx, hm); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer %s: %w", Finalizer, err)
+		}
+	}
+	patch, err := lifecycle.NewStatusPatch(hm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := patch.Apply(ctx, r.Client); err != nil && reterr == nil {
+			reterr = err
+		}
+	}()
+	switch {
+	case r.Machines == nil:
+		noMachines(hm, deleting)
+		return ctrl.Result{}, nil
+	case deleting:
+		return r.reconcileDelete(ctx, hm)
+	default:
+		return r.reconcileNormal(ctx, hm)
+	}
+}
+
+func setReady(hm *hypershiftv1alpha1.HostMachine, ready bool, reason hypershiftv1alpha1.ConditionReason, format string, args ...any) {
+	conditions.Set(&hm.Status.Conditions, hm.Generation, ReadyCondition, ready, reason, fmt.Sprintf(format, args...))
+}
+
+// noMachines says that this operator runs no machines.
+func noMachines(hm *hypershiftv1alpha1.HostMachine, deleting bool) {
+	msg := "This operator runs no machines of its host: start the management plane with --machines-dir (`hypershift machine network`, then `hypershift up --machines-dir DIR`)"
+	if deleting {
+		msg += "; its machine is deleted (and the finalizer " + Finalizer + " removed) once an operator with --machines-dir runs"
+	}
+	setReady(hm, false, NoMachineNetworkReason, "%s", msg)
+}
+
+// reconcileNormal makes the HostMachine's machine, starts its userdata and
+// reports them.
+func (r *Reconciler) reconcileNormal(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (ctrl.Result, error) {
+	h, name, owner := *r.Machines, MachineName(hm), string(hm.UID)
+	providerID := hypershiftv1alpha1.HostProviderIDPrefix + name
+	if hm.Spec.ProviderID != "" && hm.Spec.ProviderID != providerID {
+		setReady(hm, false, InvalidProviderIDReason,
+			"spec.providerID is %s, but this HostMachine's machine is %s: leave spec.providerID empty (in the HostMachineTemplate too)", hm.Spec.ProviderID, providerID)
+		return ctrl.Result{}, nil
+	}
+	provisioned := ptr.Deref(hm.Status.Initialization.Provisioned, false)
+	rec, err := h.Get(name)
+	switch {
+	case errors.Is(err, machine.ErrNotFound) && provisioned:
+		setReady(hm, false, MachineGoneReason,
+			"Machine %s is no longer on this host (%s): it is not made again; a MachineHealthCheck replaces the Machine", name, h.Dir)
+		return ctrl.Result{RequeueAfter: machineRecheck}, nil
+	case errors.Is(err, machine.ErrNotFound):
+		return r.create(ctx, hm, name)
+	case err != nil || rec.Owner != owner:
+		// Not this HostMachine's machine: never acted on.
+		why := fmt.Sprintf("a machine %s that is not this HostMachine's is on this host (%s)", name, h.Dir)
+		if err != nil {
+			why = fmt.Sprintf("%s: %v", why, err)
+		}
+		if provisioned {
+			setReady(hm, false, MachineGoneReason, "This HostMachine's machine is gone: %s; it is left alone", why)
+			return ctrl.Result{RequeueAfter: machineRecheck}, nil
+		}
+		setReady(hm, false, MachineNameTakenReason, "%s: it is left alone; delete it, or this HostMachine", capitalize(why))
+		return ctrl.Result{RequeueAfter: machineRecheck}, nil
+	}
+	if err := h.Check(name); err != nil {
+		if provisioned {
+			// Looked at again: a check that failed once is not final.
+			setReady(hm, false, MachineGoneReason, "%v: it is not made again; a MachineHealthCheck replaces the Machine", err)
+			return ctrl.Result{RequeueAfter: machineRecheck}, nil
+		}
+		// Made half-way by a pass that stopped: made again.
+		ctrl.LoggerFrom(ctx).Info("deleting a machine made half-way", "reason", err.Error())
+		if err := r.deleteMachine(ctx, h, name, owner); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.create(ctx, hm, name)
+	}
+	st, err := h.Userdata(name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if st.State == machine.UserdataNotStarted {
+		return r.start(ctx, hm, rec)
+	}
+	return r.report(ctx, hm, rec, st)
+}
+
+// create makes the machine once its bootstrap data is there, and starts
+// the userdata.
+func (r *Reconciler) create(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, name string) (ctrl.Result, error) {
+	userdata, wait, err := r.bootstrapData(ctx, hm)
+	if err != nil || wait != nil {
+		return waitFor(hm, wait, err)
+	}
+	h, owner := *r.Machines, string(hm.UID)
+	rec, err := h.Make(name, owner)
+	switch {
+	case errors.Is(err, machine.ErrExists):
+		setReady(hm, false, MachineNameTakenReason, "%v, and it is not this HostMachine's machine: it is left alone", err)
+		return ctrl.Result{RequeueAfter: machineRecheck}, nil
+	case err != nil:
+		if _, nerr := h.Network(); nerr != nil {
+			setReady(hm, false, NoMachineNetworkReason, "%v", nerr)
+			return ctrl.Result{RequeueAfter: machineRecheck}, nil
+		}
+		err = fmt.Errorf("make machine %s: %w", name, err)
+		if _, gerr := h.Get(name); gerr == nil {
+			err = errors.Join(err, r.deleteMachine(ctx, h, name, owner))
+		}
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("machine made", "address", rec.Address.String())
+	return r.startUserdata(ctx, hm, rec, userdata)
+}
+
+// start starts the userdata of a machine made without it (a pass that
+// stopped between the two).
+func (r *Reconciler) start(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, rec machine.Record) (ctrl.Result, error) {
+	userdata, wait, err := r.bootstrapData(ctx, hm)
+	if err != nil || wait != nil {
+		return waitFor(hm, wait, err)
+	}
+	return r.startUserdata(ctx, hm, rec, userdata)
+}
+
+func (r *Reconciler) startUserdata(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, rec machine.Record, userdata []byte) (ctrl.Result, error) {
+	st, err := r.Machines.StartUserdata(rec.Name, userdata)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("userdata started")
+	return r.report(ctx, hm, rec, st)
+}
+
+// waitFor reports what the HostMachine waits for.
+func waitFor(hm *hypershiftv1alpha1.HostMachine, wait *waiting, err error) (ctrl.Result, error) {
+	var invalid invalidError
+	switch {
+	case errors.As(err, &invalid):
+		setReady(hm, false, InvalidBootstrapDataReason, "%v", err)
+		return ctrl.Result{RequeueAfter: machineRecheck}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	setReady(hm, false, wait.reason, "%s", wait.msg)
+	return ctrl.Result{RequeueAfter: waitRecheck}, nil
+}
+
+// report writes the machine's provider ID, addresses and how its userdata
+// is.
+func (r *Reconciler) report(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, rec machine.Record, st machine.UserdataStatus) (ctrl.Result, error) {
+	if providerID := hypershiftv1alpha1.HostProviderIDPrefix + rec.Name; hm.Spec.ProviderID != providerID {
+		// Patched on a copy: the status this pass changes stays.
+		updated := hm.DeepCopy()
+		updated.Spec.ProviderID = providerID
+		if err := r.Client.Patch(ctx, updated, client.MergeFrom(hm)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("set spec.providerID: %w", err)
+		}
+		hm.Spec.ProviderID, hm.ResourceVersion = providerID, updated.ResourceVersion
+	}
+	hm.Status.Initialization.Provisioned = ptr.To(true)
+	hm.Status.Addresses = []hypershiftv1alpha1.MachineAddress{
+		{Type: "InternalIP", Address: rec.Address.String()},
+		{Type: "Hostname", Address: rec.Name},
+	}
+	switch st.State {
+	case machine.UserdataRunning:
+		setReady(hm, true, UserdataRunningReason, "Machine %s (%s) runs its userdata, started %s", rec.Name, rec.Address, st.StartedAt.Format(time.RFC3339))
+		return ctrl.Result{RequeueAfter: runningRecheck}, nil
+	case machine.UserdataSucceeded:
+		setReady(hm, true, UserdataSucceededReason, "Machine %s (%s): its userdata succeeded", rec.Name, rec.Address)
+	default:
+		msg := fmt.Sprintf("Machine %s (%s): %s", rec.Name, rec.Address, st.Message)
+		if tail := r.Machines.UserdataLogTail(rec.Name, logTailBytes); tail != "" {
+			msg += "; the end of its log:\n" + tail
+		}
+		setReady(hm, false, UserdataFailedReason, "%s", msg)
+	}
+	return ctrl.Result{RequeueAfter: machineRecheck}, nil
+}
+
+// reconcileDelete deletes the HostMachine's machine — only when its record
+// names this HostMachine — and lets the HostMachine go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (ctrl.Result, error) {
+	h, name, owner := *r.Machines, MachineName(hm), string(hm.UID)
+	rec, err := h.Get(name)
+	switch {
+	case errors.Is(err, machine.ErrNotFound):
+	case err != nil || rec.Owner != owner:
+		ctrl.LoggerFrom(ctx).Info("the machine of this name is not this HostMachine's: left alone", "owner", rec.Owner, "error", err)
+	default:
+		setReady(hm, false, DeletingReason, "Deleting machine %s: its node is reset and the machine removed", name)
+		if err := r.deleteMachine(ctx, h, name, owner); err != nil {
+			setReady(hm, false, DeletingReason, "Deleting machine %s failed, retried: %v", name, err)
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("machine deleted")
+	}
+	return ctrl.Result{}, lifecycle.RemoveFinalizer(ctx, r.Client, hm, Finalizer)
+}
+
+// deleteMachine deletes the owner's machine, bounded by deleteTimeout; a
+// failure's error carries the end of what the deletion printed.
+func (r *Reconciler) deleteMachine(ctx context.Context, h machine.Host, name, owner string) error {
+	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	defer cancel()
+	out := &tailBuffer{max: logTailBytes}
+	if err := h.DeleteOwned(ctx, name, owner, out); err != nil {
+		if s := bytes.TrimSpace(out.buf); len(s) > 0 {
+			return fmt.Errorf("delete machine %s: %w; its output ended with: %s", name, err, s)
+		}
+		return fmt.Errorf("delete machine %s: %w", name, err)
+	}
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func capitalize(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

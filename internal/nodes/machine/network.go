@@ -108,11 +108,15 @@ func (h Host) network() (Network, error) {
 	return n, nil
 }
 
+// ErrNoNetwork is what Network's error is when the directory has no
+// machine network (errors.Is).
+var ErrNoNetwork = errors.New("no machine network")
+
 // Network reads the recorded machine network.
 func (h Host) Network() (Network, error) {
 	n, err := h.network()
 	if errors.Is(err, os.ErrNotExist) {
-		return n, fmt.Errorf("no machine network in %s: make one with `hypershift machine network`", h.Dir)
+		return n, kindErrorf(ErrNoNetwork, "no machine network in %s: make one with `hypershift machine network`", h.Dir)
 	}
 	return n, err
 }

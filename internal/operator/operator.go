@@ -28,9 +28,11 @@ import (
 	"hypershift.dev/internal/clustercache"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
+	"hypershift.dev/internal/controller/hostmachine"
 	"hypershift.dev/internal/controller/joinconfig"
 	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/fleetmetrics"
+	"hypershift.dev/internal/nodes/machine"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/kube"
@@ -83,6 +85,11 @@ type Options struct {
 	// error while not); nil: this operator runs none, and such pools
 	// report ValidPlatformConfig=False.
 	ClusterAPI func(context.Context) error
+	// Machines is this host's machines directory, with its machine network
+	// (`hypershift machine network`): the HostMachine provider makes
+	// Cluster API's machines there. Nil: this operator runs no machines,
+	// and HostClusters and HostMachines say so (NoMachineNetwork).
+	Machines *machine.Host
 	// LeafCertificateValidity and CAValidity are how long new certificates
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
@@ -246,6 +253,12 @@ func New(opts Options) (ctrl.Manager, error) {
 	// Cluster API's bootstrap provider: the userdata of Machines whose
 	// bootstrap config is a JoinConfig.
 	if err := (&joinconfig.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Cluster API's infrastructure provider for machines of this host;
+	// registered without a machines directory too, to say why nothing is
+	// made.
+	if err := hostmachine.Setup(mgr, opts.Machines); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

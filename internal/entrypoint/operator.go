@@ -3,7 +3,9 @@ package entrypoint
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,7 @@ import (
 	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/image"
 	"hypershift.dev/internal/install"
+	"hypershift.dev/internal/nodes/machine"
 	"hypershift.dev/internal/operator"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime/kube"
@@ -33,6 +36,7 @@ type operatorFlags struct {
 	releases                                    release.DirFlag
 	validity                                    certValidityFlags
 	processRuntime                              processRuntimeFlags
+	machinesDir                                 string
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
@@ -46,6 +50,9 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 	}
 	if err := f.processRuntime.validate(); err != nil {
 		return kube.Options{}, err
+	}
+	if f.runtime == install.RuntimeKube && cmd.Flags().Changed(machinesDirFlagName) {
+		return kube.Options{}, fmt.Errorf("--%s needs --runtime=process: machines are made on the operator's own host", machinesDirFlagName)
 	}
 	switch f.runtime {
 	case install.RuntimeProcess:
@@ -122,6 +129,10 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			machines, endpointHost, err := machinesOption(o.machinesDir, o.endpointHost, cmd.Flags().Changed("endpoint-host"))
+			if err != nil {
+				return err
+			}
 			if err := o.validity.applyClientCertReload(); err != nil {
 				return err
 			}
@@ -141,7 +152,8 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 			opts := operator.Options{
 				RESTConfig:         cfg,
 				MetricsBindAddress: o.metricsAddress, MetricsSecure: o.metricsSecure, HealthProbeBindAddress: o.healthAddress,
-				EndpointHost:            o.endpointHost,
+				EndpointHost:            endpointHost,
+				Machines:                machines,
 				Releases:                releases,
 				LeafCertificateValidity: o.validity.leaf, CAValidity: o.validity.ca,
 				MaxStartingControlPlanes: o.processRuntime.maxStarting,
@@ -170,8 +182,60 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "with --leader-elect: namespace of the Lease (default: $POD_NAMESPACE, then the pod's own)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "8Gi", "with --runtime=kube: size of each etcd member's volume")
+	f.StringVar(&o.machinesDir, machinesDirFlagName, "", machinesDirUsage)
 	o.releases.AddFlag(f)
 	o.validity.add(f)
 	o.processRuntime.add(f)
 	return cmd
+}
+
+// machinesDirFlagName is the flag of `up` and `operator` that runs the
+// HostMachine provider.
+const machinesDirFlagName = "machines-dir"
+
+const machinesDirUsage = "run Cluster API's HostMachine provider: machines for Host NodePools in this machines directory, " +
+	"whose machine network `hypershift machine network` made (needs root; --endpoint-host defaults to the network's gateway)"
+
+// geteuid is os.Geteuid; tests change it.
+var geteuid = os.Geteuid
+
+// machinesOption checks --machines-dir and returns the machines directory
+// (nil when dir is empty) and the endpoint host to use. Machines need root
+// and a machine network; they reach hosted API servers only through the
+// network's gateway, so the endpoint host is the gateway: by default when
+// --endpoint-host was not given (endpointHostSet), and another one is
+// refused.
+func machinesOption(dir, endpointHost string, endpointHostSet bool) (*machine.Host, string, error) {
+	if dir == "" {
+		return nil, endpointHost, nil
+	}
+	if geteuid() != 0 {
+		return nil, "", fmt.Errorf("--%s needs root: machines are namespaces, mounts and links of this host (run it with sudo)", machinesDirFlagName)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("--%s %s: %w", machinesDirFlagName, dir, err)
+	}
+	// As `hypershift machine` names it: mount points are read as real
+	// paths.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	h := &machine.Host{Dir: abs}
+	n, err := h.Network()
+	if errors.Is(err, machine.ErrNoNetwork) {
+		return nil, "", fmt.Errorf("--%s %s has no machine network: make one with `sudo hypershift machine network --machines-dir %s`", machinesDirFlagName, dir, abs)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("--%s %s: %w", machinesDirFlagName, dir, err)
+	}
+	gateway := n.Gateway.String()
+	if !endpointHostSet {
+		return h, gateway, nil
+	}
+	if addr, err := netip.ParseAddr(endpointHost); err != nil || addr != n.Gateway {
+		return nil, "", fmt.Errorf("--endpoint-host %s: machines reach hosted API servers only through their gateway %s; "+
+			"leave --endpoint-host out (with --%s it is the gateway) or set it to %s", endpointHost, gateway, machinesDirFlagName, gateway)
+	}
+	return h, gateway, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"hypershift.dev/internal/clusterclient"
 	"hypershift.dev/internal/daemon"
+	"hypershift.dev/internal/nodes/machine"
 	"hypershift.dev/internal/operator"
 	"hypershift.dev/internal/release"
 )
@@ -31,6 +32,8 @@ type upOptions struct {
 	releases       release.DirFlag
 	validity       certValidityFlags
 	processRuntime processRuntimeFlags
+	machinesDir    string
+	machines       *machine.Host
 }
 
 func newUpCommand(g *clusterclient.Management) *cobra.Command {
@@ -52,6 +55,15 @@ func newUpCommand(g *clusterclient.Management) *cobra.Command {
 			if err := o.validity.applyClientCertReload(); err != nil {
 				return err
 			}
+			// Checked before detaching, so that the error is seen.
+			machines, endpointHost, err := machinesOption(o.machinesDir, o.endpointHost, cmd.Flags().Changed("endpoint-host"))
+			if err != nil {
+				return err
+			}
+			o.machines, o.endpointHost = machines, endpointHost
+			if machines != nil {
+				o.machinesDir = machines.Dir // the background process's working directory is not ours
+			}
 			if o.detach && os.Getenv(upChildEnv) == "" {
 				return o.runDetached(cmd)
 			}
@@ -64,6 +76,7 @@ func newUpCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.metricsAddress, "metrics-bind-address", "127.0.0.1:8383", "address of the operator's Prometheus metrics (\"0\" disables)")
 	f.StringVar(&o.healthAddress, "health-probe-bind-address", "0", "address of the operator's /healthz and /readyz (\"0\" disables)")
 	f.StringVar(&o.endpointHost, "endpoint-host", "127.0.0.1", "address clients and nodes use to reach hosted API servers")
+	f.StringVar(&o.machinesDir, machinesDirFlagName, "", machinesDirUsage)
 	o.releases.AddFlag(f)
 	o.validity.add(f)
 	o.processRuntime.add(f)
@@ -102,6 +115,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		MetricsBindAddress:       o.metricsAddress,
 		HealthProbeBindAddress:   o.healthAddress,
 		EndpointHost:             o.endpointHost,
+		Machines:                 o.machines,
 		Releases:                 releases,
 		LeafCertificateValidity:  o.validity.leaf,
 		CAValidity:               o.validity.ca,

@@ -5,8 +5,10 @@
 // starts the Machine's bootstrap userdata in it detached, and reports the
 // machine as Cluster API's infrastructure machine contract (v1beta2) asks:
 // spec.providerID, status.addresses, status.initialization.provisioned and
-// the Ready condition. HostClusters, the infrastructure cluster, are
-// provisioned when the operator has a machine network.
+// the Ready condition. Machines are made only for HostMachines of a
+// HostedCluster's control-plane namespace: the userdata runs as root on
+// this host. HostClusters, the infrastructure cluster, are provisioned when
+// the operator has a machine network.
 //
 // Without a machines directory (Reconciler.Machines nil) the operator runs
 // no provider: both kinds only say so (Ready=False NoMachineNetwork), and no
@@ -57,6 +59,9 @@ const (
 	// InvalidBootstrapDataReason: the bootstrap data Secret is not one
 	// (its type, its key value, its size).
 	InvalidBootstrapDataReason hypershiftv1alpha1.ConditionReason = "InvalidBootstrapData"
+	// NotInControlPlaneNamespaceReason: the HostMachine is not in the
+	// control-plane namespace of a HostedCluster; no machine is made.
+	NotInControlPlaneNamespaceReason hypershiftv1alpha1.ConditionReason = "NotInControlPlaneNamespace"
 	// InvalidProviderIDReason: spec.providerID was set to another
 	// machine's before the machine was made.
 	InvalidProviderIDReason hypershiftv1alpha1.ConditionReason = "InvalidProviderID"
@@ -282,7 +287,7 @@ func waitFor(hm *hypershiftv1alpha1.HostMachine, wait *waiting, err error) (ctrl
 	var invalid invalidError
 	switch {
 	case errors.As(err, &invalid):
-		setReady(hm, false, InvalidBootstrapDataReason, "%v", err)
+		setReady(hm, false, invalid.reason, "%v", err)
 		return ctrl.Result{RequeueAfter: machineRecheck}, nil
 	case err != nil:
 		return ctrl.Result{}, err

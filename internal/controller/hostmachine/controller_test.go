@@ -28,8 +28,10 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/controller/hostmachine"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/machine"
 	"hypershift.dev/internal/testenv"
+	"hypershift.dev/internal/version"
 )
 
 var machineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}
@@ -62,7 +64,19 @@ func setUp(t *testing.T) *fixture {
 		l.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
 		return c.List(t.Context(), l) == nil, nil
 	})
-	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	// clusters-dev is the control-plane namespace of HostedCluster
+	// clusters/dev, labelled as the operator labels it.
+	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "dev", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
+	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hc.Namespace}}))
+	must(t, c.Create(t.Context(), hc))
+	owner := map[string]string{
+		hostedref.ClusterNamespaceLabel: hc.Namespace, hostedref.ClusterNameLabel: hc.Name, hostedref.ClusterUIDLabel: string(hc.UID),
+	}
+	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: owner}}))
+	// Namespaces whose HostMachines get no machine: a plain one, and one
+	// labelled as clusters-dev is.
+	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}))
+	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "impostor", Labels: owner}}))
 	return &fixture{c: c}
 }
 
@@ -101,10 +115,10 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func (f *fixture) hostMachine(t *testing.T, name string) *hypershiftv1alpha1.HostMachine {
+func (f *fixture) hostMachine(t *testing.T, namespace, name string) *hypershiftv1alpha1.HostMachine {
 	t.Helper()
 	hm := &hypershiftv1alpha1.HostMachine{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: name, Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "dev"},
+		Namespace: namespace, Name: name, Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "dev"},
 	}}
 	must(t, f.c.Create(t.Context(), hm))
 	return hm
@@ -121,7 +135,7 @@ func (f *fixture) machine(t *testing.T, hm *hypershiftv1alpha1.HostMachine, data
 		"infrastructureRef": map[string]any{"apiGroup": "hypershift.dev", "kind": "HostMachine", "name": hm.Name},
 	}}}
 	m.SetGroupVersionKind(machineGVK)
-	m.SetNamespace(ns)
+	m.SetNamespace(hm.Namespace)
 	m.SetName(hm.Name)
 	must(t, f.c.Create(t.Context(), m))
 	if dataSecret != "" {
@@ -143,21 +157,21 @@ func (f *fixture) setDataSecret(t *testing.T, m *unstructured.Unstructured, name
 	must(t, f.c.Update(t.Context(), m))
 }
 
-func (f *fixture) secret(t *testing.T, name string, typ corev1.SecretType, userdata string) {
+func (f *fixture) secret(t *testing.T, namespace, name string, typ corev1.SecretType, userdata string) {
 	t.Helper()
 	must(t, f.c.Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Type:       typ,
 		Data:       map[string][]byte{"value": []byte(userdata), "format": []byte("cloud-config")},
 	}))
 }
 
-// ready makes a HostMachine whose Machine names a bootstrap Secret with
-// userdata.
+// ready makes a HostMachine of clusters-dev whose Machine names a
+// bootstrap Secret with userdata.
 func (f *fixture) ready(t *testing.T, name, userdata string) *hypershiftv1alpha1.HostMachine {
 	t.Helper()
-	hm := f.hostMachine(t, name)
-	f.secret(t, name+"-data", hostmachine.DataSecretType, userdata)
+	hm := f.hostMachine(t, ns, name)
+	f.secret(t, ns, name+"-data", hostmachine.DataSecretType, userdata)
 	f.machine(t, hm, name+"-data")
 	return hm
 }
@@ -225,7 +239,7 @@ func runs(t *testing.T, h *machine.Host, name string) int {
 func TestHostMachineProvider(t *testing.T) {
 	f := setUp(t)
 	t.Run("without a machines directory both kinds say so and hold nothing", func(t *testing.T) { withoutMachines(t, f) })
-	t.Run("bootstrap data that is not one is refused before a machine is made", func(t *testing.T) { refusesBootstrapData(t, f) })
+	t.Run("bootstrap data that is not one, and a namespace that is not a control plane's, are refused before a machine is made", func(t *testing.T) { refusesBootstrapData(t, f) })
 	t.Run("a HostCluster is provisioned when there is a machine network", func(t *testing.T) { hostCluster(t, f) })
 	t.Run("a HostMachine waits for its Machine and bootstrap data, then runs its userdata once", func(t *testing.T) { runsUserdataOnce(t, f) })
 	t.Run("a failed userdata is reported with the end of its log", func(t *testing.T) { failedUserdata(t, f) })
@@ -265,19 +279,22 @@ func refusesBootstrapData(t *testing.T, f *fixture) {
 	// Not a machines directory: a machine made would fail the test.
 	r := &hostmachine.Reconciler{Client: f.c, Machines: &machine.Host{Dir: filepath.Join(t.TempDir(), "none")}}
 	for _, c := range []struct {
-		name, userdata string
-		typ            corev1.SecretType
-		want           string
+		namespace, name, userdata string
+		typ                       corev1.SecretType
+		reason                    hypershiftv1alpha1.ConditionReason
+		want                      string
 	}{
-		{"wrong-type", "true\n", corev1.SecretTypeOpaque, "not a bootstrap data Secret"},
-		{"too-large", strings.Repeat("#", hostmachine.MaxUserdata+1), hostmachine.DataSecretType, "more than 65536"},
-		{"empty", "", hostmachine.DataSecretType, "no userdata"},
+		{ns, "wrong-type", "true\n", corev1.SecretTypeOpaque, hostmachine.InvalidBootstrapDataReason, "not a bootstrap data Secret"},
+		{ns, "too-large", strings.Repeat("#", hostmachine.MaxUserdata+1), hostmachine.DataSecretType, hostmachine.InvalidBootstrapDataReason, "more than 65536"},
+		{ns, "empty", "", hostmachine.DataSecretType, hostmachine.InvalidBootstrapDataReason, "no userdata"},
+		{"plain", "plain", "true\n", hostmachine.DataSecretType, hostmachine.NotInControlPlaneNamespaceReason, "Namespace plain is not a control-plane namespace"},
+		{"impostor", "impostor", "true\n", hostmachine.DataSecretType, hostmachine.NotInControlPlaneNamespaceReason, "not the control-plane namespace of HostedCluster clusters/dev"},
 	} {
-		hm := f.hostMachine(t, c.name)
-		f.secret(t, c.name+"-data", c.typ, c.userdata)
+		hm := f.hostMachine(t, c.namespace, c.name)
+		f.secret(t, c.namespace, c.name+"-data", c.typ, c.userdata)
 		f.machine(t, hm, c.name+"-data")
 		_, got := reconcile(t, r, hm)
-		wantReady(t, c.name, got.Status.Conditions, metav1.ConditionFalse, hostmachine.InvalidBootstrapDataReason, c.want)
+		wantReady(t, c.name, got.Status.Conditions, metav1.ConditionFalse, c.reason, c.want)
 		if got.Status.Initialization.Provisioned != nil {
 			t.Errorf("%s: provisioned", c.name)
 		}
@@ -310,7 +327,7 @@ func hostCluster(t *testing.T, f *fixture) {
 func runsUserdataOnce(t *testing.T, f *fixture) {
 	h := machines(t)
 	r := &hostmachine.Reconciler{Client: f.c, Machines: h}
-	hm := f.hostMachine(t, "m1")
+	hm := f.hostMachine(t, ns, "m1")
 	_, got := reconcile(t, r, hm)
 	wantReady(t, "without a Machine", got.Status.Conditions, metav1.ConditionFalse, hostmachine.WaitingForMachineReason)
 	if len(got.Finalizers) != 1 || got.Finalizers[0] != hostmachine.Finalizer {
@@ -328,7 +345,7 @@ func runsUserdataOnce(t *testing.T, f *fixture) {
 	if ms, _ := h.List(); len(ms) != 0 {
 		t.Fatalf("machines %v made before the bootstrap data", ms)
 	}
-	f.secret(t, "m1-data", hostmachine.DataSecretType, "echo run >> /var/lib/runs\necho hi from $(hostname)\nsleep 1\n")
+	f.secret(t, ns, "m1-data", hostmachine.DataSecretType, "echo run >> /var/lib/runs\necho hi from $(hostname)\nsleep 1\n")
 	_, got = reconcile(t, r, hm)
 	wantReady(t, "started", got.Status.Conditions, metav1.ConditionTrue, hostmachine.UserdataRunningReason)
 	rec, err := h.Get("m1")

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/machine"
 )
 
@@ -58,12 +59,51 @@ func MachineName(hm *hypershiftv1alpha1.HostMachine) string {
 	return prefix + "-" + hex.EncodeToString(sum[:4])
 }
 
-// invalidError: the bootstrap data cannot be used as it is.
-type invalidError struct{ msg string }
+// invalidError: what the machine would be made from cannot be used as it
+// is; reason says why.
+type invalidError struct {
+	reason hypershiftv1alpha1.ConditionReason
+	msg    string
+}
 
 func (e invalidError) Error() string { return e.msg }
 
-func invalid(format string, args ...any) error { return invalidError{fmt.Sprintf(format, args...)} }
+func invalid(format string, args ...any) error {
+	return invalidError{InvalidBootstrapDataReason, fmt.Sprintf(format, args...)}
+}
+
+// checkNamespace refuses a HostMachine that is not in the control-plane
+// namespace of a HostedCluster: its userdata would run as root on this
+// host. The namespace must carry the labels the operator sets on the
+// control-plane namespaces it makes (a namespace's labels are not its
+// users' to set), naming a HostedCluster with that UID whose control-plane
+// namespace it is.
+func (r *Reconciler) checkNamespace(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) error {
+	refuse := func(format string, args ...any) error {
+		return invalidError{NotInControlPlaneNamespaceReason, fmt.Sprintf(format, args...) +
+			": machines run their userdata as root on this host, and are made only for HostMachines of a HostedCluster's control-plane namespace"}
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: hm.Namespace}, ns); err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: ns.Labels[hostedref.ClusterNamespaceLabel], Name: ns.Labels[hostedref.ClusterNameLabel]}
+	uid := ns.Labels[hostedref.ClusterUIDLabel]
+	if key.Namespace == "" || key.Name == "" || uid == "" {
+		return refuse("Namespace %s is not a control-plane namespace (no %s labels)", hm.Namespace, hostedref.ClusterUIDLabel)
+	}
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := r.Client.Get(ctx, key, hc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return refuse("Namespace %s names HostedCluster %s, which does not exist", hm.Namespace, key)
+		}
+		return err
+	}
+	if string(hc.UID) != uid || hostedref.ControlPlaneNamespace(hc) != hm.Namespace {
+		return refuse("Namespace %s is not the control-plane namespace of HostedCluster %s", hm.Namespace, key)
+	}
+	return nil
+}
 
 // waiting is what a HostMachine waits for before its machine is made.
 type waiting struct {
@@ -73,8 +113,12 @@ type waiting struct {
 
 // bootstrapData is the userdata of the HostMachine's Machine: the key value
 // of the Secret its spec.bootstrap.dataSecretName names, in the
-// HostMachine's namespace, at most MaxUserdata bytes.
+// HostMachine's namespace, at most MaxUserdata bytes. A HostMachine outside
+// a control-plane namespace gets none (checkNamespace).
 func (r *Reconciler) bootstrapData(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) ([]byte, *waiting, error) {
+	if err := r.checkNamespace(ctx, hm); err != nil {
+		return nil, nil, err
+	}
 	m, err := r.owningMachine(ctx, hm)
 	if err != nil {
 		return nil, nil, err

@@ -96,10 +96,6 @@ func (m *Platform) machineDeployment(p *platform.Pool, n names, labels map[strin
 	selector := map[string]any{ClusterNameLabel: n.cluster, DeploymentNameLabel: n.pool}
 	templateLabels := map[string]any{ClusterNameLabel: n.cluster, DeploymentNameLabel: n.pool, PoolLabel: n.pool}
 	surge, unavailable := rollingUpdate(np)
-	deletion := map[string]any{}
-	if d := np.Spec.NodeDrainTimeout; d != nil {
-		deletion["nodeDrainTimeoutSeconds"] = int64(d.Duration / time.Second)
-	}
 	spec := map[string]any{
 		"clusterName": n.cluster,
 		"replicas":    int64(want),
@@ -119,9 +115,12 @@ func (m *Platform) machineDeployment(p *platform.Pool, n names, labels map[strin
 				"infrastructureRef": map[string]any{
 					"apiGroup": m.Infra.Group, "kind": m.Infra.MachineTemplateKind, "name": n.pool,
 				},
-				"deletion": deletion,
 			},
 		},
+	}
+	if d := np.Spec.NodeDrainTimeout; d != nil && d.Duration >= time.Second {
+		machine := spec["template"].(map[string]any)["spec"].(map[string]any)
+		machine["deletion"] = map[string]any{"nodeDrainTimeoutSeconds": int64(d.Duration / time.Second)}
 	}
 	u := object(machineDeploymentGVK, n.namespace, n.pool, labels, map[string]any{"spec": spec})
 	if a := np.Spec.AutoScaling; a != nil {

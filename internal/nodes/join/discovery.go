@@ -18,10 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -296,17 +298,46 @@ func clusterName(namespaced string) string {
 	return namespaced
 }
 
+// unreachableRetry is how long a read of the join information is tried
+// again while the API server cannot be reached or does not answer: a
+// machine may boot while its control plane is busy or restarting, as
+// kubeadm's discovery retries.
+var unreachableRetry = time.Minute
+
+// unreachable: err says the server did not answer (yet) — refused, reset,
+// closed or timed out — not that it answered wrongly (a certificate that
+// does not verify is never tried again).
+func unreachable(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		(errors.As(err, &netErr) && netErr.Timeout())
+}
+
 // readConfigMap reads one of the ConfigMaps of kube-public that anonymous
 // users may read.
 func readConfigMap(ctx context.Context, hc *http.Client, server, name string) (map[string]string, error) {
 	u := strings.TrimSuffix(server, "/") + "/api/v1/namespaces/" + bootstrap.JoinInfoNamespace + "/configmaps/" + name
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the API server at %s: %w", server, err)
+	var resp *http.Response
+	deadline := time.Now().Add(unreachableRetry)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		if resp, err = hc.Do(req); err == nil {
+			break
+		}
+		if !unreachable(err) {
+			return nil, fmt.Errorf("cannot reach the API server at %s: %w", server, err)
+		}
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
+			return nil, fmt.Errorf("cannot reach the API server at %s (tried for %s): %w", server, unreachableRetry, err)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

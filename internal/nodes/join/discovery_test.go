@@ -2,7 +2,10 @@ package join
 
 import (
 	"bytes"
+	"io"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,5 +150,58 @@ func TestDiscoverSaysWhatIsWrong(t *testing.T) {
 	}
 	if srv.TokenSeen.Load() || expired.TokenSeen.Load() || leafClientCA.TokenSeen.Load() || deleted.TokenSeen.Load() {
 		t.Error("a token was sent although discovery refused it first")
+	}
+}
+
+// A machine may boot while its API server does not answer: discovery tries
+// again, and joins once it does.
+func TestDiscoverRetriesAnUnreachableServer(t *testing.T) {
+	c := jointest.NewCluster(t)
+	srv := c.Genuine(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// The first two connections are dropped, then the server answers.
+	var conns atomic.Int32
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if conns.Add(1) <= 2 {
+				_ = in.Close()
+				continue
+			}
+			out, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
+			go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
+		}
+	}()
+	got, err := Discover(t.Context(), "https://"+l.Addr().String(), c.Token.String(), c.Hash(t))
+	if err != nil {
+		t.Fatalf("Discover through a server that drops its first connections: %v", err)
+	}
+	if got.Name != c.Name || conns.Load() < 3 {
+		t.Errorf("discovered %q after %d connections", got.Name, conns.Load())
+	}
+
+	old := unreachableRetry
+	unreachableRetry = 2 * time.Second
+	defer func() { unreachableRetry = old }()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	_ = closed.Close()
+	if _, err := Discover(t.Context(), "https://"+addr, c.Token.String(), c.Hash(t)); err == nil || !strings.Contains(err.Error(), "tried for 2s") {
+		t.Errorf("Discover of a server that never answers = %v, want it to give up saying how long it tried", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +91,9 @@ type Infrastructure struct {
 	// NodeName is the Node name of a machine of this provider ID; "" when
 	// the ID is not the provider's.
 	NodeName func(providerID string) string
+	// Capacity is what a new machine's Node offers, for the autoscaler;
+	// nil: unknown (a pending pod is taken to fit).
+	Capacity func() corev1.ResourceList
 }
 
 // Platform is a machine platform: Cluster API makes the pool's machines

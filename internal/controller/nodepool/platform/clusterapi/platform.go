@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/nodepool/platform"
+	"hypershift.dev/internal/nodes/bootstrap"
 )
 
 // requeue is how soon a pool whose machines change is looked at again.
@@ -56,9 +60,21 @@ func (*Platform) UpgradesNodes(*hypershiftv1alpha1.NodePool) bool { return true 
 // UnsetReplicas is zero.
 func (*Platform) UnsetReplicas(*platform.Pool) int32 { return 0 }
 
-// NodeTemplate is what a new node of the pool looks like.
-func (*Platform) NodeTemplate(np *hypershiftv1alpha1.NodePool) platform.NodeTemplate {
-	return platform.NodeTemplate{Labels: np.Spec.NodeLabels, Taints: platform.Taints(np.Spec.Taints)}
+// NodeTemplate is what a new node of the pool looks like: the pool's
+// labels and taints, and the capacity of the provider's machines.
+func (p *Platform) NodeTemplate(np *hypershiftv1alpha1.NodePool) platform.NodeTemplate {
+	labels := map[string]string{
+		hypershiftv1alpha1.NodePoolLabel: np.Name,
+		bootstrap.BindingLabel:           np.Name,
+		corev1.LabelOSStable:             "linux",
+		corev1.LabelArchStable:           goruntime.GOARCH,
+	}
+	maps.Copy(labels, np.Spec.NodeLabels)
+	t := platform.NodeTemplate{Labels: labels, Taints: platform.Taints(np.Spec.Taints)}
+	if p.Infra.Capacity != nil {
+		t.Capacity = p.Infra.Capacity()
+	}
+	return t
 }
 
 // Machines names the Nodes of the pool's machines: those its provider's

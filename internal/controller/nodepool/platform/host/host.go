@@ -6,7 +6,13 @@ package host
 
 import (
 	"context"
+	"os"
+	goruntime "runtime"
+	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +28,37 @@ var Infrastructure = clusterapi.Infrastructure{
 	MachineKind:         "HostMachine",
 	MachineTemplateKind: "HostMachineTemplate",
 	NodeName:            NodeName,
+	Capacity:            Capacity,
+}
+
+// Capacity is what a machine's Node offers: every machine shares this
+// host's processors and memory (the kubelet reports the host's), and the
+// kubelet's default of 110 pods.
+func Capacity() corev1.ResourceList {
+	out := corev1.ResourceList{
+		corev1.ResourceCPU:  *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	if mem, ok := memTotal(); ok {
+		out[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
+	return out
+}
+
+// memTotal is the host's memory, from /proc/meminfo.
+func memTotal() (int64, bool) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
 }
 
 // NodeName is the Node name of a machine of this provider ID: the

@@ -327,6 +327,14 @@ func TestAdmission(t *testing.T) {
 			{name: "none pool with rolling-update bounds", platform: hypershiftv1alpha1.NonePlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
 				np.Spec.Management.Replace = &hypershiftv1alpha1.ReplaceUpgrade{}
 			}, wantErr: "spec.management.replace is not supported on platform None: nothing can create machines"},
+			{name: "host pool autoscaled and autorepaired", platform: hypershiftv1alpha1.HostPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				autoscaled(np)
+				np.Spec.Management.AutoRepair = true
+				np.Spec.Management.Replace = &hypershiftv1alpha1.ReplaceUpgrade{RollingUpdate: &hypershiftv1alpha1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(2))}}
+			}},
+			{name: "host pool upgraded in place", platform: hypershiftv1alpha1.HostPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
+				np.Spec.Management.UpgradeType = hypershiftv1alpha1.UpgradeTypeInPlace
+			}, wantErr: "spec.management.upgradeType InPlace is not supported on platform Host"},
 			{name: "kubernetes version", platform: hypershiftv1alpha1.SimulatedPlatform, mutate: func(np *hypershiftv1alpha1.NodePool) {
 				np.Spec.KubernetesVersion = "v1.36.3"
 			}},

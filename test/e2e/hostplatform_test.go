@@ -72,7 +72,7 @@ func TestHostPlatform(t *testing.T) {
 		t.Errorf("machines on the host: %v, want 3", got)
 	}
 
-	t.Run("a Deployment over the three nodes: pod to pod, a Service and DNS from every node", func(t *testing.T) {
+	t.Run("a Deployment over the three nodes: pod to pod and a Service and DNS from every node", func(t *testing.T) {
 		image := buildHelloImage(t)
 		for _, n := range nodes {
 			machine("exec", n, "--", "hypershift", "node", "load-image", image)

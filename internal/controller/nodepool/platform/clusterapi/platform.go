@@ -131,20 +131,29 @@ func (p *Platform) Reconcile(ctx context.Context, pool *platform.Pool, want int3
 }
 
 // version is the machines' Kubernetes version: the pool's, unless that
-// cannot be rolled out (the MachineDeployment keeps the one it has).
+// cannot be rolled out or is not known in this reconcile (a pool being
+// deleted): then the MachineDeployment keeps the one it has.
 func (p *Platform) version(ctx context.Context, pool *platform.Pool, n names) (string, error) {
-	if !pool.VersionHeld {
+	if !pool.VersionHeld && pool.Version != "" {
 		return pool.Version, nil
 	}
 	md := &unstructured.Unstructured{}
 	md.SetGroupVersionKind(machineDeploymentGVK)
-	if err := p.Client.Get(ctx, client.ObjectKey{Namespace: n.namespace, Name: n.pool}, md); err != nil {
-		return pool.Version, client.IgnoreNotFound(err)
+	err := p.Client.Get(ctx, client.ObjectKey{Namespace: n.namespace, Name: n.pool}, md)
+	if client.IgnoreNotFound(err) != nil {
+		return "", err
 	}
-	if v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version"); v != "" {
+	if v, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "version"); err == nil && v != "" {
 		return v, nil
 	}
-	return pool.Version, nil
+	switch {
+	case pool.Version != "":
+		return pool.Version, nil
+	case pool.NodePool.Spec.KubernetesVersion != "":
+		return pool.NodePool.Spec.KubernetesVersion, nil
+	default:
+		return platform.ControlPlaneVersion(pool.HostedCluster), nil
+	}
 }
 
 // report accounts for the pool's Machines.
@@ -270,12 +279,13 @@ func (p *Platform) list(ctx context.Context, k schema.GroupVersionKind, n names)
 
 // Cleanup removes the pool's objects once it has no machines left.
 func (p *Platform) Cleanup(ctx context.Context, pool *platform.Pool) error {
-	return p.removePool(ctx, namesOf(pool))
+	_, err := p.removePool(ctx, namesOf(pool))
+	return err
 }
 
-// Delete removes the pool's objects; Cluster API removes its machines
-// first (the MachineDeployment's). It returns an error, to be called
-// again, until no Machine of the pool is left.
+// Delete removes the pool's objects; Cluster API removes the
+// MachineDeployment's machines. It returns an error, to be called again,
+// until no Machine of the pool is left.
 func (p *Platform) Delete(ctx context.Context, pool *platform.Pool) error {
 	if pool.HostedCluster == nil {
 		return nil
@@ -286,27 +296,31 @@ func (p *Platform) Delete(ctx context.Context, pool *platform.Pool) error {
 			return fmt.Errorf("waiting for Cluster API to remove the pool's machines: %w", err)
 		}
 	}
-	return p.removePool(ctx, namesOf(pool))
-}
-
-func (p *Platform) removePool(ctx context.Context, n names) error {
-	mdGone, err := p.remove(ctx, machineDeploymentGVK, n.namespace, n.pool, n.npUID)
+	n := namesOf(pool)
+	left, err := p.removePool(ctx, n)
 	if err != nil {
 		return err
 	}
-	machines, err := p.machines(ctx, n)
-	if err != nil {
-		return err
-	}
-	if !mdGone || len(machines) > 0 {
-		return fmt.Errorf("waiting for the MachineDeployment %s/%s and its %d machines to be deleted", n.namespace, n.pool, len(machines))
-	}
-	for _, k := range []schema.GroupVersionKind{machineHealthCheckGVK, joinConfigTemplateGVK, gvk(p.Infra.Group, p.Infra.Version, p.Infra.MachineTemplateKind)} {
-		if _, err := p.remove(ctx, k, n.namespace, n.pool, n.npUID); err != nil {
-			return err
-		}
+	if left > 0 {
+		return fmt.Errorf("waiting for the %d machines of MachineDeployment %s/%s to be deleted", left, n.namespace, n.pool)
 	}
 	return nil
+}
+
+// removePool deletes the pool's objects of Cluster API and says how many
+// of its Machines are left (the machines of a deleted MachineDeployment
+// need none of its templates to go).
+func (p *Platform) removePool(ctx context.Context, n names) (int, error) {
+	for _, k := range []schema.GroupVersionKind{
+		machineDeploymentGVK, machineHealthCheckGVK, joinConfigTemplateGVK,
+		gvk(p.Infra.Group, p.Infra.Version, p.Infra.MachineTemplateKind),
+	} {
+		if _, err := p.remove(ctx, k, n.namespace, n.pool, n.npUID); err != nil {
+			return 0, err
+		}
+	}
+	machines, err := p.machines(ctx, n)
+	return len(machines), err
 }
 
 // Sleep does nothing: real machines keep running while their control

@@ -90,6 +90,9 @@ type Options struct {
 	// Cluster API's machines there. Nil: this operator runs no machines,
 	// and HostClusters and HostMachines say so (NoMachineNetwork).
 	Machines *machine.Host
+	// MachineOwnerPrefix begins the owner each machine records, before its
+	// HostMachine's UID (datadir.Machines.OwnerPrefix for `up`).
+	MachineOwnerPrefix string
 	// LeafCertificateValidity and CAValidity are how long new certificates
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
@@ -258,7 +261,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	// Cluster API's infrastructure provider for machines of this host;
 	// registered without a machines directory too, to say why nothing is
 	// made.
-	if err := hostmachine.Setup(mgr, opts.Machines); err != nil {
+	if err := hostmachine.Setup(mgr, opts.Machines, opts.MachineOwnerPrefix); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,6 +16,7 @@ import (
 	"hypershift.dev/internal/daemon"
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/managementplane"
+	"hypershift.dev/internal/nodes/machine"
 	"hypershift.dev/internal/runtime/process"
 )
 
@@ -37,6 +40,13 @@ func Up(ctx context.Context, layout datadir.Layout, opts Options, log logr.Logge
 		return err
 	}
 	defer lock.Unlock()
+	if opts.Machines != nil {
+		m, err := layout.EnsureMachines(opts.Machines.Dir)
+		if err != nil {
+			return err
+		}
+		opts.MachineOwnerPrefix = m.OwnerPrefix()
+	}
 	plane, err := managementplane.Start(ctx, managementplane.Options{
 		DataDir: layout.Root, Log: log, Versions: opts.Releases.Versions(),
 		LeafValidity: opts.LeafCertificateValidity, CAValidity: opts.CAValidity,
@@ -190,9 +200,48 @@ func Down(layout datadir.Layout, purge bool, stopping func(pid int)) error {
 	process.StopOrphans(layout.Root, logr.Discard())
 	_ = pidFile.Remove()
 	if purge {
+		// Its machines go first: once the data dir is gone, nothing says
+		// which machines of the host were its plane's.
+		if err := deleteMachines(layout); err != nil {
+			return err
+		}
 		if err := os.RemoveAll(layout.Root); err != nil {
 			return fmt.Errorf("purge %s: %w", layout.Root, err)
 		}
+	}
+	return nil
+}
+
+// deleteMachines deletes the machines of the host that this data dir's
+// plane made: those whose owner begins with its identity
+// (datadir.Machines); a machine of another plane, or made by hand, is left
+// alone. An error keeps the data dir, so that `down --purge` can try again.
+func deleteMachines(layout datadir.Layout) error {
+	m, ok, err := layout.ReadMachines()
+	if err != nil || !ok {
+		return err
+	}
+	host := machine.Host{Dir: m.Dir}
+	records, err := host.List()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the machines of %s: %w", m.Dir, err)
+	}
+	var errs []error
+	for _, r := range records {
+		if !strings.HasPrefix(r.Owner, m.OwnerPrefix()) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := host.DeleteOwned(ctx, r.Name, r.Owner, io.Discard); err != nil {
+			errs = append(errs, fmt.Errorf("delete machine %s: %w", r.Name, err))
+		}
+		cancel()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w; the data dir %s is kept", err, layout.Root)
 	}
 	return nil
 }

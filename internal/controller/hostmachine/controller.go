@@ -110,15 +110,25 @@ type Reconciler struct {
 	// Machines is the host's machines directory, with its machine network;
 	// nil: this operator runs no machines.
 	Machines *machine.Host
+	// OwnerPrefix begins the owner recorded with each machine, before the
+	// HostMachine's UID: the management plane's identity, by which
+	// `down --purge` finds the machines of its plane (datadir.Machines).
+	OwnerPrefix string
+}
+
+// owner is what a HostMachine's machine records as its owner.
+func (r *Reconciler) owner(hm *hypershiftv1alpha1.HostMachine) string {
+	return r.OwnerPrefix + string(hm.UID)
 }
 
 // Setup registers the HostCluster and HostMachine controllers; machines
 // nil registers them to report that this operator runs no machines.
-func Setup(mgr ctrl.Manager, machines *machine.Host) error {
+// ownerPrefix begins the owner each machine records (Reconciler.OwnerPrefix).
+func Setup(mgr ctrl.Manager, machines *machine.Host, ownerPrefix string) error {
 	if err := (&ClusterReconciler{Client: mgr.GetClient(), Machines: machines}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Machines: machines}).SetupWithManager(mgr)
+	return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Machines: machines, OwnerPrefix: ownerPrefix}).SetupWithManager(mgr)
 }
 
 // SetupWithManager registers the controller.
@@ -183,7 +193,7 @@ func noMachines(hm *hypershiftv1alpha1.HostMachine, deleting bool) {
 // reconcileNormal makes the HostMachine's machine, starts its userdata and
 // reports them.
 func (r *Reconciler) reconcileNormal(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (ctrl.Result, error) {
-	h, name, owner := *r.Machines, MachineName(hm), string(hm.UID)
+	h, name, owner := *r.Machines, MachineName(hm), r.owner(hm)
 	providerID := hypershiftv1alpha1.HostProviderIDPrefix + name
 	if hm.Spec.ProviderID != "" && hm.Spec.ProviderID != providerID {
 		setReady(hm, false, InvalidProviderIDReason,
@@ -242,7 +252,7 @@ func (r *Reconciler) create(ctx context.Context, hm *hypershiftv1alpha1.HostMach
 	if err != nil || wait != nil {
 		return waitFor(hm, wait, err)
 	}
-	h, owner := *r.Machines, string(hm.UID)
+	h, owner := *r.Machines, r.owner(hm)
 	rec, err := h.Make(name, owner)
 	switch {
 	case errors.Is(err, machine.ErrExists):
@@ -332,7 +342,7 @@ func (r *Reconciler) report(ctx context.Context, hm *hypershiftv1alpha1.HostMach
 // reconcileDelete deletes the HostMachine's machine — only when its record
 // names this HostMachine — and lets the HostMachine go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (ctrl.Result, error) {
-	h, name, owner := *r.Machines, MachineName(hm), string(hm.UID)
+	h, name, owner := *r.Machines, MachineName(hm), r.owner(hm)
 	rec, err := h.Get(name)
 	switch {
 	case errors.Is(err, machine.ErrNotFound):

@@ -66,6 +66,7 @@ func topTest(t testing.TB) string { return strings.Split(t.Name(), "/")[0] }
 // listed.
 var costs = map[string]int{
 	"TestKubeRuntime":                      858,
+	"TestHostPlatform":                     420,
 	"TestCertificateRenewal":               288,
 	"TestMigrateCluster":                   212,
 	"TestBackupRestore":                    173,

@@ -9,20 +9,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/capiref"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/machine"
 )
-
-const clusterAPIGroup = "cluster.x-k8s.io"
-
-var machineGVK = schema.GroupVersionKind{Group: clusterAPIGroup, Version: "v1beta2", Kind: "Machine"}
 
 // DataSecretType is the type of a bootstrap data Secret.
 const DataSecretType corev1.SecretType = "cluster.x-k8s.io/secret" //nolint:gosec // a Secret type, not a credential
@@ -119,7 +114,7 @@ func (r *Reconciler) bootstrapData(ctx context.Context, hm *hypershiftv1alpha1.H
 	if err := r.checkNamespace(ctx, hm); err != nil {
 		return nil, nil, err
 	}
-	m, err := r.owningMachine(ctx, hm)
+	m, err := capiref.OwningMachine(ctx, r.Client, hm)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,25 +149,4 @@ func (r *Reconciler) bootstrapData(ctx context.Context, hm *hypershiftv1alpha1.H
 		return nil, nil, invalid("Secret %s/%s: its userdata is %d bytes, more than %d", hm.Namespace, name, len(value), MaxUserdata)
 	}
 	return value, nil, nil
-}
-
-// owningMachine is the Cluster API Machine that controls the HostMachine,
-// as its owner reference names it (UID included); nil while there is none.
-func (r *Reconciler) owningMachine(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (*unstructured.Unstructured, error) {
-	ref := metav1.GetControllerOf(hm)
-	if ref == nil || ref.Kind != machineGVK.Kind {
-		return nil, nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != clusterAPIGroup {
-		return nil, nil //nolint:nilerr // not Cluster API's Machine
-	}
-	m := &unstructured.Unstructured{}
-	m.SetGroupVersionKind(machineGVK)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hm.Namespace, Name: ref.Name}, m); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if m.GetUID() != ref.UID {
-		return nil, nil
-	}
-	return m, nil
 }

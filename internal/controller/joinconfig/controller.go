@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/capiref"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
 	"hypershift.dev/internal/nodes/bootstrap"
@@ -35,17 +35,11 @@ import (
 const (
 	// ClusterNameLabel names a bootstrap config's (and its data Secret's)
 	// Cluster.
-	ClusterNameLabel = "cluster.x-k8s.io/cluster-name"
-	clusterAPIGroup  = "cluster.x-k8s.io"
+	ClusterNameLabel = capiref.ClusterNameLabel
 )
 
 // DataSecretType is the type of a bootstrap data Secret.
 const DataSecretType corev1.SecretType = "cluster.x-k8s.io/secret" //nolint:gosec // a Secret type, not a credential
-
-var (
-	clusterGVK = schema.GroupVersionKind{Group: clusterAPIGroup, Version: "v1beta2", Kind: "Cluster"}
-	machineGVK = schema.GroupVersionKind{Group: clusterAPIGroup, Version: "v1beta2", Kind: "Machine"}
-)
 
 const (
 	defaultTokenTTL = time.Hour

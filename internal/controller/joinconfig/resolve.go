@@ -7,12 +7,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/capiref"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/release"
@@ -53,7 +52,7 @@ func (r *Reconciler) resolve(ctx context.Context, jc *hypershiftv1alpha1.JoinCon
 		return t, nil, invalid("JoinConfig has no %s label: Cluster API sets it on the configs it clones for a Machine", ClusterNameLabel)
 	}
 	cl := &unstructured.Unstructured{}
-	cl.SetGroupVersionKind(clusterGVK)
+	cl.SetGroupVersionKind(capiref.ClusterGVK)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: t.cluster}, cl); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return t, nil, invalid("Cluster %s/%s: %v", jc.Namespace, t.cluster, err)
@@ -66,7 +65,7 @@ func (r *Reconciler) resolve(ctx context.Context, jc *hypershiftv1alpha1.JoinCon
 	if group != hypershiftv1alpha1.GroupVersion.Group || kind != "HostedControlPlane" || name == "" {
 		return t, nil, invalid("Cluster %s's control plane is %s %s/%s, not a HostedControlPlane", t.cluster, kind, group, name)
 	}
-	machine, err := r.owningMachine(ctx, jc)
+	machine, err := capiref.OwningMachine(ctx, r.Client, jc)
 	if err != nil {
 		return t, nil, err
 	}
@@ -107,27 +106,6 @@ func (r *Reconciler) resolve(ctx context.Context, jc *hypershiftv1alpha1.JoinCon
 		return t, nil, invalid("Kubernetes version %q (the Machine's spec.version, or else the NodePool's) is not MAJOR.MINOR.PATCH", t.version)
 	}
 	return t, nil, nil
-}
-
-// owningMachine is the Cluster API Machine that controls the config, as
-// its owner reference names it (UID included); nil while there is none.
-func (r *Reconciler) owningMachine(ctx context.Context, jc *hypershiftv1alpha1.JoinConfig) (*unstructured.Unstructured, error) {
-	ref := metav1.GetControllerOf(jc)
-	if ref == nil || ref.Kind != machineGVK.Kind {
-		return nil, nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != clusterAPIGroup {
-		return nil, nil //nolint:nilerr // not Cluster API's Machine
-	}
-	m := &unstructured.Unstructured{}
-	m.SetGroupVersionKind(machineGVK)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: jc.Namespace, Name: ref.Name}, m); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if m.GetUID() != ref.UID {
-		return nil, nil
-	}
-	return m, nil
 }
 
 // issueTimeout bounds the requests to the hosted cluster that issue a

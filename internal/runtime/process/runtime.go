@@ -278,16 +278,9 @@ func (r *Runtime) Stop(_ context.Context, ref runtime.ControlPlaneRef) {
 // Delete implements runtime.Runtime. A directory another owner claimed is
 // left alone, its processes too (ErrNotOwner).
 func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error {
-	r.mu.Lock()
-	err := r.checkOwner(ref)
-	r.mu.Unlock()
-	if err != nil {
+	if err := r.ForgetPorts(ctx, ref); err != nil {
 		return err
 	}
-	r.Stop(ctx, ref)
-	r.mu.Lock()
-	r.releasePorts(ref)
-	r.mu.Unlock()
 	if err := os.RemoveAll(r.Dir(ref)); err != nil {
 		return fmt.Errorf("remove %s: %w", r.Dir(ref), err)
 	}

@@ -155,7 +155,9 @@ bench: build ## Measure create latency and footprint (see docs/performance.md).
 
 .PHONY: clean
 clean:
-	-$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" delete demo-1 demo-2
+	-$(BIN)/hypershift --data-dir "$(DEMO_DIR)" destroy cluster --name demo --wait
+	-for m in $$($(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" list 2>/dev/null | awk 'NR>1 {print $$1}'); do \
+		$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" delete $$m; done
 	-$(BIN)/hypershift machine --machines-dir "$(DEMO_DIR)-machines" network --delete
 	-cd "$(DEMO_DIR)-machines" 2>/dev/null && rm -f .hypershift-machines .lock && rmdir "$(DEMO_DIR)-machines"
 	-$(BIN)/hypershift down --data-dir "$(DEMO_DIR)" --purge

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: a management plane on this machine, one hosted cluster on it,
-# used with a stock kubectl. As root, the cluster gets two real nodes — two
-# machines of this host (docs/machines.md) — and runs an app on both, reached
-# through a Service. Leaves everything running; `make clean` removes it.
+# used with a stock kubectl. As root, the cluster is of platform host: its
+# NodePool of two gets two real nodes from Cluster API — two machines of this
+# host (docs/machines.md) — and runs an app on both, reached through a
+# Service. Leaves everything running; `make clean` removes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA_DIR=${1:-$PWD/.demo}
@@ -10,7 +11,6 @@ HS="bin/hypershift --data-dir $DATA_DIR"
 KUBECTL=$(command -v kubectl || echo bin/kubectl)
 MACHINES_DIR=$DATA_DIR-machines
 MACHINE="bin/hypershift machine --machines-dir $MACHINES_DIR"
-NODES=(demo-1 demo-2)
 start=$(date +%s)
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
@@ -23,22 +23,26 @@ else
   echo "not root: the demo cluster gets no nodes (machines and real nodes need root)"
 fi
 
-endpoint=()
+machines=()
 if $with_nodes; then
   step hypershift machine network
-  out=$($MACHINE network)
-  echo "$out"
-  gateway=$(sed -n 's/.*this host is \([0-9.]*\).*/\1/p' <<<"$out")
-  # The machines reach the hosted API servers at the gateway.
-  endpoint=(--endpoint-host "$gateway")
+  $MACHINE network
+  # Machines of Host pools are made there; the hosted API servers listen
+  # on its gateway, which the machines reach.
+  machines=(--machines-dir "$MACHINES_DIR")
 fi
 
-step hypershift up --detach "${endpoint[@]}"
-$HS up --detach --metrics-bind-address 0 "${endpoint[@]}"
+step hypershift up --detach "${machines[@]}"
+$HS up --detach --metrics-bind-address 0 "${machines[@]}"
 
 if ! $HS get clusters 2>/dev/null | grep -q '^clusters *demo '; then
-  step hypershift create cluster none --name demo --wait
-  $HS create cluster none --name demo --wait
+  if $with_nodes; then
+    step hypershift create cluster host --name demo --node-pool-replicas 2 --wait
+    $HS create cluster host --name demo --node-pool-replicas 2 --wait
+  else
+    step hypershift create cluster none --name demo --wait
+    $HS create cluster none --name demo --wait
+  fi
 fi
 
 step hypershift create kubeconfig --name demo
@@ -49,19 +53,14 @@ step kubectl get --raw /version
 k get --raw /version; echo
 
 if $with_nodes; then
-  step hypershift create join-command --name demo
-  $HS create join-command --name demo --ttl 10m > "$DATA_DIR/join.sh"
-  echo "wrote $DATA_DIR/join.sh"
+  step hypershift get machines "(Cluster API made them for the NodePool)"
+  $HS get machines
 
   # The app: a static program in a one-layer image, loaded into each node.
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$DATA_DIR/app" ./hack/demo/app
   go run ./hack/demo/image -name hypershift.demo/app:1 -o "$DATA_DIR/app.tar" "$DATA_DIR/app"
-
+  mapfile -t NODES < <(k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
   for m in "${NODES[@]}"; do
-    if ! $MACHINE list | grep -q "^$m "; then
-      step hypershift machine create "$m" --userdata join.sh
-      $MACHINE create "$m" --userdata "$DATA_DIR/join.sh"
-    fi
     $MACHINE exec "$m" -- "$PWD/bin/hypershift" node load-image "$DATA_DIR/app.tar"
   done
   step kubectl get nodes -o wide

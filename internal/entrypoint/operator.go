@@ -158,6 +158,7 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 				LeafCertificateValidity: o.validity.leaf, CAValidity: o.validity.ca,
 				MaxStartingControlPlanes: o.processRuntime.maxStarting,
 				ControlPlaneNice:         o.processRuntime.nice,
+				MaxMachines:              o.processRuntime.maxMachines,
 			}
 			if o.runtime == install.RuntimeKube {
 				opts.LeaderElection = o.leaderElect

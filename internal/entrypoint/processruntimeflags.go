@@ -18,12 +18,14 @@ type processRuntimeFlags struct {
 	maxStarting    int
 	nice           int
 	backupFileRoot string
+	maxMachines    int
 }
 
 const (
 	maxStartingFlagName = "max-starting-control-planes"
 	niceFlagName        = "control-plane-nice"
 	backupRootFlagName  = "backup-file-root"
+	maxMachinesFlagName = "max-machines"
 	// defaultControlPlaneNice keeps the management plane and the operator
 	// ahead of the hosted control planes when the CPU is short (a burst of
 	// starts), and changes nothing while it is not.
@@ -31,7 +33,7 @@ const (
 )
 
 // processOnlyFlags mean something only with the process runtime.
-var processOnlyFlags = []string{maxStartingFlagName, niceFlagName, backupRootFlagName}
+var processOnlyFlags = []string{maxStartingFlagName, niceFlagName, backupRootFlagName, maxMachinesFlagName}
 
 func (p *processRuntimeFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&p.maxStarting, maxStartingFlagName, goruntime.NumCPU(),
@@ -40,6 +42,8 @@ func (p *processRuntimeFlags) add(f *pflag.FlagSet) {
 		"nice value (0-19) of hosted control-plane processes, so the management plane and operator stay responsive when the CPU is short (0: same priority)")
 	f.StringVar(&p.backupFileRoot, backupRootFlagName, "",
 		"directory the operator reads and writes file:// archives in; a file:// backup or restore URL elsewhere is refused (default: DATA_DIR/backups, which down --purge removes)")
+	f.IntVar(&p.maxMachines, maxMachinesFlagName, 4*goruntime.NumCPU(),
+		"with --machines-dir: the most machines the machines directory holds; HostMachines beyond wait (MachineLimitReached) (0: no limit)")
 }
 
 // backupRoot is the directory of file:// archives: the flag's, or

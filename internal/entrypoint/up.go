@@ -121,6 +121,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		CAValidity:               o.validity.ca,
 		MaxStartingControlPlanes: o.processRuntime.maxStarting,
 		ControlPlaneNice:         o.processRuntime.nice,
+		MaxMachines:              o.processRuntime.maxMachines,
 	}, log, operator.UpHooks{
 		Ready: func(kubeconfig string) {
 			fmt.Fprintf(cmd.OutOrStdout(), "management plane ready in %.1fs\nexport KUBECONFIG=%s\n", time.Since(start).Seconds(), kubeconfig)

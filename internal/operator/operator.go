@@ -93,6 +93,8 @@ type Options struct {
 	// MachineOwnerPrefix begins the owner each machine records, before its
 	// HostMachine's UID (datadir.Machines.OwnerPrefix for `up`).
 	MachineOwnerPrefix string
+	// MaxMachines bounds the machines of Machines' directory; zero: none.
+	MaxMachines int
 	// LeafCertificateValidity and CAValidity are how long new certificates
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
@@ -261,7 +263,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	// Cluster API's infrastructure provider for machines of this host;
 	// registered without a machines directory too, to say why nothing is
 	// made.
-	if err := hostmachine.Setup(mgr, opts.Machines, opts.MachineOwnerPrefix); err != nil {
+	if err := hostmachine.Setup(mgr, opts.Machines, opts.MachineOwnerPrefix, opts.MaxMachines); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

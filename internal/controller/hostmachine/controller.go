@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -69,6 +70,9 @@ const (
 	// exists on the host and is not its own (made by hand, or of another
 	// HostMachine); it is left alone.
 	MachineNameTakenReason hypershiftv1alpha1.ConditionReason = "MachineNameTaken"
+	// MachineLimitReachedReason: the host has as many machines as the
+	// operator may make (--max-machines); the machine is made once one goes.
+	MachineLimitReachedReason hypershiftv1alpha1.ConditionReason = "MachineLimitReached"
 	// UserdataRunningReason (True): the machine exists and runs its
 	// userdata.
 	UserdataRunningReason hypershiftv1alpha1.ConditionReason = "UserdataRunning"
@@ -94,6 +98,8 @@ const (
 	// machineRecheck is how soon a made machine is looked at again: one
 	// deleted from outside is reported MachineGone.
 	machineRecheck = time.Minute
+	// limitRecheck is how soon a machine held by --max-machines looks again.
+	limitRecheck = 15 * time.Second
 	// deleteTimeout bounds a machine's deletion (it runs `join --reset`
 	// in it).
 	deleteTimeout = 2 * time.Minute
@@ -114,6 +120,14 @@ type Reconciler struct {
 	// HostMachine's UID: the management plane's identity, by which
 	// `down --purge` finds the machines of its plane (datadir.Machines).
 	OwnerPrefix string
+	// MaxMachines bounds the machines of the directory (any owner's) this
+	// controller makes machines beside: whoever may write NodePools must not
+	// be able to fill the host. Zero: no bound.
+	MaxMachines int
+
+	// making is held while the machines are counted and one is made, so
+	// that concurrent reconciles do not pass the bound together.
+	making sync.Mutex
 }
 
 // owner is what a HostMachine's machine records as its owner.
@@ -123,12 +137,13 @@ func (r *Reconciler) owner(hm *hypershiftv1alpha1.HostMachine) string {
 
 // Setup registers the HostCluster and HostMachine controllers; machines
 // nil registers them to report that this operator runs no machines.
-// ownerPrefix begins the owner each machine records (Reconciler.OwnerPrefix).
-func Setup(mgr ctrl.Manager, machines *machine.Host, ownerPrefix string) error {
+// ownerPrefix begins the owner each machine records (Reconciler.OwnerPrefix),
+// and at most maxMachines machines are on the host (Reconciler.MaxMachines).
+func Setup(mgr ctrl.Manager, machines *machine.Host, ownerPrefix string, maxMachines int) error {
 	if err := (&ClusterReconciler{Client: mgr.GetClient(), Machines: machines}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Machines: machines, OwnerPrefix: ownerPrefix}).SetupWithManager(mgr)
+	return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Machines: machines, OwnerPrefix: ownerPrefix, MaxMachines: maxMachines}).SetupWithManager(mgr)
 }
 
 // SetupWithManager registers the controller.
@@ -253,6 +268,19 @@ func (r *Reconciler) create(ctx context.Context, hm *hypershiftv1alpha1.HostMach
 		return waitFor(hm, wait, err)
 	}
 	h, owner := *r.Machines, r.owner(hm)
+	r.making.Lock()
+	defer r.making.Unlock()
+	if r.MaxMachines > 0 {
+		existing, err := h.List()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(existing) >= r.MaxMachines {
+			setReady(hm, false, MachineLimitReachedReason,
+				"This host has %d machines, the most this operator makes (--max-machines %d): machine %s is made once one goes", len(existing), r.MaxMachines, name)
+			return ctrl.Result{RequeueAfter: limitRecheck}, nil
+		}
+	}
 	rec, err := h.Make(name, owner)
 	switch {
 	case errors.Is(err, machine.ErrExists):

@@ -244,6 +244,7 @@ func TestHostMachineProvider(t *testing.T) {
 	t.Run("a HostMachine waits for its Machine and bootstrap data, then runs its userdata once", func(t *testing.T) { runsUserdataOnce(t, f) })
 	t.Run("a failed userdata is reported with the end of its log", func(t *testing.T) { failedUserdata(t, f) })
 	t.Run("a machine that is not the HostMachine's is never touched", func(t *testing.T) { othersMachines(t, f) })
+	t.Run("no machine is made beyond --max-machines", func(t *testing.T) { machineLimit(t, f) })
 	t.Run("a machine deleted from outside is reported gone and not made again", func(t *testing.T) { machineGone(t, f) })
 	t.Run("deleting a HostMachine deletes its machine", func(t *testing.T) { deletes(t, f) })
 }
@@ -442,6 +443,30 @@ func othersMachines(t *testing.T, f *fixture) {
 	}
 	if err := h.Check("m4"); err != nil {
 		t.Errorf("a machine whose record names another owner after the HostMachine went: %v", err)
+	}
+}
+
+// machineLimit: with the host at its bound (a machine made by hand counts),
+// a HostMachine waits with MachineLimitReached and gets its machine once
+// one goes.
+func machineLimit(t *testing.T, f *fixture) {
+	h := machines(t)
+	r := &hostmachine.Reconciler{Client: f.c, Machines: h, MaxMachines: 1}
+	if _, err := h.Create(t.Context(), "m8", []byte("true\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	hm := f.ready(t, "m9", "true\n")
+	_, got := reconcile(t, r, hm)
+	wantReady(t, "a host at its bound", got.Status.Conditions, metav1.ConditionFalse, hostmachine.MachineLimitReachedReason, "--max-machines 1")
+	if _, err := h.Get("m9"); err == nil {
+		t.Fatal("a machine was made beyond the bound")
+	}
+	must(t, h.Delete(t.Context(), "m8", nil))
+	if _, got = reconcile(t, r, hm); got == nil || got.Spec.ProviderID == "" {
+		t.Fatalf("no machine once the bound allows one: %+v", got)
+	}
+	if _, err := h.Get("m9"); err != nil {
+		t.Errorf("the machine of m9 after one went: %v", err)
 	}
 }
 

@@ -1,11 +1,12 @@
 // Command bench measures how fast hosted control planes come up and what
 // they cost: create latency against a hand-started baseline of the same
-// binary, idle footprint, recovery, a real node joining, kwokctl driving
+// binary, idle footprint, recovery, a real node joining, the machines of a
+// cluster of platform Host joining through Cluster API, kwokctl driving
 // the same components as a peer, control planes as pods of a cluster
 // (`hypershift install`), 1,000 simulated nodes, density, a burst of
 // creates, and 300 hibernated clusters with 60 woken at once. It prints a table and writes JSON.
 //
-//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,hibernation,real_node_join,kube_runtime,peer,nodes_1000,density,burst,hibernated_300]
+//	go run ./test/bench [--quick] [--only=baseline,create,rss,recovery,hibernation,real_node_join,host_machines,kube_runtime,peer,nodes_1000,density,burst,hibernated_300]
 //
 // Everything it starts lives in data dirs under /tmp and is stopped with
 // `hypershift down --purge` (or killed by pid) before it exits, also on
@@ -29,7 +30,7 @@ import (
 )
 
 // phaseNames in run order: the quiet measurements first, the heavy ones last.
-var phaseNames = []string{"baseline", "create", "rss", "recovery", "hibernation", "real_node_join", "kube_runtime", "peer", "nodes_1000", "density", "burst", "hibernated_300"}
+var phaseNames = []string{"baseline", "create", "rss", "recovery", "hibernation", "real_node_join", "host_machines", "kube_runtime", "peer", "nodes_1000", "density", "burst", "hibernated_300"}
 
 type options struct {
 	quick bool
@@ -117,6 +118,8 @@ func runPhase(ctx context.Context, opts *options, rep *report, name string) {
 		rep.Hibernation = runHibernation(ctx, opts)
 	case "real_node_join":
 		rep.RealJoin = runRealJoin(ctx, opts)
+	case "host_machines":
+		rep.HostMachines = runHostMachines(ctx, opts)
 	case "kube_runtime":
 		rep.KubeRuntime = runKubeRuntime(ctx, opts)
 	case "peer":

@@ -36,6 +36,10 @@ type plane struct {
 	dataDir string
 	upArgs  []string
 	client  client.Client
+	// endpointHost, when set, is the one address besides loopback a hosted
+	// API server of this plane may have: the gateway of the machine network
+	// host_machines made, this host's own address on the bridge it made.
+	endpointHost string
 }
 
 func startPlane(ctx context.Context, opts *options, dataDir string) (*plane, error) {
@@ -109,7 +113,8 @@ func (p *plane) cli(ctx context.Context, args ...string) ([]byte, error) {
 
 // hostedKubeconfig writes the cluster's admin kubeconfig with `hypershift
 // create kubeconfig` into the plane's data dir and loads it; like
-// hostedRESTConfig it refuses a server that is not on loopback.
+// hostedRESTConfig it refuses a server that is not on loopback (or at the
+// plane's endpointHost).
 func (p *plane) hostedKubeconfig(ctx context.Context, name string) (*rest.Config, error) {
 	path := filepath.Join(p.dataDir, name+".kubeconfig")
 	if out, err := p.cli(ctx, "create", "kubeconfig", "--name", name, "-o", path); err != nil {
@@ -120,7 +125,7 @@ func (p *plane) hostedKubeconfig(ctx context.Context, name string) (*rest.Config
 		return nil, fmt.Errorf("load kubeconfig of %s: %w", name, err)
 	}
 	cfg.QPS, cfg.Burst = 100, 200
-	return cfg, requireLoopback(cfg.Host)
+	return cfg, p.requireOwnEndpoint(cfg.Host)
 }
 
 // clusterDir is the directory of a hosted control plane; every one of its
@@ -209,8 +214,9 @@ func (p *plane) destroy(ctx context.Context, name string, timeout time.Duration)
 }
 
 // hostedRESTConfig reads the cluster's admin kubeconfig from its Secret. It
-// refuses an API server that is not on loopback: the bench sends traffic
-// only to this machine's loopback addresses.
+// refuses an API server that is not on loopback (or at the plane's
+// endpointHost): the bench sends traffic only to this machine's loopback
+// addresses and to the machine network it made.
 func (p *plane) hostedRESTConfig(ctx context.Context, name string) (*rest.Config, error) {
 	hc := &hypershiftv1alpha1.HostedCluster{}
 	if err := p.client.Get(ctx, client.ObjectKey{Namespace: clusterNamespace, Name: name}, hc); err != nil {
@@ -228,7 +234,18 @@ func (p *plane) hostedRESTConfig(ctx context.Context, name string) (*rest.Config
 	if err != nil {
 		return nil, fmt.Errorf("parse kubeconfig of %s: %w", name, err)
 	}
-	return cfg, requireLoopback(cfg.Host)
+	return cfg, p.requireOwnEndpoint(cfg.Host)
+}
+
+// requireOwnEndpoint refuses a hosted API server that is neither on
+// loopback nor at the plane's endpointHost.
+func (p *plane) requireOwnEndpoint(server string) error {
+	if p.endpointHost != "" {
+		if u, err := url.Parse(server); err == nil && u.Hostname() == p.endpointHost {
+			return nil
+		}
+	}
+	return requireLoopback(server)
 }
 
 func requireLoopback(server string) error {

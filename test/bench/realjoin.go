@@ -62,21 +62,8 @@ type memoryMiB struct {
 
 // realJoinSkipReason says why this host cannot run the phase, or "".
 func realJoinSkipReason() string {
-	if uid := os.Geteuid(); uid != 0 {
-		return fmt.Sprintf("not running as root (uid %d): a real node runs containerd and the kubelet, which need root", uid)
-	}
-	var missing []string
-	for _, prog := range []string{"containerd", "runc", "iptables-save"} {
-		if _, err := exec.LookPath(prog); err != nil {
-			missing = append(missing, prog)
-		}
-	}
-	if bridge := filepath.Join(join.DefaultCNIBinDir, "bridge"); !fileExists(bridge) {
-		missing = append(missing, bridge)
-	}
-	if len(missing) > 0 {
-		return "missing on this host: " + strings.Join(missing, ", ") +
-			" (apt-get install -y containerd runc containernetworking-plugins iptables)"
+	if why := realNodeSkipReason(nil, ""); why != "" {
+		return why
 	}
 	// A node shares host-wide things with any other node on the host (the
 	// kubepods cgroups, the CNI bridge, iptables chains), and a reset
@@ -89,6 +76,29 @@ func realJoinSkipReason() string {
 	}
 	if _, err := net.InterfaceByName(join.Bridge); err == nil {
 		return fmt.Sprintf("the CNI bridge %s exists: another node is joined to this host (or one was not reset)", join.Bridge)
+	}
+	return ""
+}
+
+// realNodeSkipReason says why this host cannot run a real node, or "": not
+// root, or a program or the CNI bridge plugin missing. extra are further
+// programs needed, installed by extraPackages.
+func realNodeSkipReason(extra []string, extraPackages string) string {
+	if uid := os.Geteuid(); uid != 0 {
+		return fmt.Sprintf("not running as root (uid %d): a real node runs containerd and the kubelet, which need root", uid)
+	}
+	var missing []string
+	for _, prog := range append([]string{"containerd", "runc", "iptables-save"}, extra...) {
+		if _, err := exec.LookPath(prog); err != nil {
+			missing = append(missing, prog)
+		}
+	}
+	if bridge := filepath.Join(join.DefaultCNIBinDir, "bridge"); !fileExists(bridge) {
+		missing = append(missing, bridge)
+	}
+	if len(missing) > 0 {
+		return "missing on this host: " + strings.Join(missing, ", ") +
+			" (apt-get install -y containerd runc containernetworking-plugins iptables" + extraPackages + ")"
 	}
 	return ""
 }

@@ -42,6 +42,9 @@ type report struct {
 	Hibernation *hibernationResult `json:"hibernation"`
 	Nodes       *nodesResult       `json:"nodes_1000"`
 	RealJoin    *realJoinResult    `json:"real_node_join"`
+	// HostMachines is host_machines: machines of a Host pool, through
+	// Cluster API.
+	HostMachines *hostMachinesResult `json:"host_machines"`
 	// KubeRuntime is kube_runtime: control planes as pods.
 	KubeRuntime *kubeRuntimeResult `json:"kube_runtime"`
 	Targets     []target           `json:"targets"`
@@ -162,6 +165,8 @@ func (r *report) setStatus(phase string, s status) {
 		r.Nodes = &nodesResult{status: s}
 	case "real_node_join":
 		r.RealJoin = &realJoinResult{status: s}
+	case "host_machines":
+		r.HostMachines = &hostMachinesResult{status: s}
 	case "kube_runtime":
 		r.KubeRuntime = &kubeRuntimeResult{status: s}
 	}
@@ -172,6 +177,7 @@ func (r *report) finish(d time.Duration) {
 	r.DurationS = round1(d.Seconds())
 	r.Machine.LoadAvgEnd = loadavg()
 	createP50 := r.setRatio()
+	r.setMachineRatio()
 	judge := r.judge
 	if createP50 > 0 {
 		judge("create p50", "≤ 3 s", fmt.Sprintf("%.2f s", createP50), createP50 <= 3, true)
@@ -250,6 +256,25 @@ func (r *report) setRatio() float64 {
 		r.Ratio = &ratio
 	}
 	return createP50
+}
+
+// setMachineRatio compares host_machines' machine joins with the same
+// run's real_node_join p50, when both measured.
+func (r *report) setMachineRatio() {
+	h, j := r.HostMachines, r.RealJoin
+	if h == nil || j == nil || j.ReadyS == nil || j.ReadyS.P50 <= 0 {
+		return
+	}
+	ratio := &machineRatio{RealJoinReadyP50: j.ReadyS.P50}
+	if h.ReadyS != nil {
+		ratio.CreateP50 = round3(h.ReadyS.P50 / j.ReadyS.P50)
+	}
+	if h.ScaleUpMachineS > 0 {
+		ratio.ScaleUp = round3(h.ScaleUpMachineS / j.ReadyS.P50)
+	}
+	if ratio.CreateP50 > 0 || ratio.ScaleUp > 0 {
+		h.RatioVsRealJoin = ratio
+	}
 }
 
 func (r *report) write(path string) error {

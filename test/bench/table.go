@@ -111,6 +111,9 @@ func (r *report) printErrors(w io.Writer) {
 	if r.RealJoin != nil {
 		errs["real_node_join"] = r.RealJoin.Error
 	}
+	if r.HostMachines != nil {
+		errs["host_machines"] = r.HostMachines.Error
+	}
 	if r.KubeRuntime != nil {
 		errs["kube_runtime"] = r.KubeRuntime.Error
 	}
@@ -154,8 +157,66 @@ func (r *report) nodeRows(row func(name string, s status, value, notes string)) 
 	if j := r.RealJoin; j != nil {
 		realJoinRows(j, row)
 	}
+	if h := r.HostMachines; h != nil {
+		hostMachinesRows(h, row)
+	}
 	if k := r.KubeRuntime; k != nil {
 		kubeRuntimeRows(k, row)
+	}
+}
+
+func hostMachinesRows(h *hostMachinesResult, row func(name string, s status, value, notes string)) {
+	if h.Skipped != "" || h.CreateClusterS == 0 {
+		row("host machines: create cluster host --wait", h.status, "-", "")
+		return
+	}
+	row("host machines: create cluster host --wait", h.status, fmt.Sprintf("%.1f s for %d", h.CreateClusterS, h.Machines),
+		fmt.Sprintf("network %s; on the same clock: Available %.1f s, first Machine %.1f s",
+			h.Network, h.AvailableS, h.FirstMachineS))
+	if h.OtherKubeletsAtStart+h.OtherKubeletsAtEnd > 0 {
+		row("host machines: other kubelets on the host", h.status, fmt.Sprintf("%d at the start, %d at the end", h.OtherKubeletsAtStart, h.OtherKubeletsAtEnd),
+			"machines of another machines directory: they share the CPU")
+	}
+	if d := h.ReadyS; d != nil {
+		notes := fmt.Sprintf("n=%d, polled every 250 ms", d.N)
+		if t := h.ReadyByTimestampsS; t != nil {
+			notes += fmt.Sprintf("; by timestamps p50 %.0f s, max %.0f s", t.P50, t.Max)
+		}
+		row("host machine create → Node Ready p50/max", h.status, fmt.Sprintf("%.2f / %.2f s", d.P50, d.Max), notes)
+		if ms := h.MilestonesP50S; ms != nil {
+			row("  where the time goes (p50 from the Machine)", h.status, fmt.Sprintf("Ready %.2f s", ms["ready"]),
+				fmt.Sprintf("bootstrap data %.2f s, provider ID (machine made) %.2f s, Node registered %.2f s", ms["bootstrap_data"], ms["provider_id"], ms["node_registered"]))
+		}
+	}
+	if h.ScaleUpS > 0 {
+		notes := fmt.Sprintf("from its Machine; %.2f s from the NodePool's scale %d → %d", h.ScaleUpS, h.Machines, h.Machines+1)
+		for _, s := range h.PerMachine {
+			if s.ScaleUp {
+				notes += fmt.Sprintf("; bootstrap data %.2f s, provider ID %.2f s, Node registered %.2f s", s.BootstrapDataS, s.ProviderIDAtS, s.NodeS)
+			}
+		}
+		row("host machines: one more machine → Node Ready", h.status, fmt.Sprintf("%.2f s", h.ScaleUpMachineS), notes)
+	}
+	ratio, notes := "n/a", "real_node_join did not measure in this run"
+	if q := h.RatioVsRealJoin; q != nil && q.ScaleUp > 0 {
+		ratio = fmt.Sprintf("%.2f×", q.ScaleUp)
+		notes = fmt.Sprintf("one more machine / host join p50 (%.2f s); create's p50 %.2f×", q.RealJoinReadyP50, q.CreateP50)
+	} else if q != nil {
+		ratio = fmt.Sprintf("%.2f×", q.CreateP50)
+		notes = fmt.Sprintf("create's p50 / host join p50 (%.2f s); no scale-up measured", q.RealJoinReadyP50)
+	}
+	row("host machine join vs host join", h.status, ratio, notes)
+	if m := h.Memory; m != nil {
+		row("memory per machine p50/max", h.status, fmt.Sprintf("RSS %.0f / %.0f MiB", m.RSS.P50, m.RSS.Max),
+			fmt.Sprintf("n=%d, %.0f s after the last Ready; anon %.0f, PSS %.0f; with its pods RSS %.0f, anon %.0f, PSS %.0f; RSS %s",
+				m.RSS.N, m.MeasuredAfterS, m.Anon.P50, m.PSS.P50, m.WithPodsRSS.P50, m.WithPodsAnon.P50, m.WithPodsPSS.P50, formatComponents(m.ByComponentP50, "%.0f")))
+	}
+	if c := h.ClusterAPIManagerMiB; c != nil {
+		row("Cluster API manager RSS", h.status, fmt.Sprintf("%.0f MiB", c.RSS), fmt.Sprintf("anon %.0f MiB", c.Anon))
+	}
+	if h.DestroyS > 0 {
+		row("host machines: destroy cluster --wait", h.status, fmt.Sprintf("%.1f s", h.DestroyS),
+			fmt.Sprintf("%d machines; all gone from the host after %.1f s", h.Machines+1, h.MachinesGoneS))
 	}
 }
 

@@ -24,6 +24,9 @@ import (
 // requeue is how soon a pool whose machines change is looked at again.
 const requeue = 5 * time.Second
 
+// listTimeout bounds a read of the pool's machines made outside a reconcile.
+const listTimeout = 30 * time.Second
+
 var _ platform.Platform = (*Platform)(nil)
 
 // Validate refuses a pool this operator cannot make machines for.
@@ -80,7 +83,10 @@ func (p *Platform) NodeTemplate(np *hypershiftv1alpha1.NodePool) platform.NodeTe
 // Machines names the Nodes of the pool's machines: those its provider's
 // machines were given (their provider IDs).
 func (p *Platform) Machines(pool *platform.Pool) ([]string, error) {
-	infra, err := p.infraMachines(context.Background(), namesOf(pool))
+	// Asked while a node's certificate request waits: bounded.
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
+	infra, err := p.infraMachines(ctx, namesOf(pool))
 	if err != nil {
 		return nil, err
 	}

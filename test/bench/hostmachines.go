@@ -344,7 +344,7 @@ func (r *hostMachinesRun) waitMachinesGone(ctx context.Context, timeout time.Dur
 
 // cleanup removes what the phase made, in order, on a context of its own
 // (it also runs after an error or Ctrl-C): the cluster (its machines go
-// with it), the management plane (`down --purge` deletes no machine), any
+// with it), the management plane (`down --purge` deletes the machines it made), any
 // machine left, the machine network, the directories.
 func (r *hostMachinesRun) cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -59,7 +59,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"create", "cluster", "none", "--name", "a"}, "no management plane found"},
 		{[]string{"create", "cluster", "none"}, "--name is required: `hypershift create cluster none --name NAME`"},
 		{[]string{"create", "cluster"}, "name a platform: `hypershift create cluster none --name NAME`"},
-		{[]string{"create", "cluster", "aws", "--name", "a"}, `unknown platform "aws": use none or simulated`},
+		{[]string{"create", "cluster", "aws", "--name", "a"}, `unknown platform "aws": use none, simulated or host`},
 		{[]string{"create", "kubeconfig"}, "--name is required"},
 		{[]string{"destroy", "cluster"}, "--name is required"},
 		{[]string{"describe", "cluster"}, "name the cluster: `hypershift describe cluster NAME`"},

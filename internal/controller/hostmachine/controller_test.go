@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,10 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/controller/hostmachine"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/machine"
@@ -52,18 +49,7 @@ func setUp(t *testing.T) *fixture {
 	cfg.QPS, cfg.Burst = 200, 400
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	must(t, err)
-	m := clusterapi.Manager{Dir: filepath.Join(filepath.Dir(testenv.Binary(t)), clusterapi.DirName)}
-	must(t, m.Check())
-	data, err := os.ReadFile(filepath.Join(m.CRDDir(), "cluster.x-k8s.io_machines.yaml"))
-	must(t, err)
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	must(t, yaml.Unmarshal(data, crd))
-	must(t, c.Create(t.Context(), crd))
-	testenv.Eventually(t, 30*time.Second, "Cluster API's Machine kind served", func() (bool, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
-		return c.List(t.Context(), l) == nil, nil
-	})
+	testenv.InstallClusterAPICRDs(t, c, "machines")
 	// clusters-dev is the control-plane namespace of HostedCluster
 	// clusters/dev, labelled as the operator labels it.
 	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "dev", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)

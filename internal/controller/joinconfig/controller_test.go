@@ -2,13 +2,10 @@ package joinconfig_test
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,10 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/controller/joinconfig"
 	"hypershift.dev/internal/datadir"
 	"hypershift.dev/internal/hostedref"
@@ -52,7 +47,7 @@ func setUp(t *testing.T) *fixture {
 	env := testenv.Start(t)
 	c := env.Client
 	ctx := t.Context()
-	installClusterAPICRDs(t, c)
+	testenv.InstallClusterAPICRDs(t, c, "clusters", "machines")
 
 	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "dev", hypershiftv1alpha1.NonePlatform, version.KubernetesVersion)
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "clusters"}}))
@@ -92,28 +87,6 @@ func setUp(t *testing.T) *fixture {
 	cluster.SetName(hc.Name)
 	must(t, c.Create(ctx, cluster))
 	return &fixture{env: env, c: c, r: &joinconfig.Reconciler{Client: c}, ns: cpNS}
-}
-
-// installClusterAPICRDs installs Cluster API's CRDs as `make build` copied
-// them beside its manager.
-func installClusterAPICRDs(t *testing.T, c client.Client) {
-	t.Helper()
-	m := clusterapi.Manager{Dir: filepath.Join(filepath.Dir(testenv.Binary(t)), clusterapi.DirName)}
-	if err := m.Check(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"cluster.x-k8s.io_clusters.yaml", "cluster.x-k8s.io_machines.yaml"} {
-		data, err := os.ReadFile(filepath.Join(m.CRDDir(), name))
-		must(t, err)
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		must(t, yaml.Unmarshal(data, crd))
-		must(t, c.Create(t.Context(), crd))
-	}
-	testenv.Eventually(t, 30*time.Second, "Cluster API's CRDs served", func() (bool, error) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind("ClusterList"))
-		return c.List(t.Context(), l) == nil, nil
-	})
 }
 
 func must(t *testing.T, err error) {

@@ -2,14 +2,11 @@ package clusterapi_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,10 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	capi "hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/controller/nodepool/platform/clusterapi"
 	"hypershift.dev/internal/hostedref"
@@ -64,25 +59,7 @@ func setUp(t *testing.T) *fixture {
 	cfg.QPS, cfg.Burst = 200, 400
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 	must(t, err)
-	m := capi.Manager{Dir: filepath.Join(filepath.Dir(testenv.Binary(t)), capi.DirName)}
-	must(t, m.Check())
-	for _, name := range []string{"clusters", "machines", "machinedeployments", "machinehealthchecks"} {
-		data, err := os.ReadFile(filepath.Join(m.CRDDir(), "cluster.x-k8s.io_"+name+".yaml"))
-		must(t, err)
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		must(t, yaml.Unmarshal(data, crd))
-		must(t, c.Create(t.Context(), crd))
-	}
-	testenv.Eventually(t, 30*time.Second, "Cluster API's kinds served", func() (bool, error) {
-		for _, k := range []schema.GroupVersionKind{clusterGVK, machineGVK, machineDeploymentGVK, machineHealthCheckGVK} {
-			l := &unstructured.UnstructuredList{}
-			l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
-			if err := c.List(t.Context(), l); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
-	})
+	testenv.InstallClusterAPICRDs(t, c, "clusters", "machines", "machinedeployments", "machinehealthchecks")
 	return &fixture{c: c}
 }
 

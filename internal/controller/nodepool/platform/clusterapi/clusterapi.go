@@ -177,28 +177,25 @@ func (m *Platform) apply(ctx context.Context, obj *unstructured.Unstructured, ow
 	return nil
 }
 
-// remove deletes the object of that kind and key when it is owner's; gone
-// reports whether none is left.
-func (m *Platform) remove(ctx context.Context, k schema.GroupVersionKind, namespace, name string, owner types.UID) (gone bool, err error) {
+// remove deletes the object of that kind and key when it is owner's (one
+// of another owner, or already being deleted, is left as it is).
+func (m *Platform) remove(ctx context.Context, k schema.GroupVersionKind, namespace, name string, owner types.UID) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(k)
 	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return true, nil
+			return nil
 		}
-		return false, err
+		return err
 	}
-	if obj.GetLabels()[OwnerLabel] != string(owner) {
-		return true, nil // not ours: nothing of the pool's is left
-	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return false, nil
+	if obj.GetLabels()[OwnerLabel] != string(owner) || !obj.GetDeletionTimestamp().IsZero() {
+		return nil
 	}
 	uid := obj.GetUID()
 	if err := m.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return false, err
+		return err
 	}
-	return false, nil
+	return nil
 }
 
 // object is an unstructured object of kind k.

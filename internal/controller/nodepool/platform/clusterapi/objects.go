@@ -79,8 +79,7 @@ func (m *Platform) ensurePool(ctx context.Context, p *platform.Pool, n names, wa
 		return err
 	}
 	if !np.Spec.Management.AutoRepair {
-		_, err := m.remove(ctx, machineHealthCheckGVK, n.namespace, n.pool, n.npUID)
-		return err
+		return m.remove(ctx, machineHealthCheckGVK, n.namespace, n.pool, n.npUID)
 	}
 	timeout, err := UnhealthyTimeoutOf(np)
 	if err != nil {

@@ -321,7 +321,7 @@ func (p *Platform) removePool(ctx context.Context, n names) (int, error) {
 		machineDeploymentGVK, machineHealthCheckGVK, joinConfigTemplateGVK,
 		gvk(p.Infra.Group, p.Infra.Version, p.Infra.MachineTemplateKind),
 	} {
-		if _, err := p.remove(ctx, k, n.namespace, n.pool, n.npUID); err != nil {
+		if err := p.remove(ctx, k, n.namespace, n.pool, n.npUID); err != nil {
 			return 0, err
 		}
 	}

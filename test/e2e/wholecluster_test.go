@@ -252,9 +252,15 @@ func checkServicesAndDNS(t *testing.T, kc string, node joinedNode, dnsIP net.IP,
 		}
 	})
 	t.Run("a headless Service resolves to the pod IPs", func(t *testing.T) {
-		if out, err := exec("resolve", "web-headless.default.svc.cluster.local"); err != nil || strings.Fields(out) == nil || fmt.Sprint(strings.Fields(out)) != fmt.Sprint(podIPs) {
-			t.Errorf("in pod client, resolve web-headless.default.svc.cluster.local: %v\n%s\nwant the pod IPs %v", err, out, podIPs)
-		}
+		// The EndpointSlice controller and then CoreDNS's watch see the
+		// second ready pod a moment after the rollout reports it.
+		eventually(t, 30*time.Second, fmt.Sprintf("in pod client, web-headless.default.svc.cluster.local to resolve to the pod IPs %v", podIPs), func() error {
+			out, err := exec("resolve", "web-headless.default.svc.cluster.local")
+			if err != nil || strings.Fields(out) == nil || fmt.Sprint(strings.Fields(out)) != fmt.Sprint(podIPs) {
+				return fmt.Errorf("resolved to %s", outcome(out, err))
+			}
+			return nil
+		})
 	})
 	t.Run("a name outside the cluster is forwarded to the node's resolver", func(t *testing.T) {
 		if noForward != "" {

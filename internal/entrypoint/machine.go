@@ -49,7 +49,36 @@ func newMachineCommand() *cobra.Command {
 		return machine.Host{Dir: abs}, nil
 	}
 	cmd.AddCommand(newMachineNetworkCommand(host), newMachineCreateCommand(host), newMachineListCommand(host),
-		newMachineDeleteCommand(host), newMachineExecCommand(host))
+		newMachineDeleteCommand(host), newMachineExecCommand(host), newMachineBootCommand())
+	return cmd
+}
+
+// newMachineBootCommand is the first process of a machine that is a pod
+// (the kube runtime's machines): not a command people run.
+func newMachineBootCommand() *cobra.Command {
+	var o machine.BootOptions
+	var check bool
+	cmd := &cobra.Command{
+		Use:    "boot --userdata FILE",
+		Short:  "Run a pod machine: its userdata, then keep it until stopped, when its node is reset (the first process of a machine pod)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if check {
+				return machine.CheckBooted(o.Booted, cmd.OutOrStdout())
+			}
+			if o.Userdata == "" {
+				return errors.New("--userdata is required")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return machine.Boot(ctx, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Userdata, "userdata", "", "the userdata, run with sh")
+	cmd.Flags().StringVar(&o.Booted, "booted-file", machine.BootedFile, "where the userdata's success is recorded")
+	cmd.Flags().DurationVar(&o.ResetTimeout, "reset-timeout", machine.DefaultResetTimeout, "bound of the node's reset when the machine stops")
+	cmd.Flags().BoolVar(&check, "check", false, "only say whether the userdata succeeded (the pod's readiness probe)")
 	return cmd
 }
 

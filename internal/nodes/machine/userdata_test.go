@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(bootHelperEnv); dir != "" {
+		os.Exit(bootHelper(dir))
+	}
 	os.Exit(m.Run())
 }
 

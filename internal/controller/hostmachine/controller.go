@@ -23,11 +23,14 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
@@ -91,9 +94,13 @@ const (
 
 const (
 	// waitRecheck is how soon a HostMachine waiting for its Machine or its
-	// bootstrap data looks again (Cluster API's kinds are not watched).
-	waitRecheck = 5 * time.Second
-	// runningRecheck is how soon a running userdata is looked at again.
+	// bootstrap data looks again: a safety net, since a change of either
+	// wakes it at once (watch.go).
+	waitRecheck = 30 * time.Second
+	// runningRecheck is how soon a running userdata is looked at again. Its
+	// end is a process's on the host, not an object to watch; Ready is
+	// already True while it runs, so its end changes only the reason (or
+	// reports a failure) and a short poll of the machine's files does.
 	runningRecheck = 5 * time.Second
 	// machineRecheck is how soon a made machine is looked at again: one
 	// deleted from outside is reported MachineGone.
@@ -128,6 +135,9 @@ type Reconciler struct {
 	// making is held while the machines are counted and one is made, so
 	// that concurrent reconciles do not pass the bound together.
 	making sync.Mutex
+	// watch wakes a waiting HostMachine when its Machine or bootstrap data
+	// Secret changes; nil without a manager (SetupWithManager).
+	watch *machineWatch
 }
 
 // owner is what a HostMachine's machine records as its owner.
@@ -146,12 +156,21 @@ func Setup(mgr ctrl.Manager, machines *machine.Host, ownerPrefix string, maxMach
 	return (&Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Machines: machines, OwnerPrefix: ownerPrefix, MaxMachines: maxMachines}).SetupWithManager(mgr)
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller. Besides HostMachines it
+// watches bootstrap data Secrets, and Cluster API's Machines once one was
+// read (watch.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	w := &machineWatch{cache: mgr.GetCache()}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&hypershiftv1alpha1.HostMachine{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(w.hostMachinesOfSecret), builder.WithPredicates(bootstrapDataSecret)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	w.controller, r.watch = c, w
+	return nil
 }
 
 // Reconcile implements reconcile.Reconciler.

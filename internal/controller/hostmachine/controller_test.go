@@ -18,10 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/hostmachine"
@@ -38,7 +41,8 @@ const ns = "clusters-dev"
 // fixture is a management plane with Cluster API's Machine kind and the
 // namespace clusters-dev.
 type fixture struct {
-	c client.Client
+	c   client.Client
+	cfg *rest.Config
 }
 
 func setUp(t *testing.T) *fixture {
@@ -63,7 +67,7 @@ func setUp(t *testing.T) *fixture {
 	// labelled as clusters-dev is.
 	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}))
 	must(t, c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "impostor", Labels: owner}}))
-	return &fixture{c: c}
+	return &fixture{c: c, cfg: cfg}
 }
 
 // machines is a machines directory of the test with a network of its own
@@ -483,6 +487,70 @@ func deletes(t *testing.T, f *fixture) {
 	}
 	if _, err := h.Get("m6"); !errors.Is(err, machine.ErrNotFound) {
 		t.Errorf("machine m6 after its HostMachine was deleted: %v", err)
+	}
+}
+
+// TestWatchesWakeAWaitingHostMachine runs the controller in a manager: a
+// HostMachine waiting for its Machine's bootstrap data is reconciled as
+// soon as the Machine names the Secret, and again as soon as the Secret
+// appears. Each must happen within wakeBound, far less than the resync of
+// a waiting HostMachine (30 s): only the watches on Machines and on
+// bootstrap data Secrets pass.
+func TestWatchesWakeAWaitingHostMachine(t *testing.T) {
+	const wakeBound = 2 * time.Second
+	f := setUp(t)
+	mgr, err := ctrl.NewManager(f.cfg, ctrl.Options{
+		Scheme: f.c.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:     testenv.Logger(),
+	})
+	must(t, err)
+	// Not a machines directory: the Secret made last holds no userdata,
+	// so no machine is made and the test needs no root.
+	must(t, hostmachine.Setup(mgr, &machine.Host{Dir: filepath.Join(t.TempDir(), "none")}, "", 0))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		must(t, <-done)
+	})
+
+	hm := f.hostMachine(t, ns, "w1")
+	m := f.machine(t, hm, "")
+	// Woken by its own owner reference.
+	awaitReady(t, f, hm, 20*time.Second, hostmachine.WaitingForBootstrapDataReason, "spec.bootstrap.dataSecretName")
+
+	start := time.Now()
+	f.setDataSecret(t, m, "w1-data")
+	awaitReady(t, f, hm, wakeBound, hostmachine.WaitingForBootstrapDataReason, "Secret "+ns+"/w1-data")
+	t.Logf("the Machine naming its Secret woke the HostMachine in %s", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	must(t, f.c.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1-data", Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "dev"}},
+		Type:       hostmachine.DataSecretType,
+		Data:       map[string][]byte{"value": {}},
+	}))
+	awaitReady(t, f, hm, wakeBound, hostmachine.InvalidBootstrapDataReason, "no userdata")
+	t.Logf("its Secret woke the HostMachine in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// awaitReady waits up to timeout for hm's Ready to have that reason and a
+// message containing msg.
+func awaitReady(t *testing.T, f *fixture, hm *hypershiftv1alpha1.HostMachine, timeout time.Duration, reason hypershiftv1alpha1.ConditionReason, msg string) {
+	t.Helper()
+	var last *metav1.Condition
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		got := &hypershiftv1alpha1.HostMachine{}
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(hm), got); err != nil {
+			return false, err
+		}
+		last = readyCondition(got.Status.Conditions)
+		return last != nil && last.Reason == reason.String() && strings.Contains(last.Message, msg), nil
+	})
+	if err != nil {
+		t.Fatalf("HostMachine %s: Ready %+v after %s, want %s with %q: %v", hm.Name, last, timeout, reason, msg, err)
 	}
 }
 

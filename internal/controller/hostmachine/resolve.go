@@ -121,6 +121,11 @@ func (r *Reconciler) bootstrapData(ctx context.Context, hm *hypershiftv1alpha1.H
 	if m == nil {
 		return nil, &waiting{WaitingForMachineReason, "Waiting for a Machine to own it (Cluster API makes the Machine the controller of the HostMachine it cloned)"}, nil
 	}
+	// A Machine was read, so its kind is served: from now on its changes
+	// and its Secret's wake the HostMachine.
+	if err := r.watch.ensure(); err != nil {
+		return nil, nil, err
+	}
 	name, _, _ := unstructured.NestedString(m.Object, "spec", "bootstrap", "dataSecretName")
 	if name == "" {
 		return nil, &waiting{WaitingForBootstrapDataReason, fmt.Sprintf("Waiting for Machine %s's bootstrap data (spec.bootstrap.dataSecretName)", m.GetName())}, nil

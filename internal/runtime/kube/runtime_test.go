@@ -62,6 +62,7 @@ func TestRuntime(t *testing.T) {
 		{"RenderedControlPlaneApplies", testRenderedApplies},
 		{"ClaimTemplatesOutliveNewDefaults", testClaimTemplatesKept},
 		{"PinnedNodePort", testPinnedNodePort},
+		{"MachinesArePodsOfTheirOwner", testMachines},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,6 +90,9 @@ type Options struct {
 	// Cluster API's machines there. Nil: this operator runs no machines,
 	// and HostClusters and HostMachines say so (NoMachineNetwork).
 	Machines *machine.Host
+	// NewMachines, when set and Machines is nil, makes the machines of the
+	// runtime from the manager (the kube runtime's pods).
+	NewMachines func(ctrl.Manager) runtime.Machines
 	// MachineOwnerPrefix begins the owner each machine records, before its
 	// HostMachine's UID (datadir.Machines.OwnerPrefix for `up`).
 	MachineOwnerPrefix string
@@ -263,7 +266,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	// Cluster API's infrastructure provider for machines of this host;
 	// registered without a machines directory too, to say why nothing is
 	// made.
-	if err := hostmachine.Setup(mgr, opts.Machines, opts.MachineOwnerPrefix, opts.MaxMachines); err != nil {
+	if err := hostmachine.Setup(mgr, machines(opts, mgr), opts.MachineOwnerPrefix, opts.MaxMachines); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -10,16 +10,15 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
-	"hypershift.dev/internal/nodes/machine"
+	"hypershift.dev/internal/runtime"
 )
 
 // ClusterReconciler reconciles HostClusters: provisioned, and Ready, when
 // the operator has a machine network. Nothing is made for them.
 type ClusterReconciler struct {
 	Client client.Client
-	// Machines is the host's machines directory; nil: this operator runs
-	// no machines.
-	Machines *machine.Host
+	// Machines makes the machines; nil: this operator runs no machines.
+	Machines runtime.Machines
 }
 
 // SetupWithManager registers the controller.
@@ -51,18 +50,16 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		conditions.Set(&hc.Status.Conditions, hc.Generation, ReadyCondition, ready, reason, msg)
 	}
 	if r.Machines == nil {
-		set(false, NoMachineNetworkReason, "This operator runs no machines of its host: start the management plane with --machines-dir "+
-			"(`hypershift machine network`, then `hypershift up --machines-dir DIR`)")
+		set(false, NoMachineNetworkReason, noMachinesMessage)
 		return ctrl.Result{}, nil
 	}
-	n, err := r.Machines.Network()
-	if err != nil {
+	if err := r.Machines.Check(ctx); err != nil {
 		// Once provisioned, it stays so (Cluster API's contract); Ready
-		// says the network went.
+		// says the machines cannot be made now.
 		set(false, NoMachineNetworkReason, err.Error())
 		return ctrl.Result{RequeueAfter: machineRecheck}, nil
 	}
 	hc.Status.Initialization.Provisioned = ptr.To(true)
-	set(true, MachineNetworkReadyReason, "Machines get addresses of "+n.CIDR.String()+" on bridge "+n.Bridge+"; their gateway is "+n.Gateway.String())
+	set(true, MachineNetworkReadyReason, "Machines are made in "+r.Machines.Where())
 	return ctrl.Result{}, nil
 }

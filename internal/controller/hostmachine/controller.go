@@ -16,7 +16,6 @@
 package hostmachine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +34,8 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/controller/lifecycle"
-	"hypershift.dev/internal/nodes/machine"
+	"hypershift.dev/internal/hostedref"
+	"hypershift.dev/internal/runtime"
 )
 
 // Finalizer holds a HostMachine until its machine is deleted.
@@ -73,6 +73,9 @@ const (
 	// exists on the host and is not its own (made by hand, or of another
 	// HostMachine); it is left alone.
 	MachineNameTakenReason hypershiftv1alpha1.ConditionReason = "MachineNameTaken"
+	// MachineStartingReason: the machine is made and does not run yet (a
+	// pod waiting for its node or its image; the message says which).
+	MachineStartingReason hypershiftv1alpha1.ConditionReason = "MachineStarting"
 	// MachineLimitReachedReason: the host has as many machines as the
 	// operator may make (--max-machines); the machine is made once one goes.
 	MachineLimitReachedReason hypershiftv1alpha1.ConditionReason = "MachineLimitReached"
@@ -110,8 +113,9 @@ const (
 	// deleteTimeout bounds a machine's deletion (it runs `join --reset`
 	// in it).
 	deleteTimeout = 2 * time.Minute
-	// logTailBytes bounds the userdata log in a UserdataFailed message.
-	logTailBytes = 2048
+	// deletingRecheck is how soon a machine whose deletion goes on (a pod
+	// that resets its node) is looked at again.
+	deletingRecheck = 2 * time.Second
 )
 
 // Reconciler reconciles HostMachines.
@@ -120,9 +124,9 @@ type Reconciler struct {
 	// APIReader reads the bootstrap data Secret from the API server, not
 	// the cache. Nil: Client.
 	APIReader client.Reader
-	// Machines is the host's machines directory, with its machine network;
-	// nil: this operator runs no machines.
-	Machines *machine.Host
+	// Machines makes the machines where the operator's runtime runs; nil:
+	// this operator runs no machines.
+	Machines runtime.Machines
 	// OwnerPrefix begins the owner recorded with each machine, before the
 	// HostMachine's UID: the management plane's identity, by which
 	// `down --purge` finds the machines of its plane (datadir.Machines).
@@ -149,7 +153,7 @@ func (r *Reconciler) owner(hm *hypershiftv1alpha1.HostMachine) string {
 // nil registers them to report that this operator runs no machines.
 // ownerPrefix begins the owner each machine records (Reconciler.OwnerPrefix),
 // and at most maxMachines machines are on the host (Reconciler.MaxMachines).
-func Setup(mgr ctrl.Manager, machines *machine.Host, ownerPrefix string, maxMachines int) error {
+func Setup(mgr ctrl.Manager, machines runtime.Machines, ownerPrefix string, maxMachines int) error {
 	if err := (&ClusterReconciler{Client: mgr.GetClient(), Machines: machines}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -217,35 +221,56 @@ func setReady(hm *hypershiftv1alpha1.HostMachine, ready bool, reason hypershiftv
 
 // noMachines says that this operator runs no machines.
 func noMachines(hm *hypershiftv1alpha1.HostMachine, deleting bool) {
-	msg := "This operator runs no machines of its host: start the management plane with --machines-dir (`hypershift machine network`, then `hypershift up --machines-dir DIR`)"
+	msg := noMachinesMessage
 	if deleting {
-		msg += "; its machine is deleted (and the finalizer " + Finalizer + " removed) once an operator with --machines-dir runs"
+		msg += "; its machine is deleted (and the finalizer " + Finalizer + " removed) once an operator that makes machines runs"
 	}
 	setReady(hm, false, NoMachineNetworkReason, "%s", msg)
+}
+
+// noMachinesMessage says how an operator gets to make machines.
+const noMachinesMessage = "This operator makes no machines: start the management plane with --machines-dir " +
+	"(`hypershift machine network`, then `hypershift up --machines-dir DIR`), or install it with --machine-image (the kube runtime)"
+
+// ref names the HostMachine's machine: in its namespace, owned by it, of
+// the HostedCluster whose control-plane namespace that is.
+func (r *Reconciler) ref(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (runtime.MachineRef, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: hm.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+		return runtime.MachineRef{}, err
+	}
+	name := MachineName(hm)
+	return runtime.MachineRef{
+		Namespace: hm.Namespace, Cluster: ns.Labels[hostedref.ClusterUIDLabel],
+		Name: name, Owner: r.owner(hm), ProviderID: hypershiftv1alpha1.HostProviderIDPrefix + name,
+	}, nil
 }
 
 // reconcileNormal makes the HostMachine's machine, starts its userdata and
 // reports them.
 func (r *Reconciler) reconcileNormal(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (ctrl.Result, error) {
-	h, name, owner := *r.Machines, MachineName(hm), r.owner(hm)
-	providerID := hypershiftv1alpha1.HostProviderIDPrefix + name
-	if hm.Spec.ProviderID != "" && hm.Spec.ProviderID != providerID {
+	ref, err := r.ref(ctx, hm)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if hm.Spec.ProviderID != "" && hm.Spec.ProviderID != ref.ProviderID {
 		setReady(hm, false, InvalidProviderIDReason,
-			"spec.providerID is %s, but this HostMachine's machine is %s: leave spec.providerID empty (in the HostMachineTemplate too)", hm.Spec.ProviderID, providerID)
+			"spec.providerID is %s, but this HostMachine's machine is %s: leave spec.providerID empty (in the HostMachineTemplate too)", hm.Spec.ProviderID, ref.ProviderID)
 		return ctrl.Result{}, nil
 	}
 	provisioned := ptr.Deref(hm.Status.Initialization.Provisioned, false)
-	rec, err := h.Get(name)
+	where := r.Machines.Where()
+	m, err := r.Machines.Get(ctx, ref)
 	switch {
-	case errors.Is(err, machine.ErrNotFound) && provisioned:
+	case errors.Is(err, runtime.ErrMachineNotFound) && provisioned:
 		setReady(hm, false, MachineGoneReason,
-			"Machine %s is no longer on this host (%s): it is not made again; a MachineHealthCheck replaces the Machine", name, h.Dir)
+			"Machine %s is no longer in %s: it is not made again; a MachineHealthCheck replaces the Machine", ref.Name, where)
 		return ctrl.Result{RequeueAfter: machineRecheck}, nil
-	case errors.Is(err, machine.ErrNotFound):
-		return r.create(ctx, hm, name)
-	case err != nil || rec.Owner != owner:
+	case errors.Is(err, runtime.ErrMachineNotFound):
+		return r.create(ctx, hm, ref, false)
+	case err != nil || m.Owner != ref.Owner:
 		// Not this HostMachine's machine: never acted on.
-		why := fmt.Sprintf("a machine %s that is not this HostMachine's is on this host (%s)", name, h.Dir)
+		why := fmt.Sprintf("a machine %s that is not this HostMachine's is in %s", ref.Name, where)
 		if err != nil {
 			why = fmt.Sprintf("%s: %v", why, err)
 		}
@@ -256,87 +281,60 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, hm *hypershiftv1alpha1
 		setReady(hm, false, MachineNameTakenReason, "%s: it is left alone; delete it, or this HostMachine", capitalize(why))
 		return ctrl.Result{RequeueAfter: machineRecheck}, nil
 	}
-	if err := h.Check(name); err != nil {
+	switch m.State {
+	case runtime.MachineBroken:
 		if provisioned {
 			// Looked at again: a check that failed once is not final.
-			setReady(hm, false, MachineGoneReason, "%v: it is not made again; a MachineHealthCheck replaces the Machine", err)
+			setReady(hm, false, MachineGoneReason, "Machine %s: %s: it is not made again; a MachineHealthCheck replaces the Machine", ref.Name, m.Message)
 			return ctrl.Result{RequeueAfter: machineRecheck}, nil
 		}
 		// Made half-way by a pass that stopped: made again.
-		ctrl.LoggerFrom(ctx).Info("deleting a machine made half-way", "reason", err.Error())
-		if err := r.deleteMachine(ctx, h, name, owner); err != nil {
-			return ctrl.Result{}, err
+		ctrl.LoggerFrom(ctx).Info("deleting a machine made half-way", "reason", m.Message)
+		if done, err := r.deleteMachine(ctx, ref); err != nil || !done {
+			return ctrl.Result{RequeueAfter: deletingRecheck}, err
 		}
-		return r.create(ctx, hm, name)
+		return r.create(ctx, hm, ref, false)
+	case runtime.MachineNotStarted:
+		return r.create(ctx, hm, ref, true)
 	}
-	st, err := h.Userdata(name)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if st.State == machine.UserdataNotStarted {
-		return r.start(ctx, hm, rec)
-	}
-	return r.report(ctx, hm, rec, st)
+	return r.report(ctx, hm, m)
 }
 
 // create makes the machine once its bootstrap data is there, and starts
-// the userdata.
-func (r *Reconciler) create(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, name string) (ctrl.Result, error) {
+// its userdata; made: it exists already, its userdata not started (a pass
+// stopped in between).
+func (r *Reconciler) create(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, ref runtime.MachineRef, made bool) (ctrl.Result, error) {
 	userdata, wait, err := r.bootstrapData(ctx, hm)
 	if err != nil || wait != nil {
 		return waitFor(hm, wait, err)
 	}
-	h, owner := *r.Machines, r.owner(hm)
 	r.making.Lock()
 	defer r.making.Unlock()
-	if r.MaxMachines > 0 {
-		existing, err := h.List()
+	if r.MaxMachines > 0 && !made {
+		n, err := r.Machines.Count(ctx)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if len(existing) >= r.MaxMachines {
+		if n >= r.MaxMachines {
 			setReady(hm, false, MachineLimitReachedReason,
-				"This host has %d machines, the most this operator makes (--max-machines %d): machine %s is made once one goes", len(existing), r.MaxMachines, name)
+				"There are %d machines in %s, the most this operator makes (--max-machines %d): machine %s is made once one goes", n, r.Machines.Where(), r.MaxMachines, ref.Name)
 			return ctrl.Result{RequeueAfter: limitRecheck}, nil
 		}
 	}
-	rec, err := h.Make(name, owner)
+	m, err := r.Machines.Create(ctx, ref, userdata)
 	switch {
-	case errors.Is(err, machine.ErrExists):
+	case errors.Is(err, runtime.ErrMachineExists):
 		setReady(hm, false, MachineNameTakenReason, "%v, and it is not this HostMachine's machine: it is left alone", err)
 		return ctrl.Result{RequeueAfter: machineRecheck}, nil
 	case err != nil:
-		if _, nerr := h.Network(); nerr != nil {
-			setReady(hm, false, NoMachineNetworkReason, "%v", nerr)
+		if cerr := r.Machines.Check(ctx); cerr != nil {
+			setReady(hm, false, NoMachineNetworkReason, "%v", cerr)
 			return ctrl.Result{RequeueAfter: machineRecheck}, nil
 		}
-		err = fmt.Errorf("make machine %s: %w", name, err)
-		if _, gerr := h.Get(name); gerr == nil {
-			err = errors.Join(err, r.deleteMachine(ctx, h, name, owner))
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, fmt.Errorf("make machine %s: %w", ref.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("machine made", "address", rec.Address.String())
-	return r.startUserdata(ctx, hm, rec, userdata)
-}
-
-// start starts the userdata of a machine made without it (a pass that
-// stopped between the two).
-func (r *Reconciler) start(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, rec machine.Record) (ctrl.Result, error) {
-	userdata, wait, err := r.bootstrapData(ctx, hm)
-	if err != nil || wait != nil {
-		return waitFor(hm, wait, err)
-	}
-	return r.startUserdata(ctx, hm, rec, userdata)
-}
-
-func (r *Reconciler) startUserdata(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, rec machine.Record, userdata []byte) (ctrl.Result, error) {
-	st, err := r.Machines.StartUserdata(rec.Name, userdata)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	ctrl.LoggerFrom(ctx).Info("userdata started")
-	return r.report(ctx, hm, rec, st)
+	ctrl.LoggerFrom(ctx).Info("machine made, its userdata started", "state", m.State)
+	return r.report(ctx, hm, m)
 }
 
 // waitFor reports what the HostMachine waits for.
@@ -354,9 +352,13 @@ func waitFor(hm *hypershiftv1alpha1.HostMachine, wait *waiting, err error) (ctrl
 }
 
 // report writes the machine's provider ID, addresses and how its userdata
-// is.
-func (r *Reconciler) report(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, rec machine.Record, st machine.UserdataStatus) (ctrl.Result, error) {
-	if providerID := hypershiftv1alpha1.HostProviderIDPrefix + rec.Name; hm.Spec.ProviderID != providerID {
+// is. A machine is provisioned once it has its address.
+func (r *Reconciler) report(ctx context.Context, hm *hypershiftv1alpha1.HostMachine, m runtime.Machine) (ctrl.Result, error) {
+	if m.State == runtime.MachineStarting && !m.Address.IsValid() {
+		setReady(hm, false, MachineStartingReason, "Machine %s: %s", m.Name, m.Message)
+		return ctrl.Result{RequeueAfter: runningRecheck}, nil
+	}
+	if providerID := hypershiftv1alpha1.HostProviderIDPrefix + m.Name; hm.Spec.ProviderID != providerID {
 		// Patched on a copy: the status this pass changes stays.
 		updated := hm.DeepCopy()
 		updated.Spec.ProviderID = providerID
@@ -366,73 +368,59 @@ func (r *Reconciler) report(ctx context.Context, hm *hypershiftv1alpha1.HostMach
 		hm.Spec.ProviderID, hm.ResourceVersion = providerID, updated.ResourceVersion
 	}
 	hm.Status.Initialization.Provisioned = ptr.To(true)
-	hm.Status.Addresses = []hypershiftv1alpha1.MachineAddress{
-		{Type: "InternalIP", Address: rec.Address.String()},
-		{Type: "Hostname", Address: rec.Name},
+	hm.Status.Addresses = []hypershiftv1alpha1.MachineAddress{{Type: "Hostname", Address: m.Name}}
+	if m.Address.IsValid() {
+		hm.Status.Addresses = append([]hypershiftv1alpha1.MachineAddress{{Type: "InternalIP", Address: m.Address.String()}}, hm.Status.Addresses...)
 	}
-	switch st.State {
-	case machine.UserdataRunning:
-		setReady(hm, true, UserdataRunningReason, "Machine %s (%s) runs its userdata, started %s", rec.Name, rec.Address, st.StartedAt.Format(time.RFC3339))
+	switch m.State {
+	case runtime.MachineStarting:
+		setReady(hm, false, MachineStartingReason, "Machine %s (%s): %s", m.Name, m.Address, m.Message)
 		return ctrl.Result{RequeueAfter: runningRecheck}, nil
-	case machine.UserdataSucceeded:
-		setReady(hm, true, UserdataSucceededReason, "Machine %s (%s): its userdata succeeded", rec.Name, rec.Address)
+	case runtime.MachineRunning:
+		setReady(hm, true, UserdataRunningReason, "Machine %s (%s) runs its userdata, started %s", m.Name, m.Address, m.StartedAt.Format(time.RFC3339))
+		return ctrl.Result{RequeueAfter: runningRecheck}, nil
+	case runtime.MachineBooted:
+		setReady(hm, true, UserdataSucceededReason, "Machine %s (%s): its userdata succeeded", m.Name, m.Address)
 	default:
-		msg := fmt.Sprintf("Machine %s (%s): %s", rec.Name, rec.Address, st.Message)
-		if tail := r.Machines.UserdataLogTail(rec.Name, logTailBytes); tail != "" {
-			msg += "; the end of its log:\n" + tail
-		}
-		setReady(hm, false, UserdataFailedReason, "%s", msg)
+		setReady(hm, false, UserdataFailedReason, "Machine %s (%s): %s", m.Name, m.Address, m.Message)
 	}
 	return ctrl.Result{RequeueAfter: machineRecheck}, nil
 }
 
-// reconcileDelete deletes the HostMachine's machine — only when its record
-// names this HostMachine — and lets the HostMachine go.
+// reconcileDelete deletes the HostMachine's machine — only when it is the
+// HostMachine's — and lets the HostMachine go once it is gone.
 func (r *Reconciler) reconcileDelete(ctx context.Context, hm *hypershiftv1alpha1.HostMachine) (ctrl.Result, error) {
-	h, name, owner := *r.Machines, MachineName(hm), r.owner(hm)
-	rec, err := h.Get(name)
-	switch {
-	case errors.Is(err, machine.ErrNotFound):
-	case err != nil || rec.Owner != owner:
-		ctrl.LoggerFrom(ctx).Info("the machine of this name is not this HostMachine's: left alone", "owner", rec.Owner, "error", err)
-	default:
-		setReady(hm, false, DeletingReason, "Deleting machine %s: its node is reset and the machine removed", name)
-		if err := r.deleteMachine(ctx, h, name, owner); err != nil {
-			setReady(hm, false, DeletingReason, "Deleting machine %s failed, retried: %v", name, err)
-			return ctrl.Result{}, err
-		}
-		ctrl.LoggerFrom(ctx).Info("machine deleted")
+	ref, err := r.ref(ctx, hm)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
+	m, err := r.Machines.Get(ctx, ref)
+	switch {
+	case errors.Is(err, runtime.ErrMachineNotFound):
+		// What a machine leaves beside it (a pod's Secret) still goes.
+	case err != nil || m.Owner != ref.Owner:
+		ctrl.LoggerFrom(ctx).Info("the machine of this name is not this HostMachine's: left alone", "owner", m.Owner, "error", err)
+		return ctrl.Result{}, lifecycle.RemoveFinalizer(ctx, r.Client, hm, Finalizer)
+	default:
+		setReady(hm, false, DeletingReason, "Deleting machine %s: its node is reset and the machine removed", ref.Name)
+	}
+	done, err := r.deleteMachine(ctx, ref)
+	if err != nil {
+		setReady(hm, false, DeletingReason, "Deleting machine %s failed, retried: %v", ref.Name, err)
+		return ctrl.Result{}, err
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: deletingRecheck}, nil
+	}
+	ctrl.LoggerFrom(ctx).Info("machine deleted")
 	return ctrl.Result{}, lifecycle.RemoveFinalizer(ctx, r.Client, hm, Finalizer)
 }
 
-// deleteMachine deletes the owner's machine, bounded by deleteTimeout; a
-// failure's error carries the end of what the deletion printed.
-func (r *Reconciler) deleteMachine(ctx context.Context, h machine.Host, name, owner string) error {
+// deleteMachine deletes the owner's machine, bounded by deleteTimeout.
+func (r *Reconciler) deleteMachine(ctx context.Context, ref runtime.MachineRef) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	defer cancel()
-	out := &tailBuffer{max: logTailBytes}
-	if err := h.DeleteOwned(ctx, name, owner, out); err != nil {
-		if s := bytes.TrimSpace(out.buf); len(s) > 0 {
-			return fmt.Errorf("delete machine %s: %w; its output ended with: %s", name, err, s)
-		}
-		return fmt.Errorf("delete machine %s: %w", name, err)
-	}
-	return nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
+	return r.Machines.Delete(ctx, ref)
 }
 
 func capitalize(s string) string {

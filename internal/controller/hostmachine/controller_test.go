@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	"hypershift.dev/internal/controller/hostmachine"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/nodes/machine"
+	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
@@ -237,6 +239,70 @@ func TestHostMachineProvider(t *testing.T) {
 	t.Run("no machine is made beyond --max-machines", func(t *testing.T) { machineLimit(t, f) })
 	t.Run("a machine deleted from outside is reported gone and not made again", func(t *testing.T) { machineGone(t, f) })
 	t.Run("deleting a HostMachine deletes its machine", func(t *testing.T) { deletes(t, f) })
+	t.Run("a machine a runtime makes in steps is provisioned with its address, and held until its deletion is done", func(t *testing.T) { machineInSteps(t, f) })
+}
+
+// stepMachines is a runtime.Machines whose one machine is as the test
+// says, as the kube runtime's pods are: made Starting without an
+// address, deleted over several calls.
+type stepMachines struct {
+	made    *runtime.MachineRef
+	now     runtime.Machine
+	deletes int
+}
+
+func (*stepMachines) Where() string                        { return "the test's machines" }
+func (*stepMachines) Check(context.Context) error          { return nil }
+func (m *stepMachines) Count(context.Context) (int, error) { return 0, nil }
+func (m *stepMachines) Get(_ context.Context, ref runtime.MachineRef) (runtime.Machine, error) {
+	if m.made == nil || m.deletes >= 2 {
+		return runtime.Machine{}, runtime.ErrMachineNotFound
+	}
+	return m.now, nil
+}
+
+func (m *stepMachines) Create(_ context.Context, ref runtime.MachineRef, _ []byte) (runtime.Machine, error) {
+	m.made = &ref
+	m.now = runtime.Machine{Name: ref.Name, Owner: ref.Owner, State: runtime.MachineStarting, Message: "its pod is Pending, not scheduled yet"}
+	return m.now, nil
+}
+
+func (m *stepMachines) Delete(context.Context, runtime.MachineRef) (bool, error) {
+	m.deletes++
+	return m.deletes >= 2, nil
+}
+
+func machineInSteps(t *testing.T, f *fixture) {
+	m := &stepMachines{}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: m, OwnerPrefix: "plane/"}
+	hm := f.ready(t, "m10", "true\n")
+	_, got := reconcile(t, r, hm)
+	wantReady(t, "starting", got.Status.Conditions, metav1.ConditionFalse, hostmachine.MachineStartingReason, "not scheduled yet")
+	if got.Status.Initialization.Provisioned != nil || got.Spec.ProviderID != "" {
+		t.Errorf("a machine without an address is provisioned: %v, providerID %q", got.Status.Initialization.Provisioned, got.Spec.ProviderID)
+	}
+	ns := &corev1.Namespace{}
+	must(t, f.c.Get(t.Context(), client.ObjectKey{Name: got.Namespace}, ns))
+	if want := (runtime.MachineRef{Namespace: got.Namespace, Cluster: ns.Labels[hostedref.ClusterUIDLabel], Name: "m10", Owner: "plane/" + string(got.UID), ProviderID: "hypershift-host://m10"}); m.made == nil || *m.made != want {
+		t.Errorf("the machine was made as %+v, want %+v", m.made, want)
+	}
+
+	m.now.State, m.now.Address = runtime.MachineRunning, netip.MustParseAddr("10.0.0.5")
+	_, got = reconcile(t, r, hm)
+	wantReady(t, "running", got.Status.Conditions, metav1.ConditionTrue, hostmachine.UserdataRunningReason)
+	if !ptr.Deref(got.Status.Initialization.Provisioned, false) || got.Spec.ProviderID != "hypershift-host://m10" ||
+		len(got.Status.Addresses) == 0 || got.Status.Addresses[0].Address != "10.0.0.5" {
+		t.Errorf("a running machine: provisioned %v, providerID %q, addresses %v", got.Status.Initialization.Provisioned, got.Spec.ProviderID, got.Status.Addresses)
+	}
+
+	must(t, f.c.Delete(t.Context(), got))
+	if _, got = reconcile(t, r, hm); got == nil {
+		t.Fatal("the HostMachine went before its machine's deletion was done")
+	}
+	wantReady(t, "deleting", got.Status.Conditions, metav1.ConditionFalse, hostmachine.DeletingReason)
+	if _, got = reconcile(t, r, hm); got != nil {
+		t.Errorf("the HostMachine stays after its machine's deletion is done (finalizers %v)", got.Finalizers)
+	}
 }
 
 func withoutMachines(t *testing.T, f *fixture) {
@@ -251,7 +317,7 @@ func withoutMachines(t *testing.T, f *fixture) {
 		t.Errorf("HostCluster provisioned %v without a machine network", *hc.Status.Initialization.Provisioned)
 	}
 	// A machines directory without a network.
-	cr.Machines = &machine.Host{Dir: t.TempDir()}
+	cr.Machines = machine.Provider{Host: machine.Host{Dir: t.TempDir()}}
 	_, err = cr.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(hc)})
 	must(t, err)
 	must(t, f.c.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
@@ -268,7 +334,8 @@ func withoutMachines(t *testing.T, f *fixture) {
 
 func refusesBootstrapData(t *testing.T, f *fixture) {
 	// Not a machines directory: a machine made would fail the test.
-	r := &hostmachine.Reconciler{Client: f.c, Machines: &machine.Host{Dir: filepath.Join(t.TempDir(), "none")}}
+	none := machine.Host{Dir: filepath.Join(t.TempDir(), "none")}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: none}}
 	for _, c := range []struct {
 		namespace, name, userdata string
 		typ                       corev1.SecretType
@@ -295,8 +362,8 @@ func refusesBootstrapData(t *testing.T, f *fixture) {
 			t.Errorf("%s: still there after its deletion (finalizers %v)", c.name, got.Finalizers)
 		}
 	}
-	if _, err := os.Stat(r.Machines.Dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("something was made in %s: %v", r.Machines.Dir, err)
+	if _, err := os.Stat(none.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("something was made in %s: %v", none.Dir, err)
 	}
 }
 
@@ -304,7 +371,7 @@ func hostCluster(t *testing.T, f *fixture) {
 	h := machines(t)
 	hc := &hypershiftv1alpha1.HostCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"}}
 	must(t, f.c.Create(t.Context(), hc))
-	cr := &hostmachine.ClusterReconciler{Client: f.c, Machines: h}
+	cr := &hostmachine.ClusterReconciler{Client: f.c, Machines: machine.Provider{Host: *h}}
 	_, err := cr.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(hc)})
 	must(t, err)
 	must(t, f.c.Get(t.Context(), client.ObjectKeyFromObject(hc), hc))
@@ -317,7 +384,7 @@ func hostCluster(t *testing.T, f *fixture) {
 
 func runsUserdataOnce(t *testing.T, f *fixture) {
 	h := machines(t)
-	r := &hostmachine.Reconciler{Client: f.c, Machines: h}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: *h}}
 	hm := f.hostMachine(t, ns, "m1")
 	_, got := reconcile(t, r, hm)
 	wantReady(t, "without a Machine", got.Status.Conditions, metav1.ConditionFalse, hostmachine.WaitingForMachineReason)
@@ -354,7 +421,7 @@ func runsUserdataOnce(t *testing.T, f *fixture) {
 	got = untilUserdataEnds(t, r, hm)
 	wantReady(t, "ended", got.Status.Conditions, metav1.ConditionTrue, hostmachine.UserdataSucceededReason)
 	// An operator that starts again finds it done.
-	restarted := &hostmachine.Reconciler{Client: f.c, Machines: &machine.Host{Dir: h.Dir}}
+	restarted := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: machine.Host{Dir: h.Dir}}}
 	for range 3 {
 		_, got = reconcile(t, restarted, hm)
 	}
@@ -369,7 +436,7 @@ func runsUserdataOnce(t *testing.T, f *fixture) {
 
 func failedUserdata(t *testing.T, f *fixture) {
 	h := machines(t)
-	r := &hostmachine.Reconciler{Client: f.c, Machines: h}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: *h}}
 	hm := f.ready(t, "m2", strings.Repeat("noise\n", 1000)+"echo why it failed >&2\nexit 3\n")
 	reconcile(t, r, hm)
 	got := untilUserdataEnds(t, r, hm)
@@ -401,7 +468,7 @@ func editOwner(t *testing.T, h *machine.Host, name, owner string) {
 // owner, are reported and left whole, also when the HostMachine goes.
 func othersMachines(t *testing.T, f *fixture) {
 	h := machines(t)
-	r := &hostmachine.Reconciler{Client: f.c, Machines: h}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: *h}}
 	if _, err := h.Create(t.Context(), "m3", []byte("true\n"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +508,7 @@ func othersMachines(t *testing.T, f *fixture) {
 // one goes.
 func machineLimit(t *testing.T, f *fixture) {
 	h := machines(t)
-	r := &hostmachine.Reconciler{Client: f.c, Machines: h, MaxMachines: 1}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: *h}, MaxMachines: 1}
 	if _, err := h.Create(t.Context(), "m8", []byte("true\n"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +529,7 @@ func machineLimit(t *testing.T, f *fixture) {
 
 func machineGone(t *testing.T, f *fixture) {
 	h := machines(t)
-	r := &hostmachine.Reconciler{Client: f.c, Machines: h}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: *h}}
 	hm := f.ready(t, "m5", "true\n")
 	reconcile(t, r, hm)
 	must(t, h.Delete(t.Context(), "m5", nil))
@@ -477,7 +544,7 @@ func machineGone(t *testing.T, f *fixture) {
 
 func deletes(t *testing.T, f *fixture) {
 	h := machines(t)
-	r := &hostmachine.Reconciler{Client: f.c, Machines: h}
+	r := &hostmachine.Reconciler{Client: f.c, Machines: machine.Provider{Host: *h}}
 	hm := f.ready(t, "m6", "exec sleep 600\n")
 	_, got := reconcile(t, r, hm)
 	wantReady(t, "running", got.Status.Conditions, metav1.ConditionTrue, hostmachine.UserdataRunningReason)
@@ -507,7 +574,7 @@ func TestWatchesWakeAWaitingHostMachine(t *testing.T) {
 	must(t, err)
 	// Not a machines directory: the Secret made last holds no userdata,
 	// so no machine is made and the test needs no root.
-	must(t, hostmachine.Setup(mgr, &machine.Host{Dir: filepath.Join(t.TempDir(), "none")}, "", 0))
+	must(t, hostmachine.Setup(mgr, machine.Provider{Host: machine.Host{Dir: filepath.Join(t.TempDir(), "none")}}, "", 0))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

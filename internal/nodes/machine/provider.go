@@ -18,8 +18,15 @@ type Provider struct{ Host Host }
 
 var _ runtime.Machines = Provider{}
 
-// Where implements runtime.Machines: the machines directory.
-func (p Provider) Where() string { return p.Host.Dir }
+// Where implements runtime.Machines: the machines directory, and its
+// machine network when it has one.
+func (p Provider) Where() string {
+	n, err := p.Host.Network()
+	if err != nil {
+		return p.Host.Dir
+	}
+	return fmt.Sprintf("%s (addresses of %s on bridge %s; their gateway is %s)", p.Host.Dir, n.CIDR, n.Bridge, n.Gateway)
+}
 
 // Check implements runtime.Machines: machines need the machine network.
 func (p Provider) Check(context.Context) error {

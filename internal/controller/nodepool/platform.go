@@ -48,6 +48,7 @@ func (p platform) reconcile(ctx context.Context, s *scope, want int32) (machineR
 	return machineReport{
 		machines: r.Machines, unregistered: r.Unregistered, draining: r.Draining,
 		blocked: r.Blocked, problem: r.Problem, busy: r.Busy, rollout: r.Rollout,
+		status: r.MachineStatus,
 	}, err
 }
 
@@ -126,6 +127,9 @@ type machineReport struct {
 	problem      string
 	busy         bool
 	rollout      string
+	// status is what the machines say of their readiness and versions;
+	// nil when the platform's machines do not report them.
+	status *nodeplatform.MachineStatus
 }
 
 // Autorepair thresholds, for the AutorepairEnabled message.

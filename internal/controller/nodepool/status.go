@@ -32,50 +32,90 @@ func (r *Reconciler) updateStatus(s *scope) {
 		return
 	}
 
-	var ready int32
-	var notReady, versions []string
+	obs := observe(s)
+	np.Status.Replicas = s.machines.machines
+	np.Status.ReadyReplicas = obs.ready
+	switch {
+	case len(obs.versions) == 1 && obs.otherVersions == 0:
+		np.Status.Version = obs.versions[0]
+	case len(obs.versions) == 0:
+		np.Status.Version = s.version // no node runs another
+	}
+	setUpdatingVersion(s, obs.versions)
+	setAllMachinesReady(s)
+	if len(obs.unhealthy) > 0 {
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllNodesHealthy, false, reasonNodesNotReady,
+			fmt.Sprintf("%d of %d nodes are not %s: %s", len(obs.unhealthy), obs.nodes, obs.healthy, names(obs.unhealthy)))
+	} else {
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllNodesHealthy, true, hypershiftv1alpha1.AsExpectedReason,
+			fmt.Sprintf("All %d nodes are %s", obs.nodes, obs.healthy))
+	}
+	setReady(s, obs.ready)
+}
+
+// observed is what the pool's status says of its nodes: how many are
+// ready, which are not healthy, the versions they run.
+type observed struct {
+	ready int32
+	// nodes counts the nodes whose health is reported and unhealthy
+	// names those that are not; healthy is what the messages call it.
+	nodes     int
+	unhealthy []string
+	healthy   string
+	// versions are the distinct kubelet versions, sorted; otherVersions
+	// counts those left out.
+	versions      []string
+	otherVersions int
+}
+
+// observe takes readiness and versions from what the platform's machines
+// report of themselves (Cluster API's Machines), and from the pool's
+// Nodes for platforms whose machines report nothing.
+func observe(s *scope) observed {
+	if ms := s.machines.status; ms != nil {
+		return observed{
+			ready: ms.Ready, nodes: int(ms.Registered), unhealthy: ms.Unhealthy, healthy: "healthy",
+			versions: ms.Versions, otherVersions: ms.OtherVersions,
+		}
+	}
+	obs := observed{nodes: len(s.nodes), healthy: "Ready"}
 	seen := map[string]bool{}
 	for name, node := range s.nodes {
 		if nodeReady(node) {
-			ready++
+			obs.ready++
 		} else {
-			notReady = append(notReady, name)
+			obs.unhealthy = append(obs.unhealthy, name)
 		}
 		if v := node.Status.NodeInfo.KubeletVersion; v != "" && !seen[v] {
 			seen[v] = true
-			versions = append(versions, v)
+			obs.versions = append(obs.versions, v)
 		}
 	}
-	sort.Strings(notReady)
-	sort.Strings(versions)
-	np.Status.Replicas = s.machines.machines
-	np.Status.ReadyReplicas = ready
-	switch {
-	case len(versions) == 1:
-		np.Status.Version = versions[0]
-	case len(versions) == 0:
-		np.Status.Version = s.version // no node runs another
-	}
-	setUpdatingVersion(s, versions)
+	sort.Strings(obs.unhealthy)
+	sort.Strings(obs.versions)
+	return obs
+}
 
+// setAllMachinesReady says whether every machine has its node and, when
+// the machines report it, is ready.
+func setAllMachinesReady(s *scope) {
+	np, gen, m := s.np, s.np.Generation, s.machines
 	switch {
-	case s.machines.problem != "":
-		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllMachinesReady, false, reasonAgentNotRunning, s.machines.problem)
-	case len(s.machines.unregistered) > 0:
+	case m.problem != "":
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllMachinesReady, false, reasonAgentNotRunning, m.problem)
+	case len(m.unregistered) > 0:
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllMachinesReady, false, reasonWaitingForNodes,
-			fmt.Sprintf("%d of %d machines have no node yet: %s", len(s.machines.unregistered), s.machines.machines, names(s.machines.unregistered)))
+			fmt.Sprintf("%d of %d machines have no node yet: %s", len(m.unregistered), m.machines, names(m.unregistered)))
+	case m.status == nil:
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllMachinesReady, true, hypershiftv1alpha1.AsExpectedReason,
+			fmt.Sprintf("All %d machines have registered their node", m.machines))
+	case len(m.status.NotReady) > 0:
+		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllMachinesReady, false, reasonNodesNotReady,
+			fmt.Sprintf("%d of %d machines are not Ready: %s", len(m.status.NotReady), m.status.Registered, names(m.status.NotReady)))
 	default:
 		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllMachinesReady, true, hypershiftv1alpha1.AsExpectedReason,
-			fmt.Sprintf("All %d machines have registered their node", s.machines.machines))
+			fmt.Sprintf("All %d machines are Ready", m.status.Registered))
 	}
-	if len(notReady) > 0 {
-		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllNodesHealthy, false, reasonNodesNotReady,
-			fmt.Sprintf("%d of %d nodes are not Ready: %s", len(notReady), len(s.nodes), names(notReady)))
-	} else {
-		conditions.Set(&np.Status.Conditions, gen, hypershiftv1alpha1.NodePoolAllNodesHealthy, true, hypershiftv1alpha1.AsExpectedReason,
-			fmt.Sprintf("All %d nodes are Ready", len(s.nodes)))
-	}
-	setReady(s, ready)
 }
 
 // setReady says whether the pool has the nodes it wants, Ready.
@@ -115,12 +155,22 @@ func names(list []string) string {
 // rolls one, False when every node runs the pool's version, when the
 // version cannot be rolled out (the reason says why), or when the
 // platform does not upgrade nodes and some run another version.
+//
+// The versions are the Nodes', or the machines' when they report them
+// (then the machines are counted, and versions left out named by number).
 func setUpdatingVersion(s *scope, versions []string) {
 	np := s.np
 	set := func(status bool, reason hypershiftv1alpha1.ConditionReason, msg string) {
 		conditions.Set(&np.Status.Conditions, np.Generation, hypershiftv1alpha1.NodePoolUpdatingVersion, status, reason, msg)
 	}
-	atVersion := len(versions) == 0 || (len(versions) == 1 && versions[0] == s.version)
+	run, count, others := strings.Join(versions, ", "), fmt.Sprintf("%d nodes", len(s.nodes)), 0
+	if ms := s.machines.status; ms != nil {
+		count, others = fmt.Sprintf("%d machines", s.machines.machines), ms.OtherVersions
+		if others > 0 {
+			run += fmt.Sprintf(" and %d other versions", others)
+		}
+	}
+	atVersion := others == 0 && (len(versions) == 0 || (len(versions) == 1 && versions[0] == s.version))
 	switch {
 	case s.versionProblem != "":
 		set(false, hypershiftv1alpha1.UnsupportedVersionSkewReason, s.versionProblem)
@@ -133,10 +183,10 @@ func setUpdatingVersion(s *scope, versions []string) {
 	case !atVersion && !s.platform.upgradesNodes(np):
 		set(false, hypershiftv1alpha1.UnsupportedReason, fmt.Sprintf(
 			"Nodes run %s, spec.kubernetesVersion is %s: this platform does not upgrade nodes; join them again with a kubelet of %s",
-			strings.Join(versions, ", "), s.version, s.version))
+			run, s.version, s.version))
 	case !atVersion:
-		set(true, hypershiftv1alpha1.RollingOutReason, fmt.Sprintf("Nodes run %s, moving to %s", strings.Join(versions, ", "), s.version))
+		set(true, hypershiftv1alpha1.RollingOutReason, fmt.Sprintf("Nodes run %s, moving to %s", run, s.version))
 	default:
-		set(false, hypershiftv1alpha1.AsExpectedReason, fmt.Sprintf("All %d nodes run %s", len(s.nodes), s.version))
+		set(false, hypershiftv1alpha1.AsExpectedReason, fmt.Sprintf("All %s run %s", count, s.version))
 	}
 }

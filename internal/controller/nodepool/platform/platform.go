@@ -7,6 +7,9 @@ package platform
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,6 +133,77 @@ type Report struct {
 	Busy bool
 	// Rollout says what a version rollout is doing; empty when none runs.
 	Rollout string
+	// MachineStatus is what the machines say of their readiness and
+	// versions, from platforms whose machines report them (Cluster API's
+	// Machines); nil: the controller reads both from the pool's Nodes.
+	MachineStatus *MachineStatus
+}
+
+// MachineStatus is what a pool's machines report of themselves. Machines
+// being deleted count only in Versions.
+type MachineStatus struct {
+	// Ready counts the machines that are ready: the platform says so,
+	// they are not being deleted and their Node is bound to the pool and
+	// Ready.
+	Ready int32
+	// Registered counts the machines, not being deleted, whose Node has
+	// registered; NotReady names those of them that are not ready, and
+	// Unhealthy their Nodes that are not healthy; both sorted.
+	Registered int32
+	NotReady   []string
+	Unhealthy  []string
+	// Versions are the kubelet versions the machines' Nodes run, distinct
+	// and sorted: at most MaxVersions, each at most MaxVersionLength
+	// bytes (they are node-reported); OtherVersions counts the distinct
+	// versions left out.
+	Versions      []string
+	OtherVersions int
+}
+
+// Bounds of the kubelet versions a MachineStatus reports.
+const (
+	MaxVersions      = 5
+	MaxVersionLength = 64
+)
+
+// KubeletVersions bounds the kubelet versions a pool's machines report,
+// for status: each is cut to MaxVersionLength bytes, a byte that no
+// version has (anything but letters, digits and ".+-_") becomes "?", and
+// of the distinct ones, sorted, MaxVersions are kept; others counts the
+// rest. Empty ones are skipped.
+func KubeletVersions(reported []string) (versions []string, others int) {
+	seen := map[string]bool{}
+	for _, v := range reported {
+		if v == "" {
+			continue
+		}
+		seen[boundedVersion(v)] = true
+	}
+	versions = slices.Sorted(maps.Keys(seen))
+	if len(versions) > MaxVersions {
+		return versions[:MaxVersions], len(versions) - MaxVersions
+	}
+	return versions, 0
+}
+
+func boundedVersion(v string) string {
+	const ellipsis = "…"
+	cut := ""
+	if len(v) > MaxVersionLength {
+		v, cut = v[:MaxVersionLength-len(ellipsis)], ellipsis
+	}
+	b := []byte(v)
+	for i, c := range b {
+		if !versionByte(c) {
+			b[i] = '?'
+		}
+	}
+	return string(b) + cut
+}
+
+// versionByte: a byte a Kubernetes version string may have.
+func versionByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte(".+-_", c) >= 0
 }
 
 // NodeTemplate describes a new node of a pool.

@@ -276,3 +276,32 @@ func (f *fixture) setConditions(t *testing.T, u *unstructured.Unstructured, cond
 	must(t, unstructured.SetNestedSlice(u.Object, list, "status", "conditions"))
 	must(t, f.c.Status().Update(t.Context(), u))
 }
+
+// setKubeletVersion writes u's status.nodeInfo, as Cluster API copies it
+// from the Machine's Node, with that kubelet version.
+func (f *fixture) setKubeletVersion(t *testing.T, u *unstructured.Unstructured, kubeletVersion string) {
+	t.Helper()
+	u = f.get(t, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+	info := map[string]any{"kubeletVersion": kubeletVersion}
+	for _, k := range []string{
+		"architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion",
+		"machineID", "operatingSystem", "osImage", "systemUUID",
+	} {
+		info[k] = "x"
+	}
+	must(t, unstructured.SetNestedMap(u.Object, info, "status", "nodeInfo"))
+	must(t, f.c.Status().Update(t.Context(), u))
+}
+
+// node is a Node bound to a pool, as the controller hands them to the
+// platform, Ready or not.
+func node(name string, ready bool) *corev1.Node {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}},
+	}
+}

@@ -101,21 +101,26 @@ func (p *Platform) Machines(pool *platform.Pool) ([]string, error) {
 }
 
 // Reconcile starts Cluster API when it does not run yet, writes the pool's
-// objects with want replicas and reports its Machines.
+// objects with want replicas and reports its Machines (as they were
+// last written, while Cluster API does not run).
 func (p *Platform) Reconcile(ctx context.Context, pool *platform.Pool, want int32) (platform.Report, error) {
-	if err := p.Start(ctx); err != nil {
-		pool.Requeue(requeue)
-		return platform.Report{Busy: true, Problem: fmt.Sprintf("Waiting for Cluster API: %v", err)}, nil
-	}
 	n := namesOf(pool)
 	machines, err := p.machines(ctx, n)
 	if err != nil {
 		return platform.Report{}, err
 	}
+	status := machineStatus(pool, machines)
+	if err := p.Start(ctx); err != nil {
+		pool.Requeue(requeue)
+		return platform.Report{
+			Machines: count(machines), Busy: true, MachineStatus: status,
+			Problem: fmt.Sprintf("Waiting for Cluster API: %v", err),
+		}, nil
+	}
 	var notOurs *notOursError
 	if err := p.ensureCluster(ctx, pool, n); err != nil {
 		if errors.As(err, &notOurs) {
-			return platform.Report{Machines: count(machines), Problem: err.Error()}, nil
+			return platform.Report{Machines: count(machines), Problem: err.Error(), MachineStatus: status}, nil
 		}
 		return platform.Report{}, err
 	}
@@ -125,11 +130,12 @@ func (p *Platform) Reconcile(ctx context.Context, pool *platform.Pool, want int3
 	}
 	if err := p.ensurePool(ctx, pool, n, want, version); err != nil {
 		if errors.As(err, &notOurs) {
-			return platform.Report{Machines: count(machines), Problem: err.Error()}, nil
+			return platform.Report{Machines: count(machines), Problem: err.Error(), MachineStatus: status}, nil
 		}
 		return platform.Report{}, err
 	}
 	r := p.report(ctx, n, machines, want, version)
+	r.MachineStatus = status
 	if r.Busy {
 		pool.Requeue(requeue)
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/controller/nodepool/platform/clusterapi"
 	"hypershift.dev/internal/controller/nodepool/platform/host"
 	"hypershift.dev/internal/testenv"
@@ -47,6 +48,8 @@ func TestPlatform(t *testing.T) {
 		{"WaitsForClusterAPI", waitsForClusterAPI},
 		{"Deleting", deleting},
 		{"Machines", machines},
+		{"MachineStatus", machineStatus},
+		{"MachineVersionsBounded", machineVersionsBounded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -577,6 +580,124 @@ func machines(t *testing.T, f *fixture) {
 		u := f.get(t, machineGVK, cl.ns, name)
 		u.SetFinalizers(nil)
 		must(t, f.c.Update(ctx, u))
+	}
+}
+
+// machineStatus: during a Replace rollout, the report counts a Machine
+// ready only when Cluster API says it is Ready, it is not being deleted
+// and its Node is bound to the pool and Ready; it names the registered
+// Machines that are not, and the Nodes that are not healthy; its versions
+// are those of every Machine's Node, the one being deleted too.
+func machineStatus(t *testing.T, f *fixture) {
+	cl := f.cluster(t, "status", "dev")
+	m := host.New(f.c, started)
+	ctx := t.Context()
+	np := f.nodePool(t, cl, "workers", nil)
+	reconcile(t, m, poolOf(cl, np, version.KubernetesVersion), 3)
+
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}
+	notReady := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "NotReady"}
+	healthy := metav1.Condition{Type: "NodeHealthy", Status: metav1.ConditionTrue, Reason: "NodeHealthy"}
+	pressure := metav1.Condition{Type: "NodeHealthy", Status: metav1.ConditionFalse, Reason: "NodeNotHealthy"}
+	keep := func(u *unstructured.Unstructured) { u.SetFinalizers([]string{"test.hypershift.dev/keep"}) }
+	for _, mc := range []struct {
+		name, version, node string
+		conds               []metav1.Condition
+		edit                func(u *unstructured.Unstructured)
+	}{
+		{"workers-new", version.KubernetesVersion, "node-new", []metav1.Condition{ready, healthy}, nil},
+		// Cluster API has not seen its Node go NotReady yet.
+		{"workers-lagging", version.KubernetesVersion, "node-lagging", []metav1.Condition{ready, healthy}, nil},
+		// Its Node is Ready, with disk pressure.
+		{"workers-pressure", version.KubernetesVersion, "node-pressure", []metav1.Condition{notReady, pressure}, nil},
+		// Its Node is not bound to the pool.
+		{"workers-unbound", version.KubernetesVersion, "node-unbound", []metav1.Condition{ready, healthy}, nil},
+		{"workers-old", oldVersion, "node-old", []metav1.Condition{ready, healthy}, nil},
+		// Being deleted, its Node still Ready.
+		{"workers-leaving", oldVersion, "node-leaving", []metav1.Condition{ready, healthy}, keep},
+		{"workers-unregistered", version.KubernetesVersion, "", nil, nil},
+	} {
+		u := f.machine(t, cl, "workers", mc.name, mc.version, mc.node, mc.edit)
+		if len(mc.conds) > 0 {
+			f.setConditions(t, u, mc.conds...)
+		}
+		if mc.node != "" {
+			f.setKubeletVersion(t, u, mc.version)
+		}
+	}
+	must(t, f.c.Delete(ctx, f.get(t, machineGVK, cl.ns, "workers-leaving")))
+
+	p := poolOf(cl, np, version.KubernetesVersion)
+	p.Nodes = map[string]*corev1.Node{}
+	for _, n := range []*corev1.Node{
+		node("node-new", true), node("node-lagging", false), node("node-pressure", true),
+		node("node-old", true), node("node-leaving", true),
+	} {
+		p.Nodes[n.Name] = n
+	}
+	r := reconcile(t, m, p, 3)
+	st := r.MachineStatus
+	if st == nil {
+		t.Fatal("no MachineStatus in the report of a pool of Machines")
+	}
+	if st.Ready != 2 || st.Registered != 5 {
+		t.Errorf("Ready %d of %d registered, want 2 (workers-new, workers-old) of 5", st.Ready, st.Registered)
+	}
+	if want := []string{"workers-lagging", "workers-pressure", "workers-unbound"}; !slices.Equal(st.NotReady, want) {
+		t.Errorf("NotReady %q, want %q", st.NotReady, want)
+	}
+	if want := []string{"node-lagging", "node-pressure", "node-unbound"}; !slices.Equal(st.Unhealthy, want) {
+		t.Errorf("Unhealthy %q, want %q", st.Unhealthy, want)
+	}
+	if want := []string{oldVersion, version.KubernetesVersion}; !slices.Equal(st.Versions, want) || st.OtherVersions != 0 {
+		t.Errorf("Versions %q and %d others, want %q", st.Versions, st.OtherVersions, want)
+	}
+	if r.Rollout == "" {
+		t.Error("no Rollout reported with a Machine of the old version")
+	}
+
+	// Reported while Cluster API does not run, too: the Machines as they
+	// were last written.
+	waiting := host.New(f.c, func(context.Context) error { return errors.New("not ready") })
+	r = reconcile(t, waiting, p, 3)
+	if r.MachineStatus == nil || r.MachineStatus.Ready != 2 || r.Machines != 7 {
+		t.Errorf("while Cluster API does not run: Machines %d, MachineStatus %+v; want 7 Machines, 2 ready", r.Machines, r.MachineStatus)
+	}
+
+	u := f.get(t, machineGVK, cl.ns, "workers-leaving")
+	u.SetFinalizers(nil)
+	must(t, f.c.Update(ctx, u))
+}
+
+// machineVersionsBounded: the kubelet versions a pool's Machines report
+// are node-reported, so the report keeps MaxVersions of them, each cut to
+// MaxVersionLength bytes of the characters a version has, and counts the
+// others.
+func machineVersionsBounded(t *testing.T, f *fixture) {
+	cl := f.cluster(t, "bounded", "dev")
+	m := host.New(f.c, started)
+	np := f.nodePool(t, cl, "workers", nil)
+	reconcile(t, m, poolOf(cl, np, version.KubernetesVersion), 1)
+	reported := []string{
+		"v1.30.0", "v1.31.0", "v1.32.0", "v1.33.0", "v1.34.0", "v1.35.0",
+		"v1.29.0\n" + strings.Repeat("x", 300), // sorts first
+	}
+	for i, v := range reported {
+		name := fmt.Sprintf("workers-%d", i)
+		f.setKubeletVersion(t, f.machine(t, cl, "workers", name, version.KubernetesVersion, "node-"+name, nil), v)
+	}
+	r := reconcile(t, m, poolOf(cl, np, version.KubernetesVersion), 1)
+	st := r.MachineStatus
+	if st == nil || len(st.Versions) != platform.MaxVersions || st.OtherVersions != len(reported)-platform.MaxVersions {
+		t.Fatalf("MachineStatus %+v: want %d versions and %d others", st, platform.MaxVersions, len(reported)-platform.MaxVersions)
+	}
+	first := st.Versions[0]
+	if len(first) > platform.MaxVersionLength || !strings.HasPrefix(first, "v1.29.0?xxx") || !strings.HasSuffix(first, "…") {
+		t.Errorf("a version of 308 bytes with a newline reported as %q (%d bytes), want it cut to %d bytes, the newline a ?",
+			first, len(first), platform.MaxVersionLength)
+	}
+	if want := []string{"v1.30.0", "v1.31.0", "v1.32.0", "v1.33.0"}; !slices.Equal(st.Versions[1:], want) {
+		t.Errorf("Versions %q, want the cut one then %q", st.Versions, want)
 	}
 }
 

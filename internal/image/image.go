@@ -6,8 +6,6 @@
 package image
 
 import (
-	"archive/tar"
-	"crypto/sha256"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -15,15 +13,14 @@ import (
 	"os"
 	"path"
 	goruntime "runtime"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/version"
 )
@@ -38,6 +35,13 @@ const Entrypoint = "/hypershift"
 // compiled-in one, as ReleasesDir/<version>/kubernetes with its SHA256SUMS:
 // the releases directory of a hypershift running in the image (docs/releases.md).
 const ReleasesDir = "/releases"
+
+// ClusterAPIDir holds Cluster API's manager as clusterapi.Manager expects
+// it: ClusterAPIDir/cluster-api-manager and the CRDs it installs in
+// ClusterAPIDir/crds. It is clusterapi.DirName beside /hypershift, so a
+// hypershift running in the image finds it where `make build` puts it
+// beside bin/hypershift (clusterapi.DefaultDir).
+const ClusterAPIDir = "/" + clusterapi.DirName
 
 // CABundle is where Debian keeps the CA roots: the host's are copied to the
 // same path in the image when present, for components that dial out over
@@ -59,6 +63,16 @@ type Options struct {
 	// Releases are packed under ReleasesDir; nil: the catalog of the
 	// releases directory beside the binary (release.DefaultDir).
 	Releases *release.Catalog
+	// ClusterAPIDir is the directory of the Cluster API manager and its
+	// CRDs (`make clusterapi`), packed under ClusterAPIDir; default:
+	// clusterapi.DefaultDir(). A directory that exists without the binary
+	// or the CRDs is an error.
+	ClusterAPIDir string
+	// RequireClusterAPI makes a missing ClusterAPIDir an error. Without it
+	// the image has no Cluster API manager then: `join` builds the image
+	// for its pods, which never run the manager, from a binary that may
+	// have been copied to the node alone.
+	RequireClusterAPI bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -74,6 +88,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Ref == "" {
 		o.Ref = Ref()
+	}
+	if o.ClusterAPIDir == "" {
+		o.ClusterAPIDir = clusterapi.DefaultDir()
 	}
 	if o.Releases == nil {
 		c, err := release.Load(release.DefaultDir())
@@ -122,7 +139,8 @@ func Save(w io.Writer, img v1.Image, ref string) error {
 }
 
 // Build assembles the image: one layer with the binary, the CA roots,
-// /etc/passwd, /etc/group, /tmp and the releases; entrypoint /hypershift.
+// /etc/passwd, /etc/group, /tmp, the releases and Cluster API's manager;
+// entrypoint /hypershift.
 func Build(opts Options) (v1.Image, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -157,17 +175,6 @@ func Build(opts Options) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// entry is one file or directory of the layer; a file's content is read
-// from src, or is data.
-type entry struct {
-	path string
-	mode int64
-	dir  bool
-	src  string
-	data []byte
-	size int64
-}
-
 func layerEntries(opts Options) ([]entry, error) {
 	exe, err := os.Stat(opts.Executable)
 	if err != nil {
@@ -195,7 +202,12 @@ func layerEntries(opts Options) ([]entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(entries, releases...), nil
+	entries = append(entries, releases...)
+	manager, err := clusterAPIEntries(opts.ClusterAPIDir, opts.RequireClusterAPI)
+	if err != nil {
+		return nil, err
+	}
+	return append(entries, manager...), nil
 }
 
 // releaseEntries are ReleasesDir/<version>/kubernetes and its SHA256SUMS
@@ -225,116 +237,6 @@ func releaseEntries(c *release.Catalog) ([]entry, error) {
 		)
 	}
 	return out, nil
-}
-
-// writeLayer writes the layer's tar stream; the same bytes every time (no
-// timestamps, fixed order), so the two reads of a layer agree.
-func writeLayer(w io.Writer, entries []entry) error {
-	tw := tar.NewWriter(w)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.path, Mode: e.mode, Format: tar.FormatPAX}
-		switch {
-		case e.dir:
-			hdr.Typeflag = tar.TypeDir
-		case e.src != "":
-			hdr.Typeflag, hdr.Size = tar.TypeReg, e.size
-		default:
-			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(e.data))
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if e.dir {
-			continue
-		}
-		if e.src == "" {
-			if _, err := tw.Write(e.data); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := copyFile(tw, e.src, e.size); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
-}
-
-// copyFile copies exactly size bytes of path: a file that changed size
-// since it was measured fails rather than yielding a broken layer.
-func copyFile(w io.Writer, path string, size int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	n, err := io.Copy(w, io.LimitReader(f, size))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if n != size {
-		return fmt.Errorf("read %s: %d bytes, want %d (the file changed)", path, n, size)
-	}
-	return nil
-}
-
-// uncompressedLayer is a layer stored as a plain tar: its digest is its
-// diff ID. The tar stream is produced anew for each read.
-type uncompressedLayer struct {
-	produce func(io.Writer) error
-	once    sync.Once
-	hash    v1.Hash
-	size    int64
-	err     error
-}
-
-func newUncompressedLayer(produce func(io.Writer) error) (*uncompressedLayer, error) {
-	l := &uncompressedLayer{produce: produce}
-	if err := l.measure(); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-func (l *uncompressedLayer) measure() error {
-	l.once.Do(func() {
-		h := sha256.New()
-		counter := &countingWriter{w: h}
-		if l.err = l.produce(counter); l.err != nil {
-			return
-		}
-		l.size = counter.n
-		l.hash = v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", h.Sum(nil))}
-	})
-	return l.err
-}
-
-func (l *uncompressedLayer) open() (io.ReadCloser, error) {
-	r, w := io.Pipe()
-	go func() { w.CloseWithError(l.produce(w)) }()
-	return r, nil
-}
-
-func (l *uncompressedLayer) Digest() (v1.Hash, error)           { return l.hash, l.err }
-func (l *uncompressedLayer) DiffID() (v1.Hash, error)           { return l.hash, l.err }
-func (l *uncompressedLayer) Compressed() (io.ReadCloser, error) { return l.open() }
-func (l *uncompressedLayer) Uncompressed() (io.ReadCloser, error) {
-	return l.open()
-}
-func (l *uncompressedLayer) Size() (int64, error) { return l.size, l.err }
-func (l *uncompressedLayer) MediaType() (types.MediaType, error) {
-	return types.DockerUncompressedLayer, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // checkStatic refuses an executable that needs a dynamic loader: the image

@@ -1,10 +1,17 @@
 package clusterapi
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
@@ -50,6 +57,61 @@ func (m Manager) Check() error {
 	return nil
 }
 
+// CRDs reads the Cluster API CRDs of CRDDir, in the order of their files'
+// names: the CRDs the manager applies with --crd-dir (`up`), for whoever
+// installs them itself (`hypershift install`). No CRD there is an error
+// naming the directory, as Check's.
+func (m Manager) CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(filepath.Join(m.CRDDir(), "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		crds, err := readCRDs(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, crds...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no Cluster API CRDs in %s: run `make build`", m.CRDDir())
+	}
+	return out, nil
+}
+
+// readCRDs decodes every YAML document of path, each a
+// CustomResourceDefinition.
+func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []*apiextensionsv1.CustomResourceDefinition
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		if crd.Kind == "" && crd.Name == "" {
+			continue // an empty document
+		}
+		if crd.Kind != "CustomResourceDefinition" {
+			return nil, fmt.Errorf("%s: a %s, not a CustomResourceDefinition", path, crd.Kind)
+		}
+		out = append(out, crd)
+	}
+}
+
 // Command is the manager run against the API server of kubeconfig,
 // installing (server-side applying) the CRDs of crdDir first when crdDir is
 // not empty; args are further flags (--namespace, --health-addr, …).
@@ -83,5 +145,21 @@ func (m Manager) Spec(kubeconfig string, healthPort int) runtime.Spec {
 		},
 		Ports:     map[string]int{HealthPort: healthPort},
 		Readiness: runtime.Probe{Scheme: "http", Port: healthPort, Path: "/readyz"},
+	}
+}
+
+// PodArgs are the manager's arguments in a pod of the management cluster
+// (`hypershift install`), beside Spec's on the process runtime: the pod's
+// service account instead of a kubeconfig, no --crd-dir (install applies
+// the CRDs, so the manager needs no right to write them), /healthz and
+// /readyz on healthPort of every address (the kubelet probes the pod's),
+// no metrics, and a leader elected among the replicas with a Lease in
+// leaseNamespace.
+func PodArgs(leaseNamespace string, healthPort int) []string {
+	return []string{
+		fmt.Sprintf("--health-addr=:%d", healthPort),
+		"--metrics-addr=0",
+		"--leader-elect",
+		"--leader-elect-namespace=" + leaseNamespace,
 	}
 }

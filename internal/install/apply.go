@@ -46,6 +46,12 @@ func payload(obj client.Object) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)
 	delete(u.Object, "status")
+	if _, aggregated := u.Object["aggregationRule"]; aggregated && u.Object["rules"] == nil {
+		// An aggregated ClusterRole's rules are the aggregation
+		// controller's: applied as null, they would be taken from it and
+		// emptied on every install.
+		delete(u.Object, "rules")
+	}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
 	return u, nil
@@ -114,9 +120,11 @@ func Apply(ctx context.Context, c client.Client, objs []client.Object, report fu
 	return nil
 }
 
-// WaitOperator waits until the operator Deployment among objs has as many
-// available replicas as it wants, at its current generation.
+// WaitOperator waits until every Deployment among objs — the operator's,
+// and Cluster API's manager's — has as many available replicas as it
+// wants, at its current generation, all within timeout.
 func WaitOperator(ctx context.Context, c client.Client, objs []client.Object, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for _, obj := range objs {
 		d, ok := obj.(*appsv1.Deployment)
 		if !ok {
@@ -125,7 +133,7 @@ func WaitOperator(ctx context.Context, c client.Client, objs []client.Object, ti
 		// seen is what the Deployment last reported; a read that fails
 		// (often one the deadline cuts short) must not hide it.
 		var seen, lastErr string
-		err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
 			cur := &appsv1.Deployment{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
 				lastErr = err.Error()
@@ -149,8 +157,12 @@ func WaitOperator(ctx context.Context, c client.Client, objs []client.Object, ti
 			last = lastErr
 		}
 		if err != nil {
-			return fmt.Errorf("the operator Deployment %s/%s is not available after %s (%s): see `kubectl -n %s describe deployment %s`; is the image %s on the nodes (docs/install.md)?",
-				d.Namespace, d.Name, timeout, last, d.Namespace, d.Name, d.Spec.Template.Spec.Containers[0].Image)
+			what := "the operator Deployment"
+			if d.Name == ClusterAPIName {
+				what = "Cluster API's manager Deployment"
+			}
+			return fmt.Errorf("%s %s/%s is not available after %s (%s): see `kubectl -n %s describe deployment %s`; is the image %s on the nodes (docs/install.md)?",
+				what, d.Namespace, d.Name, timeout, last, d.Namespace, d.Name, d.Spec.Template.Spec.Containers[0].Image)
 		}
 	}
 	return nil

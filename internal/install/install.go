@@ -59,10 +59,12 @@ func APIObjects(runtime string, versions []string, namespace string) ([]client.O
 }
 
 // ObjectsFor returns everything the management cluster gets for opts, in
-// the order it is applied: CRDs, admission policies, then for the kube
+// the order it is applied: CRDs (for the kube runtime Cluster API's too,
+// when opts.ClusterAPIDir exists), admission policies, then for the kube
 // runtime the policy that keeps the operator's writes to control-plane
 // namespaces, the operator's namespace, identity, RBAC, PriorityClass and
-// Deployment. Every object carries the ManagedByLabel.
+// Deployment, and Cluster API's manager with its identity and RBAC. Every
+// object carries the ManagedByLabel.
 func ObjectsFor(opts Options) ([]client.Object, error) {
 	opts = opts.withDefaults()
 	if err := opts.Validate(); err != nil {
@@ -72,10 +74,18 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs := make([]client.Object, 0, len(crds)+14)
+	withOperator := opts.Runtime == RuntimeKube && !opts.apiOnly
+	var clusterAPI []client.Object
+	if withOperator {
+		if clusterAPI, err = clusterAPICRDs(opts); err != nil {
+			return nil, err
+		}
+	}
+	objs := make([]client.Object, 0, len(crds)+len(clusterAPI)+24)
 	for _, c := range crds {
 		objs = append(objs, c)
 	}
+	objs = append(objs, clusterAPI...)
 	policy, binding := namespaceLengthPolicy()
 	objs = append(objs, policy, binding)
 	policy, binding = nodeReleasePolicy(opts.Runtime, opts.Versions)
@@ -94,10 +104,13 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	// before it is in force too.
 	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
 	objs = append(objs, policy, binding)
-	if opts.Runtime == RuntimeKube && !opts.apiOnly {
+	if withOperator {
 		policy, binding = operatorScopePolicy(operatorUser)
 		objs = append(objs, policy, binding)
 		objs = append(objs, operatorObjects(opts)...)
+		if len(clusterAPI) > 0 {
+			objs = append(objs, clusterAPIObjects(opts)...)
+		}
 	}
 	for _, obj := range objs {
 		labels := obj.GetLabels()

@@ -77,9 +77,36 @@ func OperatorArgs(o Options) []string {
 }
 
 func operatorDeployment(o Options) *appsv1.Deployment {
+	return workload(o, OperatorName, OperatorName, corev1.Container{
+		Name:            "operator",
+		Image:           o.Image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"/hypershift"},
+		Args:            OperatorArgs(o),
+		Env: []corev1.EnvVar{{
+			Name:      "POD_NAMESPACE",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
+		}},
+		Ports: []corev1.ContainerPort{
+			{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: "health", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
+		},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("100m"),
+			corev1.ResourceMemory: resource.MustParse("256Mi"),
+		}},
+	})
+}
+
+// workload is the Deployment of o.Replicas replicas of c, named name, run
+// as the ServiceAccount serviceAccount: replicas that elect a leader,
+// preferably on different nodes, probed on c's port "health" (/readyz,
+// /healthz), non-root with a read-only root filesystem and /tmp to write,
+// at PriorityClassName. The operator and Cluster API's manager are such.
+func workload(o Options, name, serviceAccount string, c corev1.Container) *appsv1.Deployment {
 	// A fresh map each time: install adds its label to the Deployment's
 	// own labels, which must not reach the (immutable) selector.
-	labels := func() map[string]string { return map[string]string{"app.kubernetes.io/name": OperatorName} }
+	labels := func() map[string]string { return map[string]string{"app.kubernetes.io/name": name} }
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}},
@@ -87,17 +114,24 @@ func operatorDeployment(o Options) *appsv1.Deployment {
 			FailureThreshold: 3,
 		}
 	}
-	liveness := probe("/healthz")
-	liveness.FailureThreshold = 6
+	c.ReadinessProbe = probe("/readyz")
+	c.LivenessProbe = probe("/healthz")
+	c.LivenessProbe.FailureThreshold = 6
+	c.SecurityContext = &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: OperatorName, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name, Labels: labels()},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr(o.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels()},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels()},
 				Spec: corev1.PodSpec{
-					ServiceAccountName: OperatorName,
+					ServiceAccountName: serviceAccount,
 					PriorityClassName:  PriorityClassName,
 					EnableServiceLinks: ptr(false),
 					SecurityContext: &corev1.PodSecurityContext{
@@ -118,33 +152,7 @@ func operatorDeployment(o Options) *appsv1.Deployment {
 							},
 						}},
 					}},
-					Containers: []corev1.Container{{
-						Name:            "operator",
-						Image:           o.Image,
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						Command:         []string{"/hypershift"},
-						Args:            OperatorArgs(o),
-						Env: []corev1.EnvVar{{
-							Name:      "POD_NAMESPACE",
-							ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}},
-						}},
-						Ports: []corev1.ContainerPort{
-							{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
-							{Name: "health", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
-						},
-						ReadinessProbe: probe("/readyz"),
-						LivenessProbe:  liveness,
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU:    resource.MustParse("100m"),
-							corev1.ResourceMemory: resource.MustParse("256Mi"),
-						}},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr(false),
-							ReadOnlyRootFilesystem:   ptr(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
-					}},
+					Containers: []corev1.Container{c},
 					// The root filesystem is read-only; anything that needs a
 					// scratch file gets /tmp.
 					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"hypershift.dev/internal/clusterapi"
 	"hypershift.dev/internal/image"
 	"hypershift.dev/internal/version"
 )
@@ -38,7 +39,8 @@ type Options struct {
 	Image string
 	// Namespace is the operator's; default "hypershift".
 	Namespace string
-	// Replicas of the operator (one leads, the others stand by); default 2.
+	// Replicas of the operator, and of Cluster API's manager (one leads,
+	// the others stand by); default 2.
 	Replicas int32
 	// StorageClassName of etcd's volumes; empty: the cluster's default.
 	StorageClassName string
@@ -46,6 +48,12 @@ type Options struct {
 	// release catalog); the runtime policy refuses others. Default: the
 	// compiled-in one.
 	Versions []string
+	// ClusterAPIDir holds Cluster API's manager and its CRDs, as `make
+	// build` lays them out (internal/clusterapi); it has no flag: the
+	// default is the directory beside the hypershift binary,
+	// clusterapi.DefaultDir(). Its CRDs are installed, and the manager
+	// run from the image; when the directory does not exist, neither is.
+	ClusterAPIDir string
 
 	// apiOnly leaves out the operator: the CRDs and policies alone.
 	apiOnly bool
@@ -69,6 +77,9 @@ func (o Options) withDefaults() Options {
 	}
 	if len(o.Versions) == 0 {
 		o.Versions = []string{version.KubernetesVersion}
+	}
+	if o.ClusterAPIDir == "" {
+		o.ClusterAPIDir = clusterapi.DefaultDir()
 	}
 	return o
 }

@@ -90,6 +90,64 @@ func operatorRules() []rbacv1.PolicyRule {
 	}
 }
 
+// clusterAPICoreRules are what the controllers of Cluster API's manager
+// that hypershift runs (Cluster, Machine, MachineSet, MachineDeployment,
+// MachineHealthCheck, the ClusterCache; docs/machines.md) do to Cluster
+// API's kinds and the core API: the union of their kubebuilder:rbac
+// markers, upstream's config/rbac/role.yaml without the rules of the
+// controllers left off (ClusterClass, ClusterResourceSet, MachinePool,
+// runtime extensions, IPAM, the CRD migrator, secure metrics) and without
+// the provider groups (*.cluster.x-k8s.io), which hold no kind here.
+func clusterAPICoreRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "clusters/status", "clusters/finalizers"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{
+			APIGroups: []string{"cluster.x-k8s.io"},
+			Resources: []string{
+				"machines", "machines/status", "machines/finalizers",
+				"machinesets", "machinesets/status", "machinesets/finalizers",
+				"machinedeployments", "machinedeployments/status", "machinedeployments/finalizers",
+			},
+			Verbs: allVerbs,
+		},
+		{
+			APIGroups: []string{"cluster.x-k8s.io"},
+			Resources: []string{"machinehealthchecks", "machinehealthchecks/status", "machinehealthchecks/finalizers"},
+			Verbs:     []string{"get", "list", "watch", "update", "patch"},
+		},
+		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machinedrainrules"}, Verbs: readVerbs},
+		// Which version of the contract a referenced kind follows is read
+		// from its CRD's labels.
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: readVerbs},
+		// The <cluster>-kubeconfig Secrets (read by the ClusterCache) and
+		// bootstrap data Secrets; the Cluster controller writes a
+		// kubeconfig only for a Cluster without a control plane reference.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		// Its recorder writes core events (not events.k8s.io).
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// clusterAPIProviderRules let Cluster API's manager act on hypershift's
+// kinds in its contracts, as upstream grants it the provider groups: the
+// HostedControlPlane as control plane, HostCluster, HostMachine and its
+// template as infrastructure, JoinConfig and its template as bootstrap. It
+// reads and watches them, takes ownership (patch), makes a Machine's
+// HostMachine and JoinConfig from their templates (create) and deletes
+// what a Machine or Cluster being deleted owns. It
+// never creates a HostedControlPlane (the operator does, and the admission
+// policy refuses anyone else).
+func clusterAPIProviderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedcontrolplanes"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
+		{
+			APIGroups: []string{"hypershift.dev"},
+			Resources: []string{"hostclusters", "hostmachines", "hostmachinetemplates", "joinconfigs", "joinconfigtemplates"},
+			Verbs:     allVerbs,
+		},
+	}
+}
+
 // metricsReaderRules are what a scraper of the operator's /metrics is
 // granted by binding the ClusterRole MetricsReaderName.
 func metricsReaderRules() []rbacv1.PolicyRule {

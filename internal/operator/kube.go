@@ -19,10 +19,22 @@ import (
 // management cluster: the kube runtime, made from the manager's client,
 // notifies the HostedControlPlane controller when their pods change. Node
 // agents need the process runtime: Simulated NodePools report that.
+// Cluster API's manager is the Deployment install made in the operator's
+// namespace: pools of a machine platform wait until it is available
+// (InstalledClusterAPI, reading the manager's cache, which holds
+// Deployments for the runtime).
 func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 	events, notify := NewEvents()
 	opts.Events = events
 	opts.NodeRuntime, opts.NodeEvents = nil, nil
+	namespace := kubeOpts.Namespace
+	if namespace == "" {
+		namespace = kube.DefaultOperatorNamespace
+	}
+	opts.ClusterAPI = nil
+	opts.NewClusterAPI = func(mgr ctrl.Manager) func(context.Context) error {
+		return InstalledClusterAPI(mgr.GetClient(), client.ObjectKey{Namespace: namespace, Name: install.ClusterAPIName})
+	}
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
 		if kubeOpts.APIReader == nil {
 			// Ownership is decided on what the API server says, not on a

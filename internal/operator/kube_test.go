@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,7 +32,8 @@ import (
 // service account `hypershift install` makes and with exactly the RBAC it
 // grants, takes the leader Lease, syncs its caches and brings a
 // NodePort-published HostedCluster to its control-plane namespace, PKI and
-// HostedControlPlane. Its /metrics, served as install serves it, answers
+// HostedControlPlane; its Cluster API starter reads install's Deployment
+// of Cluster API's manager. Its /metrics, served as install serves it, answers
 // only a token bound to the installed metrics-reader ClusterRole: 401
 // without one, 403 for another service account.
 // The API server authorizes with RBAC, so a missing rule fails this.
@@ -61,12 +63,18 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 		made = true
 		return newRuntime(mgr)
 	}
+	var clusterAPI func(context.Context) error
+	newClusterAPI := opts.NewClusterAPI
+	opts.NewClusterAPI = func(mgr ctrl.Manager) func(context.Context) error {
+		clusterAPI = newClusterAPI(mgr)
+		return clusterAPI
+	}
 	mgr, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !made {
-		t.Fatal("New did not make the runtime through Options.NewRuntime")
+	if !made || clusterAPI == nil {
+		t.Fatal("New did not make the runtime and the Cluster API starter through Options.NewRuntime and NewClusterAPI")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -122,7 +130,41 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 		return true, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: hc.Name}, &hypershiftv1alpha1.HostedControlPlane{})
 	})
 
+	installedClusterAPIRead(t, env, clusterAPI)
 	metricsOnlyToReaders(t, env, "https://"+metricsAddr+"/metrics")
+}
+
+// installedClusterAPIRead: the kube mode's Cluster API starter reads
+// install's Deployment in the operator's namespace, with the operator's
+// RBAC and through its cache: none (install ran without Cluster API's
+// directory here) is an error naming it, an available one is ready.
+func installedClusterAPIRead(t *testing.T, env *testenv.Env, clusterAPI func(context.Context) error) {
+	t.Helper()
+	ctx := t.Context()
+	if err := clusterAPI(ctx); err == nil || !strings.Contains(err.Error(), "no Deployment hypershift/"+install.ClusterAPIName) {
+		t.Errorf("Cluster API starter without its Deployment: %v, want an error naming hypershift/%s", err, install.ClusterAPIName)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": install.ClusterAPIName}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: install.DefaultNamespace, Name: install.ClusterAPIName},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "hypershift.dev/hypershift:test"}}},
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 1, 1, 1
+	if err := env.Client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the Cluster API starter to find the available Deployment", func() (bool, error) {
+		return clusterAPI(ctx) == nil, nil
+	})
 }
 
 // metricsOnlyToReaders: url answers 401 without a token, 403 to a service

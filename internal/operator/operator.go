@@ -81,10 +81,14 @@ type Options struct {
 	// controller; see nodepool.NewRuntimeEvents.
 	NodeEvents chan event.GenericEvent
 	// ClusterAPI runs Cluster API's controllers when a pool of a machine
-	// platform first needs them, and says whether they are ready (an
-	// error while not); nil: this operator runs none, and such pools
-	// report ValidPlatformConfig=False.
+	// platform first needs them (`up`), or finds those `hypershift
+	// install` runs (the kube runtime: InstalledClusterAPI), and says
+	// whether they are ready (an error while not); nil: this operator has
+	// none, and such pools report ValidPlatformConfig=False.
 	ClusterAPI func(context.Context) error
+	// NewClusterAPI, when set, makes ClusterAPI from the manager (whose
+	// client reads what says whether Cluster API runs).
+	NewClusterAPI func(ctrl.Manager) func(context.Context) error
 	// Machines is this host's machines directory, with its machine network
 	// (`hypershift machine network`): the HostMachine provider makes
 	// Cluster API's machines there. Nil: this operator runs no machines,
@@ -183,6 +187,9 @@ func New(opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("create runtime: %w", err)
 		}
 		opts.Runtime = rt
+	}
+	if opts.NewClusterAPI != nil {
+		opts.ClusterAPI = opts.NewClusterAPI(mgr)
 	}
 	bind, err := EndpointBindAddress(opts.EndpointHost)
 	if err != nil {

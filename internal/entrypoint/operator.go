@@ -29,7 +29,7 @@ type operatorFlags struct {
 	metricsAddress, healthAddress, endpointHost string
 	metricsSecure                               bool
 	installAPI                                  bool
-	runtime, image                              string
+	runtime, image, machineImage                string
 	leaderElect                                 bool
 	leaderElectionNamespace                     string
 	etcdStorageClass, etcdStorageSize           string
@@ -40,7 +40,7 @@ type operatorFlags struct {
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
-var kubeOnly = []string{"image", "leader-elect", "leader-election-namespace", "etcd-storage-class", "etcd-storage-size"}
+var kubeOnly = []string{"image", "machine-image", "leader-elect", "leader-election-namespace", "etcd-storage-class", "etcd-storage-size"}
 
 // validate checks the flags before anything starts and returns the kube
 // runtime's options (for --runtime=kube).
@@ -72,7 +72,7 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 		return kube.Options{}, fmt.Errorf("--runtime %q: use %s (control planes as processes of this host) or %s (as pods of the management cluster)",
 			f.runtime, install.RuntimeProcess, install.RuntimeKube)
 	}
-	if err := (install.Options{Image: f.image}).Validate(); err != nil {
+	if err := (install.Options{Image: f.image, MachineImage: f.machineImage}).Validate(); err != nil {
 		return kube.Options{}, err
 	}
 	if f.etcdStorageClass != "" {
@@ -91,8 +91,14 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 	if ns == "" {
 		ns = f.leaderElectionNamespace
 	}
+	maxMachines := kube.DefaultMaxMachines
+	if cmd.Flags().Changed(maxMachinesFlagName) {
+		maxMachines = f.processRuntime.maxMachines
+	}
 	return kube.Options{
 		Image:             f.image,
+		MachineImage:      f.machineImage,
+		MaxMachines:       maxMachines,
 		StorageClassName:  f.etcdStorageClass,
 		EtcdStorageSize:   size,
 		PriorityClassName: install.PriorityClassName,
@@ -179,6 +185,7 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 	f.BoolVar(&o.installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs and the runtime's admission policies at start")
 	f.StringVar(&o.runtime, "runtime", install.RuntimeProcess, "where hosted control planes run: process (this host) or kube (pods of the management cluster)")
 	f.StringVar(&o.image, "image", image.Ref(), "with --runtime=kube: the image of control-plane pods")
+	f.StringVar(&o.machineImage, "machine-image", "", "with --runtime=kube: the image of the machines of Host NodePools, privileged pods (hypershift image save --machine); empty: no machines are made")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "with --runtime=kube: elect a leader among replicas (Lease "+operator.LeaderElectionID+")")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "with --leader-elect: namespace of the Lease (default: $POD_NAMESPACE, then the pod's own)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")

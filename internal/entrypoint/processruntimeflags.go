@@ -33,7 +33,7 @@ const (
 )
 
 // processOnlyFlags mean something only with the process runtime.
-var processOnlyFlags = []string{maxStartingFlagName, niceFlagName, backupRootFlagName, maxMachinesFlagName}
+var processOnlyFlags = []string{maxStartingFlagName, niceFlagName, backupRootFlagName}
 
 func (p *processRuntimeFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&p.maxStarting, maxStartingFlagName, goruntime.NumCPU(),
@@ -43,7 +43,7 @@ func (p *processRuntimeFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&p.backupFileRoot, backupRootFlagName, "",
 		"directory the operator reads and writes file:// archives in; a file:// backup or restore URL elsewhere is refused (default: DATA_DIR/backups, which down --purge removes)")
 	f.IntVar(&p.maxMachines, maxMachinesFlagName, 4*goruntime.NumCPU(),
-		"with --machines-dir: the most machines the machines directory holds; HostMachines beyond wait (MachineLimitReached) (0: no limit)")
+		"the most machines there are: with --machines-dir, in the machines directory; with --runtime=kube and --machine-image, machine pods in the cluster (default there: 32); HostMachines beyond wait (MachineLimitReached) (0: no limit)")
 }
 
 // backupRoot is the directory of file:// archives: the flag's, or

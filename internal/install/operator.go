@@ -67,7 +67,7 @@ func operatorObjects(o Options) []client.Object {
 // OperatorArgs is the operator's command line in its pod.
 func OperatorArgs(o Options) []string {
 	args := []string{
-		"operator", "--runtime=kube", "--image=" + o.Image, "--leader-elect", "--install-crds=false",
+		"operator", "--runtime=kube", "--image=" + o.Image, "--machine-image=" + o.MachineImage, "--leader-elect", "--install-crds=false",
 		"--metrics-bind-address=:8383", "--metrics-secure", "--health-probe-bind-address=:8384",
 	}
 	if o.StorageClassName != "" {

@@ -37,6 +37,10 @@ type Options struct {
 	// Image is the operator's and control planes' image; default
 	// image.Ref(), the image `hypershift image save` writes.
 	Image string
+	// MachineImage runs the machines of Host NodePools, privileged pods
+	// of the cluster (docs/machines.md); default image.MachineRef(), the
+	// image `hypershift image save --machine` writes.
+	MachineImage string
 	// Namespace is the operator's; default "hypershift".
 	Namespace string
 	// Replicas of the operator, and of Cluster API's manager (one leads,
@@ -69,6 +73,9 @@ func (o Options) withDefaults() Options {
 	if o.Image == "" {
 		o.Image = image.Ref()
 	}
+	if o.MachineImage == "" {
+		o.MachineImage = image.MachineRef()
+	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
@@ -96,6 +103,9 @@ func (o Options) Validate() error {
 	}
 	if _, err := name.ParseReference(o.Image); err != nil {
 		return fmt.Errorf("--image %q is not an image reference (e.g. %s): %w", o.Image, image.Ref(), err)
+	}
+	if _, err := name.ParseReference(o.MachineImage); err != nil {
+		return fmt.Errorf("--machine-image %q is not an image reference (e.g. %s): %w", o.MachineImage, image.MachineRef(), err)
 	}
 	if o.Replicas < 1 {
 		return fmt.Errorf("--replicas %d: the operator needs at least 1", o.Replicas)

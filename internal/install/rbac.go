@@ -61,8 +61,12 @@ func operatorRules() []rbacv1.PolicyRule {
 		// file Secrets.
 		{APIGroups: []string{""}, Resources: []string{"secrets", "services"}, Verbs: allVerbs},
 		// The kube runtime reports pods and releases volumes with the
-		// control plane.
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: readVerbs},
+		// control plane. The machines of Host NodePools are privileged
+		// pods, each with its userdata Secret, in a namespace of the
+		// control plane's machines with a service account of its own
+		// (internal/runtime/kube).
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get", "create"}},
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "delete"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: allVerbs},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: allVerbs},

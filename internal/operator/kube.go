@@ -35,6 +35,13 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 	opts.NewClusterAPI = func(mgr ctrl.Manager) func(context.Context) error {
 		return InstalledClusterAPI(mgr.GetClient(), client.ObjectKey{Namespace: namespace, Name: install.ClusterAPIName})
 	}
+	if kubeOpts.MachineImage != "" {
+		opts.Machines = nil
+		opts.MaxMachines = kubeOpts.MaxMachines
+		opts.NewMachines = func(mgr ctrl.Manager) runtime.Machines {
+			return kube.NewMachines(mgr.GetClient(), kube.MachinesOptions{Image: kubeOpts.MachineImage, APIReader: mgr.GetAPIReader()})
+		}
+	}
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
 		if kubeOpts.APIReader == nil {
 			// Ownership is decided on what the API server says, not on a

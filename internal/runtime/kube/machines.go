@@ -40,6 +40,11 @@ const (
 	machineServiceAccount = "machine"
 )
 
+// DefaultMaxMachines bounds the machine pods of a cluster unless the
+// operator is told otherwise (--max-machines): whoever may write NodePools
+// must not be able to fill the cluster with privileged pods.
+const DefaultMaxMachines = 32
+
 // MachinesOptions configure the kube runtime's machines.
 type MachinesOptions struct {
 	// Image is the machine image (`hypershift image save --machine`):

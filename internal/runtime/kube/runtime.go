@@ -37,6 +37,12 @@ var DefaultEtcdStorageSize = resource.MustParse("8Gi")
 type Options struct {
 	// Image runs every container (`/hypershift component NAME`); required.
 	Image string
+	// MachineImage runs the machines of Host NodePools (Machines); empty:
+	// the operator makes none.
+	MachineImage string
+	// MaxMachines bounds the machine pods of the cluster, any control
+	// plane's; zero: no bound.
+	MaxMachines int
 	// StorageClassName of the etcd volumes; empty: the cluster's default.
 	StorageClassName string
 	// EtcdStorageSize of each etcd member's volume; zero: 8Gi.

@@ -4,9 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// HostPlatform means nodes are machines of the management plane's host:
-// network namespaces on it (process runtime; docs/machines.md), made by
-// Cluster API with the HostMachine infrastructure provider.
+// HostPlatform means nodes are machines of the management plane's own
+// infrastructure: network namespaces of its host (process runtime) or
+// privileged pods of the management cluster (kube runtime;
+// docs/machines.md), made by Cluster API with the HostMachine
+// infrastructure provider.
 const HostPlatform PlatformType = "Host"
 
 // HostProviderIDPrefix begins the provider ID of a machine of platform Host:

@@ -29,7 +29,7 @@ func newImageCommand() *cobra.Command {
 			"clusterapi beside the binary, `make build`). Load it elsewhere with `hypershift node load-image FILE.tar`,\n" +
 			"`ctr images import FILE.tar` or `docker load -i FILE.tar`; pods run it with imagePullPolicy Never.\n\n" +
 			"With --machine it writes " + image.MachineRef() + " instead, the image of the kube runtime's\n" +
-			"machines (planned: each a privileged pod of the management cluster whose userdata runs `hypershift join`):\n" +
+			"machines (each a privileged pod of the management cluster whose userdata runs `hypershift join`):\n" +
 			"the layer above, the same bytes, and one layer of this host's Debian packages — dash, coreutils, mount,\n" +
 			"iproute2, iptables, containerd, runc, containernetworking-plugins — with the shared libraries they load,\n" +
 			"/etc/alternatives' links to iptables and " + image.MachineCommand + ". It is built from the files dpkg lists\n" +

@@ -56,7 +56,7 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 		RESTConfig: cfg, MetricsBindAddress: metricsAddr, MetricsSecure: true, HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionNamespace: install.DefaultNamespace,
 		AllowRepeatedControllers: true,
-	}, kube.Options{Image: "hypershift.dev/hypershift:test"})
+	}, kube.Options{Image: "hypershift.dev/hypershift:test", MachineImage: "hypershift.dev/hypershift-machine:test", MaxMachines: 4})
 	made := false
 	newRuntime := opts.NewRuntime
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {
@@ -69,9 +69,18 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 		clusterAPI = newClusterAPI(mgr)
 		return clusterAPI
 	}
+	var machines runtime.Machines
+	newMachines := opts.NewMachines
+	opts.NewMachines = func(mgr ctrl.Manager) runtime.Machines {
+		machines = newMachines(mgr)
+		return machines
+	}
 	mgr, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if machines == nil {
+		t.Fatal("New did not make the kube runtime's machines through Options.NewMachines")
 	}
 	if !made || clusterAPI == nil {
 		t.Fatal("New did not make the runtime and the Cluster API starter through Options.NewRuntime and NewClusterAPI")
@@ -131,6 +140,7 @@ func TestKubeModeWithInstalledRBAC(t *testing.T) {
 	})
 
 	installedClusterAPIRead(t, env, clusterAPI)
+	machinesWithOperatorRBAC(t, machines, ns)
 	metricsOnlyToReaders(t, env, "https://"+metricsAddr+"/metrics")
 }
 
@@ -164,6 +174,26 @@ func installedClusterAPIRead(t *testing.T, env *testenv.Env, clusterAPI func(con
 	}
 	testenv.Eventually(t, 30*time.Second, "the Cluster API starter to find the available Deployment", func() (bool, error) {
 		return clusterAPI(ctx) == nil, nil
+	})
+}
+
+// machinesWithOperatorRBAC: with the operator's RBAC and cache, a machine
+// of the control-plane namespace ns is made (its namespace, service
+// account, userdata Secret and pod), counted, and deleted with its
+// namespace.
+func machinesWithOperatorRBAC(t *testing.T, machines runtime.Machines, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	ref := runtime.MachineRef{Namespace: ns, Cluster: "cluster-uid", Name: "m1", Owner: "owner", ProviderID: "hypershift-host://m1"}
+	if _, err := machines.Create(ctx, ref, []byte("#!/bin/sh\n")); err != nil {
+		t.Fatalf("make a machine pod with the operator's RBAC: %v", err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the machine pod in the operator's cache", func() (bool, error) {
+		n, err := machines.Count(ctx)
+		return n == 1, err
+	})
+	testenv.Eventually(t, 30*time.Second, "the machine to be deleted with the operator's RBAC", func() (bool, error) {
+		return machines.Delete(ctx, ref)
 	})
 }
 

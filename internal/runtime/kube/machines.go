@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -236,6 +237,10 @@ func (m *Machines) ensureNamespace(ctx context.Context, name, cluster string) er
 	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		ManagedByLabel: ManagedBy,
 		OwnerUIDLabel:  cluster,
+		// The HostedCluster's, as its control-plane namespace is: the
+		// operator writes only in namespaces so labelled (the
+		// operator-scope admission policy).
+		hostedref.ClusterUIDLabel: cluster,
 		// A machine is a privileged pod: it runs containerd and a kubelet.
 		"pod-security.kubernetes.io/enforce": "privileged",
 	}}}

@@ -25,7 +25,7 @@ func operatorRules() []rbacv1.PolicyRule {
 		// its NodePools deleted with it.
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedclusters"}, Verbs: []string{"get", "list", "watch", "update"}},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"hostedcontrolplanes"}, Verbs: allVerbs},
-		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"nodepools"}, Verbs: []string{"get", "list", "watch", "update", "delete"}},
+		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"nodepools"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
 		{
 			APIGroups: []string{"hypershift.dev"},
 			Resources: []string{"hostedclusters/status", "hostedcontrolplanes/status", "nodepools/status"},

@@ -91,8 +91,10 @@ type scope struct {
 	server string
 	caPEM  []byte
 	token  bootstrap.Token
-	// want is the number of machines the pool should have.
-	want int32
+	// want is the number of machines the pool should have; sized says
+	// that this pass got that far (a pass that failed before did not).
+	want  int32
+	sized bool
 	// version is the kubelet version the pool's nodes are to run;
 	// versionProblem says why spec.kubernetesVersion is not rolled out
 	// (then version is the one the nodes run).
@@ -139,6 +141,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	})
 	r.updateStatus(s)
 	if err != nil {
+		if !s.sized {
+			// Nothing was counted: the pool is not ready, whatever the
+			// empty counts of this pass would say.
+			conditions.Set(&s.np.Status.Conditions, s.np.Generation, hypershiftv1alpha1.NodePoolReady, false, reasonReconcileFailed,
+				"The pool was not sized: "+err.Error())
+		}
 		return ctrl.Result{}, err
 	}
 	if res.IsZero() {

@@ -30,8 +30,10 @@ const (
 	reasonScalingDown              = hypershiftv1alpha1.ScalingDownReason
 	reasonNodesNotReady            = hypershiftv1alpha1.NodesNotReadyReason
 	reasonAgentNotRunning          = hypershiftv1alpha1.AgentNotRunningReason
-	reasonDisabled                 = hypershiftv1alpha1.DisabledReason
-	reasonEnabled                  = hypershiftv1alpha1.EnabledReason
+	// reasonReconcileFailed: a pass failed before it sized the pool.
+	reasonReconcileFailed hypershiftv1alpha1.ConditionReason = "ReconcileFailed"
+	reasonDisabled                                           = hypershiftv1alpha1.DisabledReason
+	reasonEnabled                                            = hypershiftv1alpha1.EnabledReason
 )
 
 // reconcilePlatformConfig checks that the pool's platform can run it.
@@ -231,7 +233,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.want = want
+	s.want, s.sized = want, true
 	idle, err := s.platform.idle(s, want)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -1,15 +1,13 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,12 +19,41 @@ import (
 // A hosted cluster of platform Host gets its nodes from Cluster API: each
 // NodePool becomes a MachineDeployment whose machines the HostMachine
 // provider makes on this host, each joining with its JoinConfig's
-// userdata. On three machines a Deployment spreads over the nodes, its
-// pods reach each other, a Service and DNS answer from every node; a
-// machine killed from outside is replaced; the pool scales 3 → 1 → 2; a
-// Replace upgrade waits for a PodDisruptionBudget; pending pods make the
-// autoscaler add a machine; destroying the cluster leaves nothing of the
-// machines on the host.
+// userdata. It checks, on three machines:
+//
+//   - each is a Ready node named for its machine, at the machine's
+//     address, with provider ID hypershift-host://NAME; `get machines`
+//     and `machine list` show them;
+//   - a Deployment spreads over the nodes; each pod answers `kubectl logs`
+//     through its node's kubelet; pods reach each other across nodes; from
+//     every node a Service (every pod behind it answering) and cluster DNS
+//     answer;
+//   - a node that reports another node's address in its status gets no
+//     serving certificate for it (one for its own is approved), and a
+//     Konnectivity agent run on it with its token, declaring the other
+//     node's address, is refused by the server, while the real agents
+//     still carry `kubectl logs` to the other node;
+//   - a machine killed from outside is replaced; the pool scales 3 → 1 →
+//     2; a Replace upgrade waits for a PodDisruptionBudget; pending pods
+//     make the autoscaler add a machine;
+//   - a machine made by hand (`machine create --userdata`, a script that
+//     joins nothing) gets an address of the network, runs its userdata
+//     with its provider ID, is listed, runs `machine exec` and goes with
+//     `machine delete`;
+//   - destroying the cluster leaves the host as it was (readHost:
+//     iptables, links, addresses, routes, kernel parameters, cgroups, host
+//     directories), no link on the machine bridge, and the network goes
+//     with `machine network --delete`.
+//
+// Not run here: a hand-made machine whose userdata is `create
+// join-command`'s output (it would join a None pool). That is the same
+// `hypershift join` in a machine as the JoinConfig userdata of these
+// machines; TestNoneNodes runs `create join-command`'s line, and
+// internal/nodes/machine's TestMachinesAreApart makes machines with
+// userdata (their addresses, namespaces and deletion).
+//
+// A wholeHost test: its kubelets set kernel-wide parameters and add top
+// cgroups, which the host comparisons of the other such tests read.
 func TestHostPlatform(t *testing.T) {
 	wholeHost(t)
 	requireRealNode(t)
@@ -37,7 +64,13 @@ func TestHostPlatform(t *testing.T) {
 		t.Helper()
 		return pre.must(append([]string{"machine", "--machines-dir", machinesDir}, args...)...)
 	}
-	machine("network", "--cidr", pickMachineNetwork(t))
+	cidr := pickMachineNetwork(t)
+	out := machine("network", "--cidr", cidr)
+	m := regexp.MustCompile(`on bridge (\S+);`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("machine network does not say its bridge:\n%s", out)
+	}
+	bridge := m[1]
 	// Registered before the management plane: it runs after its `down`,
 	// as a last resort for machines the operator did not delete.
 	t.Cleanup(func() {
@@ -47,6 +80,9 @@ func TestHostPlatform(t *testing.T) {
 		}
 		if r := pre.run("machine", "--machines-dir", machinesDir, "network", "--delete"); r.err != nil {
 			t.Errorf("machine network --delete: %v\n%s", r.err, r.stderr)
+		}
+		if linkExists(bridge) {
+			t.Errorf("machine bridge %s left on the host", bridge)
 		}
 	})
 
@@ -71,7 +107,22 @@ func TestHostPlatform(t *testing.T) {
 	if got := machineNames(t, machinesDir); len(got) != 3 {
 		t.Errorf("machines on the host: %v, want 3", got)
 	}
+	// Each node is at its machine's address, and `machine list` shows the
+	// machine with its provider ID and the processes running in it.
+	addresses := map[string]string{} // by node
+	internalIPs := mustKubectl(t, kc, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}`)
+	list := machine("list")
+	for _, n := range nodes {
+		addresses[n] = readMachineRecord(t, machinesDir, n).Address
+		if !strings.Contains(internalIPs, n+" "+addresses[n]+"\n") {
+			t.Errorf("node %s is not at its machine's address %s:\n%s", n, addresses[n], internalIPs)
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(n) + `\s+` + regexp.QuoteMeta(addresses[n]) + `\s+hypershift-host://` + regexp.QuoteMeta(n) + `\s+[1-9]`).MatchString(list) {
+			t.Errorf("machine list does not show %s at %s with its provider ID and processes:\n%s", n, addresses[n], list)
+		}
+	}
 
+	pods := map[string]poolPod{} // hello's, by node
 	t.Run("a Deployment over the three nodes: pod to pod and a Service and DNS from every node", func(t *testing.T) {
 		image := buildHelloImage(t)
 		for _, n := range nodes {
@@ -108,7 +159,6 @@ spec:
 `)
 		mustKubectl(t, kc, "apply", "-f", deployment)
 		mustKubectl(t, kc, "rollout", "status", "deployment/hello", "--timeout=120s")
-		pods := map[string]poolPod{} // by node
 		for _, p := range listPods(t, kc) {
 			if strings.HasPrefix(p.name, "hello-") && p.phase == "Running" {
 				pods[p.node] = p
@@ -130,15 +180,55 @@ spec:
 					return nil
 				})
 			}
-			for _, url := range []string{"http://hello:8080/", "http://hello.default.svc.cluster.local:8080/"} {
-				eventually(t, time.Minute, pods[from].name+" gets "+url, func() error {
-					out, err := kubectl(t, kc, "exec", pods[from].name, "--", "/hello", "get", url)
-					if err != nil || !strings.Contains(out, "hello from hello-") {
-						return errorf("%s", outcome(out, err))
+			// Through the Service, every pod answers, those on the other
+			// nodes too (20 requests a try, each on a new connection).
+			seen := map[string]bool{}
+			eventually(t, time.Minute, "the Service's three pods answer "+pods[from].name, func() error {
+				out, err := kubectl(t, kc, "exec", pods[from].name, "--", "/hello", "get", "-n", "20", "http://hello:8080/")
+				for _, line := range strings.Split(out, "\n") {
+					if name, ok := strings.CutPrefix(line, "HTTP 200 hello from "); ok {
+						seen[name] = true
 					}
-					return nil
-				})
+				}
+				for _, p := range pods {
+					if err != nil || !seen[p.name] {
+						return errorf("seen %v; last %s", seen, outcome(out, err))
+					}
+				}
+				return nil
+			})
+			url := "http://hello.default.svc.cluster.local:8080/"
+			eventually(t, time.Minute, pods[from].name+" gets "+url, func() error {
+				out, err := kubectl(t, kc, "exec", pods[from].name, "--", "/hello", "get", url)
+				if err != nil || !strings.Contains(out, "hello from hello-") {
+					return errorf("%s", outcome(out, err))
+				}
+				return nil
+			})
+		}
+	})
+
+	t.Run("a pod on each machine answers kubectl logs through its kubelet", func(t *testing.T) {
+		for _, n := range nodes {
+			if out, err := kubectl(t, kc, "logs", pods[n].name); err != nil || !strings.Contains(out, "hello from "+pods[n].name) {
+				t.Errorf("kubectl logs %s (on %s): %s", pods[n].name, n, outcome(out, err))
 			}
+		}
+	})
+
+	// nodes[1] plays the impostor of nodes[2]'s address; nodes[0] is the
+	// machine killed next.
+	impostor, other := nodes[1], nodes[2]
+	t.Run("a node gets no serving certificate for another node's address it claims", func(t *testing.T) {
+		nodeAsMachine(t, kc, machinesDir, impostor, addresses[other], addresses[impostor])
+	})
+
+	t.Run("a node's Konnectivity agent cannot register for another node's address", func(t *testing.T) {
+		serverLog := filepath.Join(hs.dataDir, "clusters", "clusters-hp", "konnectivity-server", "konnectivity-server.log")
+		agentAsMachine(t, pre, kc, machinesDir, serverLog, impostor, addresses[other])
+		// The real agents still carry the API server's traffic to the other node.
+		if out, err := kubectl(t, kc, "logs", pods[other].name); err != nil || !strings.Contains(out, "hello from "+pods[other].name) {
+			t.Errorf("kubectl logs %s (on %s) after the impostor: %s", pods[other].name, other, outcome(out, err))
 		}
 	})
 
@@ -289,6 +379,44 @@ spec:
 		}
 	})
 
+	t.Run("a machine made by hand: machine create, list, exec, delete", func(t *testing.T) {
+		userdata := filepath.Join(t.TempDir(), "userdata.sh")
+		writeFile(t, userdata, "set -e\necho \"userdata on $(hostname) as $HYPERSHIFT_PROVIDER_ID\"\n")
+		start := time.Now()
+		r := pre.run("machine", "--machines-dir", machinesDir, "create", "by-hand", "--userdata", userdata)
+		t.Logf("machine create by-hand (no node): %.1fs", time.Since(start).Seconds())
+		if r.err != nil {
+			t.Fatalf("machine create by-hand: %v\n%s%s", r.err, r.stdout, r.stderr)
+		}
+		m := regexp.MustCompile(`machine by-hand \((\S+)\) created`).FindStringSubmatch(r.stdout)
+		if m == nil {
+			t.Fatalf("machine create by-hand does not say its address:\n%s", r.stdout)
+		}
+		addr := m[1]
+		if !strings.HasPrefix(addr, strings.TrimSuffix(cidr, "0/24")) || slices.Contains(slices.Collect(maps.Values(addresses)), addr) {
+			t.Errorf("by-hand's address %s: want one of %s that no other machine has (%v)", addr, cidr, addresses)
+		}
+		if want := "userdata on by-hand as hypershift-host://by-hand"; !strings.Contains(r.stderr, want) {
+			t.Errorf("machine create by-hand's userdata did not print %q:\n%s", want, r.stderr)
+		}
+		if list := machine("list"); !regexp.MustCompile(`(?m)^by-hand\s+` + regexp.QuoteMeta(addr) + `\s+hypershift-host://by-hand\s`).MatchString(list) {
+			t.Errorf("machine list does not show by-hand at %s with its provider ID:\n%s", addr, list)
+		}
+		if got := strings.TrimSpace(machine("exec", "by-hand", "--", "hostname")); got != "by-hand" {
+			t.Errorf("machine exec by-hand -- hostname: %q", got)
+		}
+		hostLink := readMachineRecord(t, machinesDir, "by-hand").HostLink
+		start = time.Now()
+		machine("delete", "by-hand")
+		t.Logf("machine delete by-hand (no node): %.1fs", time.Since(start).Seconds())
+		if list := machine("list"); strings.Contains(list, "by-hand") {
+			t.Errorf("machine list after delete:\n%s", list)
+		}
+		if linkExists(hostLink) {
+			t.Errorf("by-hand's veth %s left on the host", hostLink)
+		}
+	})
+
 	t.Run("destroying the cluster leaves the host as it was", func(t *testing.T) {
 		start := time.Now()
 		hs.must("destroy", "cluster", "--name", "hp")
@@ -300,7 +428,13 @@ spec:
 		})
 		t.Logf("destroy cluster with its machines: %.1fs", time.Since(start).Seconds())
 		hs.must("down")
+		if left := bridgePorts(t, bridge); len(left) > 0 {
+			t.Errorf("machine links left on bridge %s: %v", bridge, left)
+		}
 		machine("network", "--delete")
+		if linkExists(bridge) {
+			t.Errorf("machine bridge %s left after network --delete", bridge)
+		}
 		if diff := before.diff(readHost(t)); len(diff) > 0 {
 			t.Errorf("the host changed:\n  %s", strings.Join(diff, "\n  "))
 		}
@@ -335,56 +469,6 @@ func poolVersions(t *testing.T, kc, pool string) map[string]int {
 	return v
 }
 
-// killMachine kills every process in the network namespace of machine
-// name — as a machine whose host crashed — and says how many it killed.
-func killMachine(t *testing.T, machinesDir, name string) int {
-	t.Helper()
-	var record struct {
-		NetnsInode uint64 `json:"netnsInode"`
-	}
-	data, err := os.ReadFile(filepath.Join(machinesDir, name, "machine.json"))
-	if err != nil || json.Unmarshal(data, &record) != nil || record.NetnsInode == 0 {
-		t.Fatalf("machine %s's record: %v\n%s", name, err, data)
-	}
-	want := fmt.Sprintf("net:[%d]", record.NetnsInode)
-	self := fmt.Sprintf("net:[%d]", hostNetns(t))
-	if want == self {
-		t.Fatalf("machine %s's record names the host's network namespace", name)
-	}
-	killed := 0
-	for range 5 { // what a dying process forks is killed next round
-		procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
-		n := 0
-		for _, p := range procs {
-			if ns, err := os.Readlink(p); err == nil && ns == want {
-				pid, err := strconv.Atoi(strings.Split(p, "/")[2])
-				if err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
-					n++
-				}
-			}
-		}
-		killed += n
-		if n == 0 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if killed == 0 {
-		t.Fatalf("no process ran in machine %s", name)
-	}
-	return killed
-}
-
-// hostNetns is the inode of the test's own network namespace.
-func hostNetns(t *testing.T) uint64 {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/ns/net", &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
-}
-
 // readyHostNodes names the Ready nodes of pool whose provider ID is a
 // machine of this host's.
 func readyHostNodes(t *testing.T, kc, pool string) []string {
@@ -395,23 +479,6 @@ func readyHostNodes(t *testing.T, kc, pool string) []string {
 		f := strings.Fields(line)
 		if len(f) == 3 && f[1] == "True" && f[2] == "hypershift-host://"+f[0] {
 			names = append(names, f[0])
-		}
-	}
-	return names
-}
-
-// machineNames lists the machines of a machines directory: its
-// subdirectories with a record.
-func machineNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), "machine.json")); e.IsDir() && err == nil {
-			names = append(names, e.Name())
 		}
 	}
 	return names

@@ -76,7 +76,6 @@ var costs = map[string]int{
 	"TestHighlyAvailableChaos":             78,
 	"TestHostedClusters":                   64,
 	"TestHighlyAvailableUpgrade":           63,
-	"TestMachines":                         58,
 	"TestBackupRestoreHighlyAvailable":     58,
 	"TestManagementPlaneLoss":              52,
 	"TestIdleWake":                         50,

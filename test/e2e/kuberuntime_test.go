@@ -37,6 +37,7 @@ func TestKubeRuntime(t *testing.T) {
 	resetWhenDone(t, hs, nodeDir)
 	t.Cleanup(func() { dumpKubeRuntime(t, mgmt) })
 	node := joinNode(t, hs, joinArgs, "--node-dir", nodeDir)
+	loadMachineImage(t, hs, nodeDir)
 
 	// The management cluster has no storage provisioner: the test makes
 	// the volume etcd's claim binds to, of a class the cluster is told to
@@ -164,6 +165,15 @@ func TestKubeRuntime(t *testing.T) {
 			t.Run("migrated to the embedded plane and back under writes: no acknowledged write lost, the CAs kept, the source gone", func(t *testing.T) {
 				kubeRuntimeMigrate(t, hs, mgmt, node.ip, class, volumes)
 			})
+		})
+		t.Run("a Host pool's machines are pods of the management cluster: made, one repaired, scaled, destroyed", func(t *testing.T) {
+			t.Parallel()
+			select {
+			case <-settled:
+			case <-t.Context().Done():
+				return
+			}
+			kubeRuntimeMachines(t, hs, mgmt, class, volumes)
 		})
 	})
 	etcdVolume := "inner-etcd-0"

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// loadMachineImage writes the machine image and loads it into the
+// management cluster's node, as a user pushes it where the nodes pull.
+func loadMachineImage(t *testing.T, hs *cli, nodeDir string) {
+	t.Helper()
+	tar := filepath.Join(t.TempDir(), "machine.tar")
+	start := time.Now()
+	hs.must("image", "save", "--machine", "-o", tar)
+	hs.must("node", "load-image", tar, "--node-dir", nodeDir)
+	t.Logf("machine image written and loaded into the management cluster's node: %.1fs", time.Since(start).Seconds())
+}
+
+// kubeRuntimeMachines: a Host NodePool of a cluster on the kube runtime
+// gets its machines as privileged pods of the management cluster, in the
+// namespace of the cluster's machines, each a Ready node of the hosted
+// cluster; a machine pod deleted from outside is replaced with no manual
+// step; the pool scales down; destroying the cluster leaves no machine
+// pod, userdata Secret or machines namespace.
+//
+// The hosted cluster's pod and service networks are apart from the
+// management cluster's: a machine's pods and its own address share the
+// machine pod's network namespace (docs/machines.md).
+func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes string) {
+	makeHostPathVolume(t, mgmt, "mach-etcd-0", class, filepath.Join(volumes, "mach-etcd-0"))
+	start := time.Now()
+	hs.must("--kubeconfig", mgmt, "create", "cluster", "host", "--name", "mach",
+		"--cluster-cidr", "10.220.0.0/16", "--service-cidr", "172.29.0.0/16",
+		"--etcd-storage-class", class, "--etcd-storage-size", "1Gi",
+		"--node-pool-replicas", "2", "--wait", "--timeout", "6m")
+	t.Logf("create cluster host with 2 machines on the kube runtime → pool Ready: %.1fs", time.Since(start).Seconds())
+	kc := filepath.Join(hs.dataDir, "mach.kubeconfig")
+	hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "mach", "-o", kc)
+	const machines = "clusters-mach-machines"
+	destroyed := false
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := kubectl(t, mgmt, "-n", machines, "get", "pods", "-o", "wide")
+			t.Logf("machine pods:\n%s", out)
+			out, _ = kubectl(t, mgmt, "-n", "clusters-mach", "get", "hostmachines,machines.cluster.x-k8s.io", "-o", "wide")
+			t.Logf("HostMachines and Machines:\n%s", out)
+		}
+		if !destroyed {
+			hs.run("--kubeconfig", mgmt, "destroy", "cluster", "--name", "mach", "--wait", "--timeout", "4m")
+		}
+	})
+
+	nodes := readyHostNodes(t, kc, "mach")
+	if pods := machinePods(t, mgmt, machines); len(nodes) != 2 || fmt.Sprint(pods) != fmt.Sprint(nodes) {
+		t.Fatalf("Ready nodes %v, machine pods %v: want two, the same names", nodes, pods)
+	}
+	if got := mustKubectl(t, mgmt, "-n", machines, "get", "pod", nodes[0], "-o",
+		`jsonpath={.spec.containers[0].securityContext.privileged} {.spec.containers[0].image}`); !strings.HasPrefix(got, "true hypershift.dev/hypershift-machine:") {
+		t.Errorf("machine pod %s: privileged and image %q, want a privileged pod of the machine image", nodes[0], got)
+	}
+
+	t.Run("a machine pod deleted from outside is replaced", func(t *testing.T) {
+		mustKubectl(t, mgmt, "-n", "clusters", "annotate", "nodepool", "mach", "hypershift.dev/machine-health-check-timeout=30s")
+		mustKubectl(t, mgmt, "-n", "clusters", "patch", "nodepool", "mach", "--type=merge", "-p", `{"spec":{"management":{"autoRepair":true}}}`)
+		victim := nodes[0]
+		start := time.Now()
+		mustKubectl(t, mgmt, "-n", machines, "delete", "pod", victim, "--wait=false")
+		eventually(t, 5*time.Minute, "machine "+victim+" replaced by a new Ready node", func() error {
+			now := readyHostNodes(t, kc, "mach")
+			if len(now) != 2 || slices.Contains(now, victim) {
+				return errorf("Ready nodes %v", now)
+			}
+			if pods := machinePods(t, mgmt, machines); len(pods) != 2 || slices.Contains(pods, victim) {
+				return errorf("machine pods %v", pods)
+			}
+			return nil
+		})
+		t.Logf("machine pod deleted → replaced and its node Ready: %.1fs", time.Since(start).Seconds())
+	})
+
+	t.Run("scale 2 → 1", func(t *testing.T) {
+		start := time.Now()
+		mustKubectl(t, mgmt, "-n", "clusters", "scale", "nodepool", "mach", "--replicas", "1")
+		eventually(t, 3*time.Minute, "one node and one machine pod", func() error {
+			nodes, pods := readyHostNodes(t, kc, "mach"), machinePods(t, mgmt, machines)
+			if len(nodes) != 1 || fmt.Sprint(pods) != fmt.Sprint(nodes) {
+				return errorf("nodes %v, machine pods %v", nodes, pods)
+			}
+			return nil
+		})
+		t.Logf("scale to 1: %.1fs", time.Since(start).Seconds())
+	})
+
+	t.Run("destroy leaves no machine pod, Secret or namespace", func(t *testing.T) {
+		destroyed = true
+		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "mach", "--wait", "--timeout", "4m")
+		eventually(t, 2*time.Minute, "namespace "+machines+" to be gone", func() error {
+			if out, err := kubectl(t, mgmt, "get", "namespace", machines); err == nil {
+				return errorf("still there:\n%s", out)
+			}
+			return nil
+		})
+		if out := mustKubectl(t, mgmt, "get", "pods,secrets", "-A", "-l", "hypershift.dev/machine", "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("left after destroy:\n%s", out)
+		}
+	})
+}
+
+// machinePods lists the machine pods of a namespace that run, sorted.
+func machinePods(t *testing.T, kc, ns string) []string {
+	t.Helper()
+	out := mustKubectl(t, kc, "-n", ns, "get", "pods", "-l", "hypershift.dev/machine", "-o",
+		`jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.metadata.deletionTimestamp}{"\n"}{end}`)
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[1] == "Running" {
+			names = append(names, f[0])
+		}
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,14 +1,12 @@
 package clusterapi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -189,7 +187,7 @@ func machineDeploymentScales(t *testing.T, c client.Client, mgr *manager) {
 
 // manager is a running cluster-api-manager.
 type manager struct {
-	log  *syncBuffer
+	log  *testenv.SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -198,7 +196,7 @@ func startManager(t *testing.T, m clusterapi.Manager, kubeconfig string) *manage
 	t.Helper()
 	cmd := m.Command(kubeconfig, m.CRDDir(),
 		"--health-addr", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)), "--v", "2")
-	r := &manager{log: &syncBuffer{}, done: make(chan struct{})}
+	r := &manager{log: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.log, r.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -383,23 +381,4 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
-}
-
-// syncBuffer is the manager's output, written by its process's pipes and
-// read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

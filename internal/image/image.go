@@ -157,22 +157,7 @@ func Build(opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", goruntime.GOARCH
-	cfg.Config = v1.Config{
-		Entrypoint: []string{Entrypoint},
-		Env:        []string{"PATH=/"},
-		WorkingDir: "/",
-	}
-	return mutate.ConfigFile(img, cfg)
+	return imageOf(v1.Config{Entrypoint: []string{Entrypoint}, Env: []string{"PATH=/"}, WorkingDir: "/"}, layer)
 }
 
 func layerEntries(opts Options) ([]entry, error) {
@@ -254,4 +239,21 @@ func checkStatic(path string) error {
 		}
 	}
 	return nil
+}
+
+// imageOf is a linux image of this architecture with the layers, in order,
+// and config.
+func imageOf(config v1.Config, layers ...v1.Layer) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", goruntime.GOARCH
+	cfg.Config = config
+	return mutate.ConfigFile(img, cfg)
 }

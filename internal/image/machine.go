@@ -6,11 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	goruntime "runtime"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"hypershift.dev/internal/version"
 )
@@ -100,22 +97,7 @@ func BuildMachine(opts MachineOptions) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layers[0], packages)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", goruntime.GOARCH
-	cfg.Config = v1.Config{
-		Cmd:        []string{"/bin/sh"},
-		Env:        []string{machinePath},
-		WorkingDir: "/",
-	}
-	return mutate.ConfigFile(img, cfg)
+	return imageOf(v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{machinePath}, WorkingDir: "/"}, layers[0], packages)
 }
 
 // packageEntries are the machine layer's entries: the files of pkgs as

@@ -1,12 +1,10 @@
 package install_test
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -380,7 +378,7 @@ func ownedBy(obj client.Object, kind, name string) bool {
 // ServiceAccount's name: it gets that account's groups too), until the
 // test ends; the log it returns shows the manager's output so far, and is
 // printed when the test fails.
-func runManagerAs(t *testing.T, m clusterapi.Manager, env *testenv.Env, user string, args []string) *syncBuffer {
+func runManagerAs(t *testing.T, m clusterapi.Manager, env *testenv.Env, user string, args []string) *testenv.SyncBuffer {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(datadir.Layout{Root: env.DataDir}.ManagementKubeconfig())
 	if err != nil {
@@ -396,7 +394,7 @@ func runManagerAs(t *testing.T, m clusterapi.Manager, env *testenv.Env, user str
 		t.Fatal(err)
 	}
 	cmd := m.Command(kubeconfig, "", args...)
-	log := &syncBuffer{}
+	log := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -416,22 +414,4 @@ func runManagerAs(t *testing.T, m clusterapi.Manager, env *testenv.Env, user str
 		}
 	})
 	return log
-}
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

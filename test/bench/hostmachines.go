@@ -21,6 +21,7 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/clusterapi"
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/nodes/join"
 	nodemachine "hypershift.dev/internal/nodes/machine"
 )
@@ -373,38 +374,14 @@ func (r *hostMachinesRun) cleanup() error {
 // pickMachineNetwork is a /24 of 10.213.0.0/16 that no route of the host
 // overlaps, from a random start.
 func pickMachineNetwork() (string, error) {
-	out, err := exec.Command("ip", "-4", "-o", "route", "show", "table", "all").Output()
+	used, err := hostnet.RoutePrefixes()
 	if err != nil {
-		return "", fmt.Errorf("ip route: %w", err)
-	}
-	var used []*net.IPNet
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		dst := f[0]
-		switch dst {
-		case "local", "broadcast", "unicast", "multicast", "unreachable", "blackhole", "prohibit", "throw", "anycast", "nat":
-			if len(f) < 2 {
-				continue
-			}
-			dst = f[1]
-		}
-		if dst == "default" {
-			continue
-		}
-		if !strings.Contains(dst, "/") {
-			dst += "/32"
-		}
-		if _, n, err := net.ParseCIDR(dst); err == nil {
-			used = append(used, n)
-		}
+		return "", err
 	}
 	first := rand.IntN(256)
 	for i := range 256 {
 		subnet := &net.IPNet{IP: net.IPv4(10, 213, byte((first+i)%256), 0).To4(), Mask: net.CIDRMask(24, 32)}
-		if !slices.ContainsFunc(used, func(o *net.IPNet) bool { return o.Contains(subnet.IP) || subnet.Contains(o.IP) }) {
+		if !hostnet.OverlapsAny(subnet, used) {
 			return subnet.String(), nil
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"hypershift.dev/internal/hostnet"
 	"hypershift.dev/internal/nodes/bootstrap"
 	"hypershift.dev/internal/pki"
 )
@@ -43,7 +44,7 @@ func pickMachineNetwork(t *testing.T) string {
 	for range 50 {
 		b := randomBytes(t, 1)
 		subnet := &net.IPNet{IP: net.IPv4(10, 212, b[0], 0).To4(), Mask: net.CIDRMask(24, 32)}
-		if !overlapsAny(subnet, used) {
+		if !hostnet.OverlapsAny(subnet, used) {
 			return subnet.String()
 		}
 	}

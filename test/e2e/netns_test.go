@@ -260,7 +260,7 @@ func pickSubnet(t *testing.T) (hostIP, nsIP net.IP) {
 		b := randomBytes(t, 2)
 		base := net.IPv4(10, 254, b[0], b[1]&0xfc).To4()
 		subnet := &net.IPNet{IP: base, Mask: net.CIDRMask(30, 32)}
-		if overlapsAny(subnet, used) {
+		if hostnet.OverlapsAny(subnet, used) {
 			continue
 		}
 		return net.IPv4(10, 254, b[0], base[3]+1).To4(), net.IPv4(10, 254, b[0], base[3]+2).To4()
@@ -269,48 +269,15 @@ func pickSubnet(t *testing.T) (hostIP, nsIP net.IP) {
 	return nil, nil
 }
 
-// hostPrefixes lists the IPv4 prefixes of the host's routes (all tables,
-// which include every local address) but the default route.
+// hostPrefixes lists the IPv4 prefixes of the host's routes but the
+// default route (hostnet.RoutePrefixes).
 func hostPrefixes(t *testing.T) []*net.IPNet {
 	t.Helper()
-	out, err := exec.Command("ip", "-4", "-o", "route", "show", "table", "all").Output()
+	nets, err := hostnet.RoutePrefixes()
 	if err != nil {
-		t.Fatalf("ip route: %v", err)
-	}
-	var nets []*net.IPNet
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		dst := f[0]
-		switch dst {
-		case "local", "broadcast", "unicast", "multicast", "unreachable", "blackhole", "prohibit", "throw", "anycast", "nat":
-			if len(f) < 2 {
-				continue
-			}
-			dst = f[1]
-		}
-		if dst == "default" {
-			continue
-		}
-		if !strings.Contains(dst, "/") {
-			dst += "/32"
-		}
-		if _, n, err := net.ParseCIDR(dst); err == nil {
-			nets = append(nets, n)
-		}
+		t.Fatal(err)
 	}
 	return nets
-}
-
-func overlapsAny(n *net.IPNet, others []*net.IPNet) bool {
-	for _, o := range others {
-		if o.Contains(n.IP) || n.Contains(o.IP) {
-			return true
-		}
-	}
-	return false
 }
 
 func linkExists(name string) bool {

@@ -50,11 +50,7 @@ type fixture struct {
 func setUp(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.Start(t)
-	// client-go's default rate (5 requests/s) would be most of the time.
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.QPS, cfg.Burst = 200, 400
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	must(t, err)
+	cfg, c := env.FastConfig(), env.FastClient(t)
 	testenv.InstallClusterAPICRDs(t, c, "machines")
 	// clusters-dev is the control-plane namespace of HostedCluster
 	// clusters/dev, labelled as the operator labels it.

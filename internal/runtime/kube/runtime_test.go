@@ -32,12 +32,7 @@ func startAPIServer(t *testing.T) *testenv.Env {
 	t.Helper()
 	log.SetLogger(testenv.Logger())
 	env := testenv.Start(t)
-	env.RESTConfig.QPS, env.RESTConfig.Burst = 200, 400
-	fast, err := client.New(env.RESTConfig, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Client = fast
+	env.RESTConfig, env.Client = env.FastConfig(), env.FastClient(t)
 	return env
 }
 

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,12 +52,7 @@ type fixture struct {
 // manager.
 func setUp(t *testing.T) *fixture {
 	t.Helper()
-	env := testenv.Start(t)
-	// client-go's default rate (5 requests/s) would be most of the time.
-	cfg := rest.CopyConfig(env.RESTConfig)
-	cfg.QPS, cfg.Burst = 200, 400
-	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
-	must(t, err)
+	c := testenv.Start(t).FastClient(t)
 	testenv.InstallClusterAPICRDs(t, c, "clusters", "machines", "machinedeployments", "machinehealthchecks")
 	return &fixture{c: c}
 }

@@ -143,12 +143,17 @@ func TestHostedClusters(t *testing.T) {
 	})
 
 	t.Run("get, describe and metrics", func(t *testing.T) {
-		list := hs.must("get", "clusters")
-		for _, name := range []string{"a", "b"} {
-			if !strings.Contains(list, "clusters    "+name+"      "+version.KubernetesVersion+"   True") {
-				t.Errorf("get clusters does not show %s available:\n%s", name, list)
+		// --wait ends at Available; the version column fills once the
+		// controller manager and scheduler run it too, moments later.
+		eventually(t, time.Minute, "get clusters to show a and b available at "+version.KubernetesVersion, func() error {
+			list := hs.must("get", "clusters")
+			for _, name := range []string{"a", "b"} {
+				if !strings.Contains(list, "clusters    "+name+"      "+version.KubernetesVersion+"   True") {
+					return fmt.Errorf("%s is not shown available at %s:\n%s", name, version.KubernetesVersion, list)
+				}
 			}
-		}
+			return nil
+		})
 		desc := hs.must("describe", "cluster", "a")
 		for _, want := range []string{"Control plane namespace:  clusters-a", "kube-apiserver", "Running", "Available=True"} {
 			if !strings.Contains(desc, want) {

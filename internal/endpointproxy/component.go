@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -134,6 +135,9 @@ func Run(ctx context.Context, c Config) error {
 // The file is read again when it changes (checked on every probe by size
 // and modification time), so a root-CA rotation's new bundle applies
 // without restarting the proxy, which would drop every client connection.
+// Connections are kept between checks (a new TLS handshake every interval
+// costs a loaded API server, and the proxy, CPU), and dropped with the
+// bundle they were verified with.
 func readyzCheck(caFile string) (func(context.Context, string) error, error) {
 	if caFile == "" {
 		return nil, nil
@@ -142,26 +146,44 @@ func readyzCheck(caFile string) (func(context.Context, string) error, error) {
 	if _, err := trust.get(); err != nil {
 		return nil, err
 	}
+	var (
+		mu     sync.Mutex
+		client *http.Client
+		poolOf *x509.CertPool
+	)
+	clientFor := func(pool *x509.CertPool) *http.Client {
+		mu.Lock()
+		defer mu.Unlock()
+		if pool != poolOf {
+			if client != nil {
+				client.CloseIdleConnections()
+			}
+			client = &http.Client{Transport: &http.Transport{
+				TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+				MaxIdleConnsPerHost: 1,
+				IdleConnTimeout:     time.Minute,
+			}}
+			poolOf = pool
+		}
+		return client
+	}
 	return func(ctx context.Context, backend string) error {
 		pool, err := trust.get()
 		if err != nil {
 			return err
 		}
-		client := &http.Client{Transport: &http.Transport{
-			TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-			DisableKeepAlives: true,
-		}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+backend+"/readyz", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := client.Do(req)
+		resp, err := clientFor(pool).Do(req)
 		if err != nil {
 			return err
 		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %d", resp.StatusCode)
+			return fmt.Errorf("readyz: %d: %w", resp.StatusCode, ErrNotReady)
 		}
 		return nil
 	}, nil

@@ -13,6 +13,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -23,6 +24,21 @@ const (
 	// backend is.
 	downFor = 2 * time.Second
 )
+
+// Health checks, as a load balancer runs them: a backend is in after one
+// check passes; it is out at once when it answers that it is not ready or
+// refuses the connection, and only after failThreshold checks in a row
+// when a check goes unanswered (it timed out, the connection broke): a
+// busy API server on a loaded machine, late with an answer, keeps its
+// traffic rather than lose it to one that is still starting.
+const (
+	checkTimeout  = 2 * time.Second
+	failThreshold = 3
+)
+
+// ErrNotReady is what a health check returns when the backend answered
+// that it is not ready.
+var ErrNotReady = errors.New("not ready")
 
 // Proxy forwards connections to the first backend that accepts them,
 // starting round-robin, preferring backends whose health check passes.
@@ -162,33 +178,53 @@ func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
 	return nil, fmt.Errorf("no backend reachable: %w", lastErr)
 }
 
-// HealthChecks runs the backends' health checks every interval until ctx
-// ends.
+// HealthChecks checks each backend every interval (each on its own, so a
+// slow one delays no other) until ctx ends.
 func (p *Proxy) HealthChecks(ctx context.Context, interval time.Duration) {
 	if p.check == nil {
 		return
 	}
+	var wg sync.WaitGroup
+	for _, b := range p.backends {
+		wg.Go(func() { p.checkLoop(ctx, b, interval) })
+	}
+	wg.Wait()
+}
+
+func (p *Proxy) checkLoop(ctx context.Context, backend string, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	ready, unanswered := false, 0
 	for {
-		var wg sync.WaitGroup
-		for _, b := range p.backends {
-			wg.Go(func() {
-				cctx, cancel := context.WithTimeout(ctx, interval)
-				defer cancel()
-				ok := p.check(cctx, b) == nil
-				p.mu.Lock()
-				p.ready[b] = ok
-				p.mu.Unlock()
-			})
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		err := p.check(cctx, backend)
+		cancel()
+		if ctx.Err() != nil {
+			return
 		}
-		wg.Wait()
+		ready, unanswered = judge(ready, unanswered, err)
+		p.mu.Lock()
+		p.ready[backend] = ready
+		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
 	}
+}
+
+// judge is a check's verdict: whether the backend is in after err, given
+// whether it was and how many checks in a row went unanswered before.
+func judge(ready bool, unanswered int, err error) (bool, int) {
+	switch {
+	case err == nil:
+		return true, 0
+	case errors.Is(err, ErrNotReady) || errors.Is(err, syscall.ECONNREFUSED):
+		return false, 0
+	}
+	unanswered++
+	return ready && unanswered < failThreshold, unanswered
 }
 
 // Ready reports whether some backend passes its health check.

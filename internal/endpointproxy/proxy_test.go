@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -141,5 +143,35 @@ func TestPrefersHealthyBackends(t *testing.T) {
 		if got, err := ask(t, l.Addr().String()); err != nil || got != "b\n" {
 			t.Fatalf("request %d: %q, %v; want the healthy backend b", i, got, err)
 		}
+	}
+}
+
+// A backend that answers "not ready" or refuses the connection is out at
+// once; one whose checks go unanswered keeps its traffic until
+// failThreshold of them in a row; one check passing brings a backend in.
+func TestHealthCheckVerdicts(t *testing.T) {
+	timeout := context.DeadlineExceeded
+	refused := &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	notReady := fmt.Errorf("readyz: 500: %w", ErrNotReady)
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want []bool
+	}{
+		{"never answered", []error{timeout, timeout, timeout}, []bool{false, false, false}},
+		{"ready, then late answers", []error{nil, timeout, timeout, nil, timeout, timeout, timeout}, []bool{true, true, true, true, true, true, false}},
+		{"ready, then not ready", []error{nil, notReady, nil}, []bool{true, false, true}},
+		{"ready, then refused", []error{nil, refused}, []bool{true, false}},
+		{"a late answer then not ready", []error{nil, timeout, notReady, timeout, nil}, []bool{true, true, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready, unanswered := false, 0
+			for i, err := range tc.errs {
+				ready, unanswered = judge(ready, unanswered, err)
+				if ready != tc.want[i] {
+					t.Fatalf("after check %d (%v): ready %t, want %t", i, err, ready, tc.want[i])
+				}
+			}
+		})
 	}
 }

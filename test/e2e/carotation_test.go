@@ -134,10 +134,15 @@ type rotationRun struct {
 	failures window
 	// outage is the longest time /readyz of the endpoint, asked every
 	// 100 ms with a 1 s timeout, did not answer.
-	outage  time.Duration
-	phases  []string
-	entered []string
-	took    time.Duration
+	outage time.Duration
+	// outageAt is when the longest outage was.
+	outageAt window
+	phases   []string
+	entered  []string
+	took     time.Duration
+	// dataDir and start: whose record timeline reads, from when.
+	dataDir string
+	start   time.Time
 }
 
 // rotateWatching runs `rotate ca --wait` on cluster c and, until it is
@@ -162,7 +167,7 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 	go func() { defer wg.Done(); admin.follow(ctx) }()
 	go func() { defer wg.Done(); admin.request(ctx) }()
 
-	run := &rotationRun{oldOK: map[string]int{}, oldFailed: map[string]int{}}
+	run := &rotationRun{oldOK: map[string]int{}, oldFailed: map[string]int{}, dataDir: hs.dataDir}
 	var mu sync.Mutex
 	wg.Add(1)
 	go func() {
@@ -204,7 +209,9 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 			case err != nil && down.IsZero():
 				down = now
 			case err == nil && !down.IsZero():
-				run.outage = max(run.outage, now.Sub(down))
+				if now.Sub(down) > run.outage {
+					run.outage, run.outageAt = now.Sub(down), window{first: down, last: now}
+				}
 				down = time.Time{}
 			}
 			mu.Unlock()
@@ -217,6 +224,7 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 	_, previousToken := rotationPhase(ctx, dynamicClient(t, mgmtKubeconfig))
 	done := make(chan result, 1)
 	start := time.Now()
+	run.start = start
 	go func() { done <- hs.run("rotate", "ca", "--name", "c", "--wait", "--timeout", "8m") }()
 	mgmt := dynamicClient(t, mgmtKubeconfig)
 	var rotateResult result
@@ -320,6 +328,9 @@ func (run *rotationRun) check(t *testing.T, budget restartBudget) {
 			len(run.nodeProblems), run.notReady.span(), budget.nodeNotReady, strings.Join(firstOf(run.nodeProblems, 5), "; "))
 	default:
 		t.Errorf("nodes were not all Ready in %d samples over %s (allowed: %s): %s", len(run.nodeProblems), run.notReady.span(), budget.nodeNotReady, strings.Join(firstOf(run.nodeProblems, 5), "; "))
+	}
+	if t.Failed() {
+		t.Logf("what the control plane recorded:\n%s", timeline(run.dataDir, run.start, run.start.Add(run.took), run.outageAt))
 	}
 }
 

@@ -470,6 +470,11 @@ func (in *instance) watch(p *proc) (action, error) {
 		cancel()
 		switch {
 		case err == nil:
+			// Each change of readiness is logged: the log says when an
+			// instance served, not only when it started.
+			if in.getStatus().Phase != runtime.Running {
+				in.log.Info("ready", "pid", p.pid, "sinceStart", time.Since(p.started).Round(time.Millisecond).String())
+			}
 			wasReady = true
 			failingSince = time.Time{}
 			failures = 0
@@ -490,6 +495,9 @@ func (in *instance) watch(p *proc) (action, error) {
 				continue
 			}
 			interval = probeFast * 5
+			if in.getStatus().Phase != runtime.Unhealthy {
+				in.log.Info("unhealthy", "pid", p.pid, "error", err.Error())
+			}
 			in.update(func(s *runtime.InstanceStatus) {
 				s.Phase = runtime.Unhealthy
 				s.Message = err.Error()

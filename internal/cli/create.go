@@ -6,13 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/clusterclient"
@@ -101,83 +96,23 @@ func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	return cmd
 }
 
-func (o *createClusterOptions) objects(platform hypershiftv1alpha1.PlatformType) (*corev1.Namespace, *hypershiftv1alpha1.HostedCluster) {
-	ns := &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.namespace},
+// cluster is what the flags describe, for
+func (o *createClusterOptions) cluster(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) *ClusterSpec {
+	c := &ClusterSpec{
+		Namespace: o.namespace, Name: o.name, Platform: platform,
+		KubernetesVersion: o.kubernetesVersion, ServiceCIDR: o.serviceCIDR, ClusterCIDR: o.clusterCIDR,
+		AvailabilityPolicy: o.availabilityPolicy, SingleProcess: o.singleProcess, IdleAfter: o.idleAfter,
+		Publishing: o.publishing, APIServerAddress: o.apiServerAddress, APIServerNodePort: o.apiServerNodePort,
+		EtcdStorageClass: o.etcdStorageClass, EtcdStorageSize: o.etcdStorageSize,
 	}
-	hc := hypershiftv1alpha1.NewHostedCluster(o.namespace, o.name, platform, o.kubernetesVersion)
-	hc.Spec.Networking.ClusterNetwork[0].CIDR = o.clusterCIDR
-	hc.Spec.Networking.ServiceNetwork[0].CIDR = o.serviceCIDR
-	hc.Spec.ControllerAvailabilityPolicy = hypershiftv1alpha1.AvailabilityPolicy(o.availabilityPolicy)
-	if o.singleProcess {
-		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
+	if cmd.Flags().Changed("node-pool-replicas") {
+		c.NodePoolReplicas = &o.nodePoolReplicas
 	}
-	if o.idleAfter > 0 {
-		hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{IdleAfter: &metav1.Duration{Duration: o.idleAfter}}
-	}
-	hc.Spec.Services = hypershiftv1alpha1.APIServerPublishing(hypershiftv1alpha1.PublishingStrategyType(o.publishing), o.apiServerAddress, o.apiServerNodePort)
-	if o.etcdStorageClass != "" || o.etcdStorageSize != "" {
-		hc.Spec.Etcd.Managed = hypershiftv1alpha1.EtcdVolume(o.etcdStorageClass, o.etcdStorageSize) // the size is checked in validateFlags
-	}
-	return ns, hc
-}
-
-// validateIdleHibernation checks --idle-hibernate-after.
-func (o *createClusterOptions) validateIdleHibernation() error {
-	if o.idleAfter != 0 && o.idleAfter < 10*time.Second {
-		return fmt.Errorf("--idle-hibernate-after %s is too short: give at least 10s, such as 30m", o.idleAfter)
-	}
-	if o.idleAfter > 0 && o.singleProcess {
-		return fmt.Errorf("--idle-hibernate-after cannot be combined with --single-process-control-plane: waking on a request puts the endpoint proxy in front of a separate API server")
-	}
-	return nil
-}
-
-// validateFlags checks what the flags say before anything is made.
-func (o *createClusterOptions) validateFlags(platform hypershiftv1alpha1.PlatformType) error {
-	if o.name == "" {
-		return fmt.Errorf("--name is required: `hypershift create cluster %s --name NAME`", strings.ToLower(string(platform)))
-	}
-	if err := o.validateIdleHibernation(); err != nil {
-		return err
-	}
-	if o.singleProcess && o.availabilityPolicy != string(hypershiftv1alpha1.SingleReplica) {
-		return fmt.Errorf("--single-process-control-plane needs --availability-policy SingleReplica: replicated control planes run each component apart")
-	}
-	switch hypershiftv1alpha1.PublishingStrategyType(o.publishing) {
-	case hypershiftv1alpha1.HostPort:
-		if o.apiServerAddress != "" || o.apiServerNodePort != 0 {
-			return fmt.Errorf("--api-server-address and --api-server-node-port are for --api-server-publishing NodePort or LoadBalancer; HostPort publishes at the operator's endpoint host")
-		}
-	case hypershiftv1alpha1.NodePort:
-		if o.apiServerAddress == "" {
-			return fmt.Errorf("--api-server-publishing NodePort needs --api-server-address: the address of the management cluster's nodes that clients use")
-		}
-		if o.apiServerNodePort < 0 || o.apiServerNodePort > 65535 {
-			return fmt.Errorf("--api-server-node-port %d is not a port", o.apiServerNodePort)
-		}
-	case hypershiftv1alpha1.LoadBalancer:
-		if o.apiServerAddress == "" {
-			return fmt.Errorf("--api-server-publishing LoadBalancer needs --api-server-address: the DNS name clients use, pointed at the load balancer")
-		}
-		if o.apiServerNodePort != 0 {
-			return fmt.Errorf("--api-server-node-port is for --api-server-publishing NodePort")
-		}
-	default:
-		return fmt.Errorf("--api-server-publishing %q: use HostPort, NodePort or LoadBalancer", o.publishing)
-	}
-	if o.etcdStorageSize != "" {
-		q, err := resource.ParseQuantity(o.etcdStorageSize)
-		if err != nil || q.Sign() <= 0 {
-			return fmt.Errorf("--etcd-storage-size %q is not a size such as 8Gi", o.etcdStorageSize)
-		}
-	}
-	return nil
+	return c
 }
 
 func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) error {
-	if err := o.validateFlags(platform); err != nil {
+	if err := o.cluster(cmd, platform).Validate(); err != nil {
 		return err
 	}
 	var c client.Client
@@ -187,42 +122,24 @@ func (o *createClusterOptions) run(cmd *cobra.Command, platform hypershiftv1alph
 			return err
 		}
 	}
-	ns, hc := o.objects(platform)
-	var np *hypershiftv1alpha1.NodePool
-	switch {
-	case cmd.Flags().Changed("node-pool-replicas"):
-		np = nodePool(o.namespace, o.name, o.name, platform, o.nodePoolReplicas)
-	case platform == hypershiftv1alpha1.NonePlatform:
-		// Hosts join a None cluster's pool with `hypershift join`; without a
-		// count it takes as many as join.
-		np = nodePool(o.namespace, o.name, o.name, platform, 0)
-		np.Spec.Replicas = nil
-	}
+	spec := o.cluster(cmd, platform) // with the publishing connect chose
 	if o.render {
+		ns, hc, np := spec.Objects()
 		if np != nil {
 			return printYAML(cmd, ns, hc, np)
 		}
 		return printYAML(cmd, ns, hc)
 	}
 	ctx := cmd.Context()
-	objs := []client.Object{hc}
-	if np != nil {
-		objs = append(objs, np)
-	}
-	if err := clusterclient.ValidateAll(ctx, c, ns, objs...); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, hc); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("hosted cluster %s/%s already exists: choose another --name, or remove it with `hypershift destroy cluster --name %s`", o.namespace, o.name, o.name)
+	hc, np, err := CreateCluster(ctx, c, spec, func(obj client.Object) {
+		kind := "hostedcluster"
+		if _, ok := obj.(*hypershiftv1alpha1.NodePool); ok {
+			kind = "nodepool"
 		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s/%s created\n", kind, obj.GetNamespace(), obj.GetName())
+	})
+	if err != nil {
 		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "hostedcluster %s/%s created\n", o.namespace, o.name)
-	if np != nil {
-		if err := createNodePool(cmd, c, np); err != nil {
-			return err
-		}
 	}
 	if !o.wait {
 		return nil

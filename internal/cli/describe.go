@@ -191,7 +191,7 @@ func when(t, now time.Time) string {
 // printCARotation shows the last root-CA rotation: its phase, since when,
 // and what it waits for.
 func printCARotation(w io.Writer, hc *hypershiftv1alpha1.HostedCluster) {
-	st := caRotation(hc)
+	st := CARotation(hc)
 	if st == nil {
 		fmt.Fprintf(w, "CA rotation:\t-\n")
 		return

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,10 +41,8 @@ func newHibernateCommand(g *clusterclient.Management, resume bool) *cobra.Comman
 				return err
 			}
 			key := client.ObjectKey{Namespace: namespace, Name: args[0]}
-			hc := &hypershiftv1alpha1.HostedCluster{}
-			hc.Namespace, hc.Name = key.Namespace, key.Name
-			patch := fmt.Appendf(nil, `{"spec":{"hibernation":{"enabled":%t}}}`, !resume)
-			if err := c.Patch(cmd.Context(), hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			hc, err := SetHibernation(cmd.Context(), c, key, !resume)
+			if err != nil {
 				if apierrors.IsNotFound(err) {
 					return clusterclient.NotFound(key)
 				}

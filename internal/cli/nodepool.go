@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -87,7 +86,7 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 	if !ok {
 		return fmt.Errorf("unknown platform %q: use simulated, host or none", o.platform)
 	}
-	np := nodePool(o.namespace, o.name, o.cluster, platform, o.replicas)
+	np := NewNodePool(o.namespace, o.name, o.cluster, platform, o.replicas)
 	if platform == hypershiftv1alpha1.NonePlatform && !cmd.Flags().Changed("replicas") {
 		np.Spec.Replicas = nil // as many nodes as join
 	}
@@ -167,25 +166,8 @@ func (o *createNodePoolOptions) management(m hypershiftv1alpha1.NodePoolManageme
 
 var percentage = regexp.MustCompile(`^[0-9]+%$`)
 
-// nodePool is a NodePool of replicas nodes for a cluster.
-func nodePool(namespace, name, cluster string, platform hypershiftv1alpha1.PlatformType, replicas int32) *hypershiftv1alpha1.NodePool {
-	return &hypershiftv1alpha1.NodePool{
-		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1alpha1.GroupVersion.String(), Kind: "NodePool"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: hypershiftv1alpha1.NodePoolSpec{
-			ClusterName: cluster,
-			Replicas:    &replicas,
-			Platform:    hypershiftv1alpha1.NodePoolPlatform{Type: platform},
-			Management:  hypershiftv1alpha1.NodePoolManagement{UpgradeType: hypershiftv1alpha1.UpgradeTypeReplace},
-		},
-	}
-}
-
 func createNodePool(cmd *cobra.Command, c client.Client, np *hypershiftv1alpha1.NodePool) error {
-	if err := c.Create(cmd.Context(), np); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("nodepool %s/%s already exists: scale it with `kubectl -n %s scale nodepool %s --replicas N`", np.Namespace, np.Name, np.Namespace, np.Name)
-		}
+	if err := CreateNodePool(cmd.Context(), c, np); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "nodepool %s/%s created\n", np.Namespace, np.Name)

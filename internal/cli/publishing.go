@@ -6,20 +6,19 @@ import (
 	"io"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"hypershift.dev/internal/install"
 )
 
 // defaultPublishing sets the publishing flags when --api-server-publishing
 // is not given to what the management plane implies
-// (install.DefaultPublishing) and says so on out.
+// (ClusterSpec.DefaultPublishing) and says so on out.
 func (o *createClusterOptions) defaultPublishing(ctx context.Context, c client.Client, out io.Writer) error {
 	fix := "give --api-server-publishing NodePort --api-server-address NODE_ADDRESS, or --api-server-publishing LoadBalancer --api-server-address DNS_NAME"
-	choice, err := install.DefaultPublishing(ctx, c, fix)
+	spec := &ClusterSpec{Publishing: o.publishing, APIServerAddress: o.apiServerAddress}
+	choice, err := spec.DefaultPublishing(ctx, c, fix)
 	if err != nil || choice == nil {
 		return err
 	}
-	o.publishing, o.apiServerAddress = string(choice.Publishing), choice.Address
+	o.publishing, o.apiServerAddress = spec.Publishing, spec.APIServerAddress
 	fmt.Fprintf(out, "publishing the API server on a NodePort at node %s's address %s (the management cluster runs control planes as pods); choose with --api-server-publishing and --api-server-address\n", choice.Node, choice.Address)
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,34 +30,24 @@ func newRotateCommand(g *clusterclient.Management) *cobra.Command {
 			if name == "" {
 				return fmt.Errorf("--name is required: the hosted cluster whose CAs to rotate")
 			}
-			if token == "" {
-				token = time.Now().UTC().Format("20060102T150405Z")
-			}
 			c, err := g.Client()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
 			key := client.ObjectKey{Namespace: namespace, Name: name}
-			hc, err := clusterclient.Get(ctx, c, key)
+			rotated, err := RotateCA(ctx, c, key, token)
+			if apierrors.IsNotFound(err) {
+				return clusterclient.NotFound(key)
+			}
 			if err != nil {
 				return err
 			}
-			if st := caRotation(hc); st != nil && st.Phase != hypershiftv1alpha1.CARotationDone {
-				return fmt.Errorf("hosted cluster %s is rotating its CAs already (token %s, phase %s): wait for it with `hypershift describe cluster %s -n %s`", key, st.Token, st.Phase, name, namespace)
-			}
-			if st := caRotation(hc); st != nil && st.Token == token {
-				return fmt.Errorf("--token %s was rotated for already: pick another token, or leave --token out", token)
-			}
-			patch := fmt.Appendf(nil, `{"spec":{"certificates":{"rotateCA":%q}}}`, token)
-			if err := c.Patch(ctx, hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				return fmt.Errorf("hosted cluster %s: %w", key, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s: spec.certificates.rotateCA=%s\n", key, token)
+			fmt.Fprintf(cmd.OutOrStdout(), "hosted cluster %s: spec.certificates.rotateCA=%s\n", key, rotated)
 			if !waitFor {
 				return nil
 			}
-			return waitCARotation(ctx, cmd, c, key, token, timeout)
+			return waitCARotation(ctx, cmd, c, key, rotated, timeout)
 		},
 	}
 	f := ca.Flags()
@@ -70,13 +60,6 @@ func newRotateCommand(g *clusterclient.Management) *cobra.Command {
 	return cmd
 }
 
-func caRotation(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.CARotationStatus {
-	if hc.Status.Certificates == nil {
-		return nil
-	}
-	return hc.Status.Certificates.CARotation
-}
-
 // waitCARotation prints each phase the rotation for token enters until it
 // is Done.
 func waitCARotation(ctx context.Context, cmd *cobra.Command, c client.Client, key client.ObjectKey, token string, timeout time.Duration) error {
@@ -86,7 +69,7 @@ func waitCARotation(ctx context.Context, cmd *cobra.Command, c client.Client, ke
 		if err := clusterclient.CannotRun(hc); err != nil {
 			return false, err
 		}
-		st := caRotation(hc)
+		st := CARotation(hc)
 		if st == nil || st.Token != token {
 			return false, nil
 		}
@@ -98,7 +81,7 @@ func waitCARotation(ctx context.Context, cmd *cobra.Command, c client.Client, ke
 	})
 	if wait.Interrupted(err) {
 		msg := ""
-		if st := caRotation(hc); st != nil {
+		if st := CARotation(hc); st != nil {
 			msg = fmt.Sprintf(" (phase %s: waiting for %s)", st.Phase, st.Message)
 		}
 		return fmt.Errorf("hosted cluster %s: CA rotation not done after %s%s: see `hypershift describe cluster %s --namespace %s`", key, timeout, msg, key.Name, key.Namespace)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,12 @@ const (
 const (
 	checkTimeout  = 2 * time.Second
 	failThreshold = 3
+	// cutAfter: the connections of a backend out this long are closed
+	// while another is in, so that their clients connect again, to a
+	// ready one (a kept-alive connection stays with the backend it was
+	// opened to). An API server that is stopping drains its requests well
+	// within this.
+	cutAfter = 5 * time.Second
 )
 
 // ErrNotReady is what a health check returns when the backend answered
@@ -50,6 +57,10 @@ type Proxy struct {
 	mu        sync.Mutex
 	downUntil map[string]time.Time
 	ready     map[string]bool
+	// open are the connections forwarded to each backend.
+	open map[string]map[*forwarded]struct{}
+	// cutAfter is the package's cutAfter (tests shorten it).
+	cutAfter time.Duration
 
 	// act counts client activity on the public listener.
 	act activity
@@ -65,7 +76,10 @@ func New(backends []string, check func(ctx context.Context, backend string) erro
 	if len(backends) == 0 {
 		return nil, errors.New("no backends")
 	}
-	return &Proxy{backends: backends, check: check, downUntil: map[string]time.Time{}, ready: map[string]bool{}}, nil
+	return &Proxy{
+		backends: backends, check: check, downUntil: map[string]time.Time{}, ready: map[string]bool{},
+		open: map[string]map[*forwarded]struct{}{}, cutAfter: cutAfter,
+	}, nil
 }
 
 // Serve accepts client connections on l until ctx ends: they count as
@@ -120,11 +134,12 @@ func (p *Proxy) handle(ctx context.Context, client net.Conn, public bool) {
 			return
 		}
 	}
-	backend, err := p.dial(ctx)
+	name, backend, err := p.dial(ctx)
 	if err != nil {
 		return
 	}
 	defer backend.Close()
+	defer p.track(name, &forwarded{client: client, backend: backend})()
 	done := make(chan struct{}, 2)
 	pipe := func(dst net.Conn, src io.Reader) {
 		var w io.Writer = dst
@@ -147,8 +162,51 @@ func (p *Proxy) handle(ctx context.Context, client net.Conn, public bool) {
 	}
 }
 
-// dial tries every backend once, healthy ones first.
-func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
+// forwarded is a client connection and the backend connection it is
+// forwarded to.
+type forwarded struct{ client, backend net.Conn }
+
+// track records f as forwarded to backend, until the returned func is
+// called.
+func (p *Proxy) track(backend string, f *forwarded) (untrack func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.open[backend] == nil {
+		p.open[backend] = map[*forwarded]struct{}{}
+	}
+	p.open[backend][f] = struct{}{}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.open[backend], f)
+	}
+}
+
+// cut closes the connections forwarded to backend, if another backend is
+// in, and says how many it closed.
+func (p *Proxy) cut(backend string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	other := false
+	for b, ok := range p.ready {
+		other = other || (ok && b != backend)
+	}
+	if !other {
+		return 0
+	}
+	n := 0
+	for f := range p.open[backend] {
+		_ = f.client.Close()
+		_ = f.backend.Close()
+		delete(p.open[backend], f)
+		n++
+	}
+	return n
+}
+
+// dial tries every backend once, healthy ones first, and returns the one
+// it reached.
+func (p *Proxy) dial(ctx context.Context) (string, net.Conn, error) {
 	start := p.next.Add(1) % uint64(len(p.backends))
 	order := make([]string, 0, len(p.backends))
 	var down []string
@@ -168,14 +226,14 @@ func (p *Proxy) dial(ctx context.Context) (net.Conn, error) {
 	for _, b := range append(order, down...) {
 		conn, err := dialer.DialContext(ctx, "tcp", b)
 		if err == nil {
-			return conn, nil
+			return b, conn, nil
 		}
 		lastErr = err
 		p.mu.Lock()
 		p.downUntil[b] = time.Now().Add(downFor)
 		p.mu.Unlock()
 	}
-	return nil, fmt.Errorf("no backend reachable: %w", lastErr)
+	return "", nil, fmt.Errorf("no backend reachable: %w", lastErr)
 }
 
 // HealthChecks checks each backend every interval (each on its own, so a
@@ -195,6 +253,7 @@ func (p *Proxy) checkLoop(ctx context.Context, backend string, interval time.Dur
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	ready, unanswered := false, 0
+	outSince := time.Now()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
 		err := p.check(cctx, backend)
@@ -206,6 +265,16 @@ func (p *Proxy) checkLoop(ctx context.Context, backend string, interval time.Dur
 		p.mu.Lock()
 		p.ready[backend] = ready
 		p.mu.Unlock()
+		switch {
+		case ready:
+			outSince = time.Time{}
+		case outSince.IsZero():
+			outSince = time.Now()
+		case time.Since(outSince) >= p.cutAfter:
+			if n := p.cut(backend); n > 0 {
+				log.Printf("closed %d connections to %s, not ready for %s (%v): their clients connect again, to a ready API server", n, backend, time.Since(outSince).Round(time.Second), err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -3,9 +3,11 @@ package endpointproxy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -173,5 +175,67 @@ func TestHealthCheckVerdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A client's connection stays with the backend it was opened to: once that
+// backend has been out for cutAfter while another is in, the proxy closes
+// the connection so that the client connects again, to the ready one; while
+// no backend is in, nothing is cut.
+func TestCutsConnectionsOfABackendGoneOut(t *testing.T) {
+	a, stopA := echoServer(t, "a")
+	defer stopA()
+	b, stopB := echoServer(t, "b")
+	defer stopB()
+	var aReady, bReady atomic.Bool
+	aReady.Store(true)
+	p, err := New([]string{a, b}, func(_ context.Context, backend string) error {
+		if (backend == a && aReady.Load()) || (backend == b && bReady.Load()) {
+			return nil
+		}
+		return ErrNotReady
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cutAfter = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.HealthChecks(ctx, 10*time.Millisecond)
+	for !p.Ready() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	l := listenLoopback(t)
+	go p.Serve(ctx, l)
+
+	conn, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	_, _ = conn.Write(helloHead)
+	fmt.Fprintln(conn, "hi")
+	if got, err := r.ReadString('\n'); err != nil || got != "a\n" {
+		t.Fatalf("first answer %q, %v; want a", got, err)
+	}
+
+	// a goes out with no other backend in: the connection is kept.
+	aReady.Store(false)
+	time.Sleep(5 * p.cutAfter)
+	fmt.Fprintln(conn, "still there?")
+	if got, err := r.ReadString('\n'); err != nil || got != "a\n" {
+		t.Fatalf("with no backend in, the connection to a answered %q, %v; want it kept", got, err)
+	}
+
+	// b comes in: the connection to a is closed.
+	bReady.Store(true)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var timeout net.Error
+	if got, err := r.ReadString('\n'); err == nil || (errors.As(err, &timeout) && timeout.Timeout()) {
+		t.Fatalf("the connection to a, out while b is in, stayed open (read %q, %v)", got, err)
+	}
+	if got, err := ask(t, l.Addr().String()); err != nil || got != "b\n" {
+		t.Fatalf("a new connection: %q, %v; want b", got, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/components/etcdhandover"
 )
 
 // Names of the components compiled into the binary.
@@ -59,8 +60,10 @@ func Components() components.Registry {
 }
 
 // runEtcd runs etcd; etcdmain parses its arguments itself and exits the
-// process on fatal errors.
+// process on fatal errors. Told to stop, a member that leads first hands
+// leadership over.
 func runEtcd(_ context.Context, args []string) error {
+	etcdhandover.Register(args)
 	etcdmain.Main(append([]string{"etcd"}, args...))
 	return nil
 }

@@ -7,9 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/dump"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Condition is one condition as the pages show it.
@@ -34,6 +35,9 @@ type Row struct {
 	Created     time.Time `json:"created"`
 	Endpoint    string    `json:"endpoint"`
 	Hibernated  bool      `json:"hibernated"`
+	// What the spec asks for: the version and hibernation.
+	DesiredVersion     string `json:"desiredVersion"`
+	HibernationEnabled bool   `json:"hibernationEnabled"`
 }
 
 // Fleet is the table: every hosted cluster, by namespace and name.
@@ -58,6 +62,7 @@ type Component struct {
 type Pool struct {
 	Name          string `json:"name"`
 	Platform      string `json:"platform"`
+	Desired       *int32 `json:"desired,omitempty"` // spec.replicas; nil when autoscaled or as many as join
 	Replicas      int32  `json:"replicas"`
 	ReadyReplicas int32  `json:"readyReplicas"`
 	Version       string `json:"version,omitempty"`
@@ -106,6 +111,9 @@ func rowOf(hc *hypershiftv1alpha1.HostedCluster) Row {
 		Created:     hc.CreationTimestamp.Time,
 		Endpoint:    hc.Status.Endpoint,
 		Hibernated:  meta.IsStatusConditionTrue(conds, hypershiftv1alpha1.Hibernated.String()),
+
+		DesiredVersion:     hc.Spec.KubernetesVersion,
+		HibernationEnabled: hc.Spec.Hibernation != nil && hc.Spec.Hibernation.Enabled,
 	}
 }
 
@@ -146,7 +154,7 @@ func detailOf(hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.Host
 		if p.Spec.ClusterName != hc.Name {
 			continue
 		}
-		d.Pools = append(d.Pools, Pool{Name: p.Name, Platform: string(p.Spec.Platform.Type), Replicas: p.Status.Replicas, ReadyReplicas: p.Status.ReadyReplicas, Version: p.Status.Version})
+		d.Pools = append(d.Pools, Pool{Name: p.Name, Platform: string(p.Spec.Platform.Type), Desired: p.Spec.Replicas, Replicas: p.Status.Replicas, ReadyReplicas: p.Status.ReadyReplicas, Version: p.Status.Version})
 	}
 	sort.SliceStable(events, func(i, j int) bool { return dump.EventTime(events[i]).After(dump.EventTime(events[j])) })
 	for _, e := range events {

@@ -1,7 +1,9 @@
-// Package dashboard serves a read-only web view of the fleet: a live table
-// of the hosted clusters and a page per cluster, from the management
-// cluster with the authority of the kubeconfig it was given. Its assets are
-// embedded in the binary; nothing is downloaded.
+// Package dashboard serves a web view of the fleet: a live table of the
+// hosted clusters and a page per cluster, from the management cluster with
+// the authority of the kubeconfig it was given, and the changes of the
+// command line (create, scale, hibernate and resume, upgrade, rotate CA)
+// made with that same authority. Its assets are embedded in the binary;
+// nothing is downloaded.
 package dashboard
 
 import (
@@ -44,7 +46,7 @@ type Options struct {
 // Server is the dashboard.
 type Server struct {
 	cache   cache.Cache
-	client  client.Client // uncached: events and admin kubeconfigs
+	client  client.Client // uncached: events, admin kubeconfigs and every change
 	scraper *fleetmetrics.HostedScraper
 	history *history
 	every   time.Duration
@@ -144,6 +146,7 @@ func (s *Server) Handler(addr net.Addr) http.Handler {
 	mux.HandleFunc("GET /api/fleet", s.serveFleet)
 	mux.HandleFunc("GET /api/cluster", s.serveCluster)
 	mux.HandleFunc("GET /api/stream", s.serveStream)
+	s.operations(mux, addr)
 	return guard(addr, requireToken(s.token, addr, mux))
 }
 

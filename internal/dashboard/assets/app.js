@@ -1,7 +1,10 @@
 'use strict';
 // The dashboard's pages: a fleet table kept live by the server's event
-// stream, and a cluster page refreshed on every change. Every value is put
-// into the page as text (textContent), never as markup.
+// stream, and a cluster page refreshed on every change; their forms and
+// buttons make changes (create, scale, hibernate, resume, upgrade, rotate
+// CA) with a POST of JSON that carries the X-Hypershift-Dashboard header,
+// which the server requires of every change. Every value is put into the
+// page as text (textContent), never as markup.
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -86,16 +89,82 @@ function renderCluster(d) {
   document.getElementById('name').textContent = d.namespace + '/' + d.name;
   document.title = 'hypershift — ' + d.name;
   const s = document.getElementById('summary');
-  s.replaceChildren(el('span', 'Version ' + (d.version || '-') + ' · endpoint ' + (d.endpoint || '-') +
+  s.replaceChildren(el('span', 'Version ' + (d.version || '-') + (d.desiredVersion && d.desiredVersion !== d.version ? ' (to ' + d.desiredVersion + ')' : '') +
+    (d.hibernationEnabled ? ' · hibernation asked' : '') + (d.hibernated ? ' · hibernated' : '') + ' · endpoint ' + (d.endpoint || '-') +
     ' · nodes ' + d.readyNodes + '/' + d.nodes + ' ready · age ' + age(d.created)));
   fillTable('conditions', d.conditions || [], (c) => [el('td', c.type), condCell(c), el('td', c.reason || ''), el('td', c.message || ''), el('td', age(c.since) + ' ago')]);
   fillTable('components', d.components || [], (c) => [el('td', c.name), el('td', c.phase, c.phase === 'Running' ? 'True' : 'Unknown'),
     el('td', c.restarts), el('td', c.lastExitReason || '-'), el('td', c.startedAt ? age(c.startedAt) + ' ago' : '-'), el('td', c.version || '-')]);
-  fillTable('pools', d.pools || [], (p) => [el('td', p.name), el('td', p.platform), el('td', p.readyReplicas + '/' + p.replicas), el('td', p.version || '-')]);
+  fillTable('pools', d.pools || [], (p) => [el('td', p.name), el('td', p.platform), el('td', p.desired === undefined ? '-' : p.desired, 'desired'), el('td', p.readyReplicas + '/' + p.replicas), el('td', p.version || '-')]);
+  renderOps(d);
   fillTable('events', d.events || [], (e) => [el('td', age(e.time) + ' ago'), el('td', e.type), el('td', e.reason), el('td', e.object), el('td', e.message + (e.count > 1 ? ' (×' + e.count + ')' : ''))]);
   const h = d.history || [];
   chart('latency', h.map((p) => ({ t: new Date(p.at).getTime(), v: p.latencyMillis })), 'ms');
   chart('restarts', h.map((p) => ({ t: new Date(p.at).getTime(), v: p.restarts })), 'restarts');
+}
+
+// change POSTs body to path and shows the answer in #result: what was done,
+// or the refusal as the server gave it, with its HTTP status.
+function change(path, body) {
+  const result = document.getElementById('result');
+  result.className = 'result';
+  result.textContent = '…';
+  delete result.dataset.status;
+  return fetch(path, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json', 'X-Hypershift-Dashboard': '1' },
+    body: JSON.stringify(body),
+  }).then((r) => r.text().then((text) => {
+    result.dataset.status = String(r.status);
+    if (!r.ok) throw new Error('HTTP ' + r.status + ' ' + r.statusText + ': ' + text.trim());
+    result.className = 'result ok';
+    result.textContent = JSON.parse(text).message;
+  })).catch((err) => {
+    result.className = 'result error';
+    result.textContent = err.message;
+  });
+}
+
+// onSubmit runs body(form) → change(path, …) instead of the form's own
+// submission.
+function onSubmit(id, path, body) {
+  const form = document.getElementById(id);
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    change(path, body(form.elements));
+  });
+}
+
+function setupFleet() {
+  onSubmit('create', '/api/clusters', (f) => {
+    const body = { name: f.name.value.trim(), namespace: f.namespace.value.trim(), platform: f.platform.value, availabilityPolicy: f.availabilityPolicy.value };
+    if (f.nodePoolReplicas.value !== '') body.nodePoolReplicas = Number(f.nodePoolReplicas.value);
+    return body;
+  });
+}
+
+function setupCluster(ref) {
+  const post = (path, extra) => change(path, Object.assign({ namespace: ref.namespace, name: ref.name }, extra || {}));
+  document.getElementById('hibernate').addEventListener('click', () => post('/api/cluster/hibernate'));
+  document.getElementById('resume').addEventListener('click', () => post('/api/cluster/resume'));
+  document.getElementById('rotate-ca').addEventListener('click', () => post('/api/cluster/rotate-ca'));
+  onSubmit('upgrade', '/api/cluster/upgrade', (f) => Object.assign({}, ref, { kubernetesVersion: f.kubernetesVersion.value.trim() }));
+  onSubmit('scale', '/api/nodepool/scale', (f) => ({ namespace: ref.namespace, name: f.name.value, replicas: Number(f.replicas.value) }));
+}
+
+// renderOps keeps the operation controls in step with the cluster, without
+// touching what the user is typing.
+function renderOps(d) {
+  document.getElementById('hibernate').disabled = d.hibernationEnabled;
+  document.getElementById('resume').disabled = !d.hibernationEnabled;
+  const version = document.querySelector('#upgrade input');
+  version.placeholder = d.desiredVersion || '';
+  const select = document.querySelector('#scale select');
+  const names = (d.pools || []).map((p) => p.name);
+  if (names.join() !== Array.from(select.options).map((o) => o.value).join()) {
+    select.replaceChildren(...names.map((n) => el('option', n)));
+  }
 }
 
 function connect(onFleet) {
@@ -110,10 +179,12 @@ function connect(onFleet) {
 
 function main() {
   if (document.body.dataset.page === 'fleet') {
+    setupFleet();
     connect(renderFleet);
     return;
   }
   const q = new URLSearchParams(location.search);
+  setupCluster({ namespace: q.get('namespace') || '', name: q.get('name') || '' });
   const url = '/api/cluster?namespace=' + encodeURIComponent(q.get('namespace') || '') + '&name=' + encodeURIComponent(q.get('name') || '');
   let pending = false;
   const refresh = () => {

@@ -26,8 +26,9 @@ import (
 // others, while it still leads well; then etcd stops as it always does.
 
 // handOverTimeout bounds the whole hand-over: a stop is never held up
-// longer than this by it.
-const handOverTimeout = 5 * time.Second
+// longer than this by it (a hand-over between members that answer takes a
+// fraction of it).
+const handOverTimeout = 3 * time.Second
 
 // Register makes etcd's interrupt handling (SIGTERM, SIGINT) move
 // leadership away from the member of args (etcd's flags) before anything
@@ -117,7 +118,9 @@ func (m memberFlags) handOver(ctx context.Context) (string, error) {
 	if self.Leader != self.Header.MemberId {
 		return "", nil
 	}
-	members, err := cli.MemberList(ctx)
+	// Serializable: this member's own view, with no round through a
+	// quorum that may be stopping too (`hypershift down` stops all).
+	members, err := cli.MemberList(ctx, clientv3.WithSerializable())
 	if err != nil {
 		return "", fmt.Errorf("member list: %w", err)
 	}

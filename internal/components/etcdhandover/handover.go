@@ -125,11 +125,12 @@ func (m memberFlags) handOver(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("member list: %w", err)
 	}
 	var best *clientv3.StatusResponse
-	bestName := ""
+	bestName, others := "", 0
 	for _, mem := range members.Members {
 		if mem.ID == self.Header.MemberId || mem.IsLearner || len(mem.ClientURLs) == 0 {
 			continue
 		}
+		others++
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
 		st, err := cli.Status(sctx, mem.ClientURLs[0])
 		cancel()
@@ -137,7 +138,10 @@ func (m memberFlags) handOver(ctx context.Context) (string, error) {
 			best, bestName = st, mem.Name
 		}
 	}
-	if best == nil {
+	switch {
+	case others == 0:
+		return "", nil // a single member: no one to hand over to
+	case best == nil:
 		return "", errors.New("no other member answers")
 	}
 	if _, err := cli.MoveLeader(ctx, best.Header.MemberId); err != nil {

@@ -14,13 +14,20 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
 // TestDashboard drives `hypershift dashboard` in a real headless browser
 // (Debian's chromium): the fleet table lists both clusters; killing one's
 // API server turns its row Degraded within seconds, without a reload, and
-// the other row stays as it was. Screenshots of the fleet and of the
-// cluster's page are kept as test artifacts.
+// the other row stays as it was. Then a cluster is created, hibernated and
+// resumed with the pages' form and buttons, each checked on the management
+// API. Screenshots of the fleet and of the cluster's pages are kept as test
+// artifacts.
 func TestDashboard(t *testing.T) {
 	ownDirAndPorts(t)
 	browser := chromiumPath(t)
@@ -49,7 +56,7 @@ func TestDashboard(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancelTimeout()
 
 	row := func(name string) string { return fmt.Sprintf(`tr[data-cluster="clusters/%s"]`, name) }
@@ -120,6 +127,107 @@ func TestDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	saveArtifact(t, "cluster-w1.png", shot)
+
+	operateFromThePages(t, ctx, hs, bare)
+}
+
+// operateFromThePages creates a cluster with the fleet page's form, then
+// hibernates and resumes it with its page's buttons, as a user clicks them;
+// after each, the HostedCluster's spec and status are read from the
+// management API. A refusal is shown on the page with its HTTP status.
+func operateFromThePages(t *testing.T, ctx context.Context, hs *cli, fleetURL string) {
+	t.Helper()
+	start := time.Now()
+	c := managementClient(t, hs)
+	key := client.ObjectKey{Namespace: "clusters", Name: "d1"}
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	waitCondition := func(what string, typ hypershiftv1alpha1.ConditionType, status metav1.ConditionStatus) {
+		t.Helper()
+		eventually(t, 3*time.Minute, "d1 "+what, func() error {
+			if err := c.Get(t.Context(), key, hc); err != nil {
+				return err
+			}
+			if cond := meta.FindStatusCondition(hc.Status.Conditions, typ.String()); cond == nil || cond.Status != status || cond.ObservedGeneration < hc.Generation {
+				return fmt.Errorf("%s: %+v at generation %d", typ, cond, hc.Generation)
+			}
+			return nil
+		})
+		t.Logf("%.1fs: d1 %s", time.Since(start).Seconds(), what)
+	}
+	// result waits for the page's answer to a change and returns it.
+	result := func(want string) string {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#result.`+want))); err != nil {
+			t.Fatalf("the page's answer (%s): %v", want, err)
+		}
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#result`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+
+	create := []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(fleetURL),
+		chromedp.WaitVisible(chromedp.CSS(`#create`)),
+		chromedp.SetValue(chromedp.CSS(`#create input[name=name]`), "d1"),
+		chromedp.SetValue(chromedp.CSS(`#create select[name=platform]`), "none"),
+		chromedp.Click(chromedp.CSS(`#create button[type=submit]`)),
+	}
+	if err := chromedp.Do(ctx, create...); err != nil {
+		t.Fatalf("create d1 on the fleet page: %v", err)
+	}
+	if got := result("ok"); !strings.Contains(got, "hostedcluster clusters/d1 created") {
+		t.Fatalf("the page says %q after create", got)
+	}
+	if err := c.Get(t.Context(), key, hc); err != nil || hc.Spec.Platform.Type != hypershiftv1alpha1.NonePlatform {
+		t.Fatalf("d1 after the page's create: platform %q (%v)", hc.Spec.Platform.Type, err)
+	}
+	// The same name again: the refusal, with its status, on the page.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#create button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	if got := result("error"); !strings.Contains(got, "HTTP 409") || !strings.Contains(got, "clusters/d1 already exists") {
+		t.Errorf("the page says %q after creating d1 twice, want HTTP 409 and the command's message", got)
+	}
+	waitCondition("Available", hypershiftv1alpha1.Available, metav1.ConditionTrue)
+
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-cluster="clusters/d1"]`)),
+		chromedp.Click(chromedp.CSS(`tr[data-cluster="clusters/d1"] a`)),
+		chromedp.WaitEnabled(chromedp.CSS(`#hibernate`)),
+		chromedp.Click(chromedp.CSS(`#hibernate`)),
+	); err != nil {
+		t.Fatalf("hibernate d1 on its page: %v", err)
+	}
+	if got := result("ok"); !strings.Contains(got, "spec.hibernation.enabled=true") {
+		t.Fatalf("the page says %q after hibernate", got)
+	}
+	waitCondition("Hibernated", hypershiftv1alpha1.Hibernated, metav1.ConditionTrue)
+	if hc.Spec.Hibernation == nil || !hc.Spec.Hibernation.Enabled {
+		t.Errorf("d1's spec.hibernation after the page's hibernate: %+v", hc.Spec.Hibernation)
+	}
+
+	// The page turns Resume on once it has seen the spec change.
+	if err := chromedp.Do(ctx,
+		chromedp.WaitEnabled(chromedp.CSS(`#resume`)),
+		chromedp.Click(chromedp.CSS(`#resume`)),
+	); err != nil {
+		t.Fatalf("resume d1 on its page: %v", err)
+	}
+	if got := result("ok"); !strings.Contains(got, "spec.hibernation.enabled=false") {
+		t.Fatalf("the page says %q after resume", got)
+	}
+	waitCondition("Available again", hypershiftv1alpha1.Available, metav1.ConditionTrue)
+	if hc.Spec.Hibernation == nil || hc.Spec.Hibernation.Enabled || meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()) {
+		t.Errorf("d1 after the page's resume: spec.hibernation %+v, conditions %+v", hc.Spec.Hibernation, hc.Status.Conditions)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveArtifact(t, "cluster-d1.png", shot)
+	t.Logf("created, hibernated and resumed d1 from the pages in %.1fs", time.Since(start).Seconds())
 }
 
 // chromiumPath is Debian's chromium (make test installs it as root).

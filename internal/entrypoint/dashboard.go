@@ -22,10 +22,12 @@ func newDashboardCommand(g *clusterclient.Management) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a live web view of the hosted clusters (loopback by default)",
-		Long: "Serve a read-only web page of the fleet — every hosted cluster's version, conditions, nodes, " +
+		Long: "Serve a web page of the fleet — every hosted cluster's version, conditions, nodes, " +
 			"components, NodePools, events and charts of the last hour — with the authority of the management " +
-			"kubeconfig. It answers only requests that carry the random token of the URL it prints (a cookie once " +
-			"opened); whoever has that URL sees what the kubeconfig may read (never Secret values).",
+			"kubeconfig, and make from it the changes of the command line (create a cluster, scale a NodePool, " +
+			"hibernate and resume, upgrade, rotate CA) with that same authority. It answers only requests that " +
+			"carry the random token of the URL it prints (a cookie once opened); whoever has that URL may read and " +
+			"change what the kubeconfig may (never Secret values are shown).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			host, _, err := net.SplitHostPort(address)

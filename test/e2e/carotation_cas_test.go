@@ -22,7 +22,8 @@ import (
 // only at start, so DropOld restarts them (docs/security.md, "CA
 // rotation"), one at a time, etcd first: a single API server cannot
 // restart without a gap; a highly available control plane keeps serving.
-// outage is the longest time /readyz did not answer (asked every 100 ms);
+// outage is the longest time /readyz did not answer within readyzWithin
+// (asked every 100 ms);
 // every failed request and unanswered node check must also fall in one
 // window of that length (plus a request's 5 s timeout). failed counts
 // requests of the followed admin kubeconfig (a create and a get every

@@ -25,8 +25,9 @@ const timelineLines = 40
 // around outage (empty: none).
 func timeline(dataDir string, start, end time.Time, outage window) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "instances of clusters-c from %s to %s:\n", start.Format("15:04:05"), end.Format("15:04:05"))
-	for _, line := range firstOf(instanceEvents(filepath.Join(dataDir, "up.log"), "clusters-c", start.Add(-time.Second), end), timelineLines) {
+	fmt.Fprintf(&b, "etcd members and API servers of clusters-c from %s to %s:\n", start.Format("15:04:05"), end.Format("15:04:05"))
+	events := instanceEvents(filepath.Join(dataDir, "up.log"), "clusters-c", start.Add(-time.Second), end)
+	for _, line := range events[max(0, len(events)-timelineLines):] {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
 	if outage.first.IsZero() {
@@ -55,8 +56,9 @@ func timeline(dataDir string, start, end time.Time, outage window) string {
 	return b.String()
 }
 
-// instanceEvents are the supervisor's lines of a control plane's instances
-// in the management plane's log, from from to to.
+// instanceEvents are the supervisor's lines of a control plane's etcd
+// members and API servers in the management plane's log, from from to to:
+// their stops, starts and readiness changes.
 func instanceEvents(upLog, controlPlane string, from, to time.Time) []string {
 	var out []string
 	eachLine(upLog, func(line string) {
@@ -68,7 +70,8 @@ func instanceEvents(upLog, controlPlane string, from, to time.Time) []string {
 			Error        string `json:"error"`
 			Reason       string `json:"reason"`
 		}
-		if json.Unmarshal([]byte(line), &e) != nil || e.ControlPlane != controlPlane || e.Component == "" {
+		if json.Unmarshal([]byte(line), &e) != nil || e.ControlPlane != controlPlane || e.Msg == "replaced reloadable files in place" ||
+			!(strings.HasPrefix(e.Component, "etcd-") || strings.HasPrefix(e.Component, "kube-apiserver")) {
 			return
 		}
 		ts, err := time.Parse(time.RFC3339, e.TS)

@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -221,11 +222,43 @@ type InstanceStatus struct {
 }
 
 // LastLines is the last n lines of a log's text, without its trailing
-// newlines: what both runtimes report of a component that exited.
+// newlines: what both runtimes report of a component that exited. A
+// structured (JSON) line, as etcd writes, is told as its level, message and
+// error — "fatal: failed to list data directory: open …: permission
+// denied" — without its stack trace and other fields, which would push the
+// cause out of a message cut to its end.
 func LastLines(text string, n int) string {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
+	for i, line := range lines {
+		lines[i] = condensed(line)
+	}
 	return strings.Join(lines, "\n")
+}
+
+// condensed is a JSON log line's level, message and error, or line itself
+// when it is not one.
+func condensed(line string) string {
+	trimmed := strings.TrimSpace(line)
+	if !strings.HasPrefix(trimmed, "{") {
+		return line
+	}
+	var e struct {
+		Level string `json:"level"`
+		Msg   string `json:"msg"`
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(trimmed), &e) != nil || e.Msg == "" {
+		return line
+	}
+	out := e.Msg
+	if e.Level != "" {
+		out = e.Level + ": " + out
+	}
+	if e.Error != "" {
+		out += ": " + e.Error
+	}
+	return out
 }

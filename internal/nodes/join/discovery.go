@@ -173,9 +173,16 @@ func verifiedClientCA(cluster, bundle string) ([]byte, error) {
 	return out, nil
 }
 
-// freshTokenWait is how long a recorded token may take the API server and
-// the controller manager's bootstrapsigner to learn.
+// freshTokenWait is how long a recorded token may take the API server to
+// accept.
 var freshTokenWait = 10 * time.Second
+
+// unsignedTokenWait is how long a recorded, unexpired token may wait for
+// the controller manager's bootstrapsigner to sign cluster-info with it:
+// longer, as kubeadm's discovery waits, because a controller manager that
+// is still starting (or restarting, after the API server came up) signs
+// nothing — a machine booted with a new cluster joins as soon as it does.
+var unsignedTokenWait = 3 * time.Minute
 
 // checkToken checks the token and returns its NodePool: not expired by its
 // record, cluster-info signed with it (the server knows its secret; only
@@ -184,12 +191,13 @@ var freshTokenWait = 10 * time.Second
 // and a token this cluster never issued apart.
 func checkToken(ctx context.Context, hc *http.Client, c *Cluster, tokenID, tokenSecret string, info, clusterInfo map[string]string) (string, error) {
 	t := tokenCheck{
-		hc:       hc,
-		c:        c,
-		id:       tokenID,
-		secret:   tokenSecret,
-		fresh:    "print a new join command with `hypershift create join-command --name " + clusterName(c.Name) + "`",
-		deadline: time.Now().Add(freshTokenWait),
+		hc:           hc,
+		c:            c,
+		id:           tokenID,
+		secret:       tokenSecret,
+		fresh:        "print a new join command with `hypershift create join-command --name " + clusterName(c.Name) + "`",
+		deadline:     time.Now().Add(freshTokenWait),
+		signDeadline: time.Now().Add(unsignedTokenWait),
 	}
 	t.rec, t.recorded = bootstrap.LookupToken(info, tokenID)
 	if t.recorded && !time.Now().Before(t.rec.Expiration) {
@@ -209,7 +217,9 @@ type tokenCheck struct {
 	fresh      string
 	rec        bootstrap.TokenRecord
 	recorded   bool
-	deadline   time.Time
+	// deadline bounds the wait for the API server to accept the token,
+	// signDeadline the wait for cluster-info's signature.
+	deadline, signDeadline time.Time
 }
 
 func (t *tokenCheck) notIssued() error {
@@ -232,10 +242,10 @@ func (t *tokenCheck) checkSignature(ctx context.Context, clusterInfo map[string]
 			return t.wrongSecret()
 		case !t.recorded:
 			return t.notIssued()
-		case !time.Now().Before(t.deadline):
+		case !time.Now().Before(t.signDeadline):
 			// The bootstrapsigner drops the signature of a deleted token.
-			return fmt.Errorf("bootstrap token %s of NodePool %s is not usable on %s: it was deleted (a --single-use token is, once a node used it), or the cluster's controller manager does not sign %s/%s with it; %s",
-				t.id, t.rec.NodePool, t.c.Name, bootstrap.JoinInfoNamespace, bootstrap.ClusterInfoName, t.fresh)
+			return fmt.Errorf("bootstrap token %s of NodePool %s is not usable on %s: it was deleted (a --single-use token is, once a node used it), or the cluster's controller manager did not sign %s/%s with it within %s; %s",
+				t.id, t.rec.NodePool, t.c.Name, bootstrap.JoinInfoNamespace, bootstrap.ClusterInfoName, unsignedTokenWait, t.fresh)
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			return err

@@ -112,8 +112,8 @@ func TestDiscoverChecksTheTokenSignature(t *testing.T) {
 }
 
 func TestDiscoverSaysWhatIsWrong(t *testing.T) {
-	defer func(wait time.Duration) { freshTokenWait = wait }(freshTokenWait)
-	freshTokenWait = time.Second
+	defer func(fresh, unsigned time.Duration) { freshTokenWait, unsignedTokenWait = fresh, unsigned }(freshTokenWait, unsignedTokenWait)
+	freshTokenWait, unsignedTokenWait = time.Second, time.Second
 	c := jointest.NewCluster(t)
 	other := jointest.NewCluster(t)
 	srv := c.Genuine(t)

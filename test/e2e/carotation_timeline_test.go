@@ -71,7 +71,7 @@ func instanceEvents(upLog, controlPlane string, from, to time.Time) []string {
 			Reason       string `json:"reason"`
 		}
 		if json.Unmarshal([]byte(line), &e) != nil || e.ControlPlane != controlPlane || e.Msg == "replaced reloadable files in place" ||
-			!(strings.HasPrefix(e.Component, "etcd-") || strings.HasPrefix(e.Component, "kube-apiserver")) {
+			(!strings.HasPrefix(e.Component, "etcd-") && !strings.HasPrefix(e.Component, "kube-apiserver")) {
 			return
 		}
 		ts, err := time.Parse(time.RFC3339, e.TS)

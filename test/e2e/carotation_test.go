@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -133,8 +135,8 @@ type rotationRun struct {
 	// kubeconfig and every unanswered node check.
 	failures window
 	// outage is the longest time /readyz of the endpoint, asked every
-	// 100 ms, did not answer within readyzWithin; slowestReadyz is the
-	// longest an answer took.
+	// 100 ms over a new connection, did not answer within readyzWithin;
+	// slowestReadyz is the longest an answer took.
 	outage        time.Duration
 	slowestReadyz time.Duration
 	// outageAt is when the longest outage was.
@@ -152,6 +154,40 @@ type rotationRun struct {
 // runtime's probes, the API server proxy's health checks). A later answer
 // counts as none; the slowest answer is reported either way.
 const readyzWithin = 2 * time.Second
+
+// readyzFresh asks the endpoint's /readyz over a new connection, as a
+// client connecting now would be routed: a kept-alive connection stays with
+// the API server it was opened to, which answers "not ready" from the
+// moment it is told to stop while it still serves its requests (the
+// followed admin kubeconfig's requests measure that side).
+func readyzFresh(ctx context.Context, kubeconfig []byte) error {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	// A Dial of its own keeps client-go from sharing a cached transport.
+	d := &net.Dialer{Timeout: readyzWithin}
+	cfg.Dial = d.DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(cfg.Host, "/")+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
 
 // rotateWatching runs `rotate ca --wait` on cluster c and, until it is
 // done, makes requests through the followed admin kubeconfig, a request
@@ -205,11 +241,11 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 		var down time.Time
 		for ctx.Err() == nil {
 			admin.mu.Lock()
-			cs := admin.client
+			kubeconfig := admin.kubeconfig
 			admin.mu.Unlock()
 			rctx, rcancel := context.WithTimeout(ctx, readyzWithin)
 			asked := time.Now()
-			err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(rctx).Error()
+			err := readyzFresh(rctx, kubeconfig)
 			rcancel()
 			now := time.Now()
 			mu.Lock()

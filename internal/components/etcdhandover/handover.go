@@ -39,11 +39,12 @@ func Register(args []string) {
 	if !ok {
 		return
 	}
-	lg, err := zap.NewProduction()
-	if err != nil {
-		lg = zap.NewNop()
-	}
 	osutil.RegisterInterruptHandler(func() {
+		// Made here, not at start: it is used only when the member stops.
+		lg, err := zap.NewProduction()
+		if err != nil {
+			lg = zap.NewNop()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), handOverTimeout)
 		defer cancel()
 		switch to, err := member.handOver(ctx); {

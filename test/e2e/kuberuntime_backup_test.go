@@ -91,7 +91,7 @@ func kubeRuntimeBackupRestore(t *testing.T, hs *cli, mgmt, inner, class, volumes
 
 	// An empty volume: what etcd starts from is what the restore wrote.
 	const volume = "inner-restored-etcd-0"
-	makeHostPathVolume(t, mgmt, volume, class, filepath.Join(volumes, "restored-etcd-0"))
+	makeHostPathVolume(t, mgmt, volume, class, filepath.Join(volumes, "restored-etcd-0"), "inner")
 	start = time.Now()
 	out = hs.mustEnv(env, "--kubeconfig", mgmt, "restore", "cluster", "--from", archive, "--key-file", key, "--timeout", "5m")
 	t.Logf("restore → Available on the kube runtime: %.1fs\n%s", time.Since(start).Seconds(), strings.TrimSpace(out))

@@ -32,7 +32,7 @@ func loadMachineImage(t *testing.T, hs *cli, nodeDir string) {
 // management cluster's: a machine's pods and its own address share the
 // machine pod's network namespace (docs/machines.md).
 func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes string) {
-	makeHostPathVolume(t, mgmt, "mach-etcd-0", class, filepath.Join(volumes, "mach-etcd-0"))
+	makeHostPathVolume(t, mgmt, "mach-etcd-0", class, filepath.Join(volumes, "mach-etcd-0"), "mach")
 	start := time.Now()
 	hs.must("--kubeconfig", mgmt, "create", "cluster", "host", "--name", "mach",
 		"--cluster-cidr", "10.220.0.0/16", "--service-cidr", "172.29.0.0/16",

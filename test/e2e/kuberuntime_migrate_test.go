@@ -23,7 +23,7 @@ import (
 // two, its CAs are rotated on the embedded plane: the move back carries
 // the rotation, which does not start again.
 func kubeRuntimeMigrate(t *testing.T, hs *cli, mgmt string, nodeIP net.IP, class, volumes string) {
-	makeHostPathVolume(t, mgmt, "moved-etcd-0", class, filepath.Join(volumes, "moved-etcd-0"))
+	makeHostPathVolume(t, mgmt, "moved-etcd-0", class, filepath.Join(volumes, "moved-etcd-0"), "moved")
 	kubeRuntime := []string{
 		"--api-server-publishing", "NodePort", "--api-server-address", nodeIP.String(),
 		"--etcd-storage-class", class, "--etcd-storage-size", "1Gi",
@@ -59,7 +59,7 @@ func kubeRuntimeMigrate(t *testing.T, hs *cli, mgmt string, nodeIP net.IP, class
 	}
 	hs.must("--kubeconfig", embedded, "create", "kubeconfig", "--name", "moved", "-o", there)
 
-	makeHostPathVolume(t, mgmt, "moved-back-etcd-0", class, filepath.Join(volumes, "moved-back-etcd-0"))
+	makeHostPathVolume(t, mgmt, "moved-back-etcd-0", class, filepath.Join(volumes, "moved-back-etcd-0"), "moved")
 	back := m.run(t, "embedded plane → kube runtime", there, embedded, mgmt, s3URL(srv.URL, "clusters/moved-back.bak"), kubeRuntime...)
 	if got := rotation(mgmt); got != rotated {
 		t.Errorf("the CA rotation after the move: %q, want the archive's %q (a rotation started again replaces the CAs kubeconfigs trust)", got, rotated)

@@ -44,7 +44,7 @@ func TestKubeRuntime(t *testing.T) {
 	// use (a class binds claims and volumes by name, provisioner or not).
 	volumes := shortTempDir(t)
 	const class = "hypershift-e2e-static"
-	makeHostPathVolume(t, mgmt, "inner-etcd-0", class, filepath.Join(volumes, "etcd-0"))
+	makeHostPathVolume(t, mgmt, "inner-etcd-0", class, filepath.Join(volumes, "etcd-0"), "inner")
 
 	start := time.Now()
 	hs.must("--kubeconfig", mgmt, "install", "--timeout", "3m")
@@ -142,14 +142,35 @@ func TestKubeRuntime(t *testing.T) {
 				return
 			}
 			t.Run("a cluster of another release runs the image's release binary", func(t *testing.T) {
-				makeHostPathVolume(t, mgmt, "old-etcd-0", class, filepath.Join(volumes, "old-etcd-0"))
+				// The volume's directory belongs to root, as a hostPath
+				// volume made without reading docs/install.md would: etcd
+				// (uid 65532) cannot write it, and describe says so with
+				// etcd's own last words; once the directory is given to
+				// 65532, etcd's next start succeeds. The volume is
+				// pre-bound to old's claim, as every volume here is to
+				// its cluster's: a class binds any claim to any volume.
+				oldVolume := filepath.Join(volumes, "old-etcd-0")
+				makeHostPathVolume(t, mgmt, "old-etcd-0", class, oldVolume, "old")
+				if err := os.Chown(oldVolume, 0, 0); err != nil {
+					t.Fatal(err)
+				}
 				// No publishing flags: on the kube runtime create cluster chooses a
 				// NodePort at the Ready node's address, and says so.
 				out := hs.must("--kubeconfig", mgmt, "create", "cluster", "none", "--name", "old", "--kubernetes-version", releaseVersion,
-					"--etcd-storage-class", class, "--etcd-storage-size", "1Gi", "--wait", "--timeout", "5m")
+					"--etcd-storage-class", class, "--etcd-storage-size", "1Gi")
 				if want := "publishing the API server on a NodePort at node " + node.name + "'s address " + node.ip.String(); !strings.Contains(out, want) {
 					t.Errorf("create cluster without publishing flags does not say %q:\n%s", want, out)
 				}
+				eventually(t, 3*time.Minute, "describe cluster old to say etcd cannot write its volume", func() error {
+					if desc := hs.must("--kubeconfig", mgmt, "describe", "cluster", "old"); !strings.Contains(desc, "permission denied") {
+						return fmt.Errorf("describe does not say %q:\n%s", "permission denied", desc)
+					}
+					return nil
+				})
+				if err := os.Chown(oldVolume, kubeRuntimeUID, kubeRuntimeUID); err != nil {
+					t.Fatal(err)
+				}
+				mustKubectl(t, mgmt, "-n", "clusters", "wait", "hostedcluster/old", "--for=condition=Available", "--timeout=5m")
 				old := filepath.Join(hs.dataDir, "old.kubeconfig")
 				hs.must("--kubeconfig", mgmt, "create", "kubeconfig", "--name", "old", "-o", old)
 				if v := mustKubectl(t, old, "get", "--raw", "/version"); !strings.Contains(v, `"gitVersion": "`+releaseVersion+`"`) {
@@ -216,8 +237,10 @@ func TestKubeRuntime(t *testing.T) {
 
 // makeHostPathVolume makes a PersistentVolume of 1Gi and storage class
 // class on a directory of this host (the one node), owned by the pods'
-// user.
-func makeHostPathVolume(t *testing.T, kc, name, class, dir string) {
+// user, pre-bound to etcd's claim of cluster (clusters-CLUSTER/data-etcd-0):
+// a class binds a claim to any of its unbound volumes, and clusters made
+// side by side would otherwise take each other's.
+func makeHostPathVolume(t *testing.T, kc, name, class, dir, cluster string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -236,10 +259,13 @@ spec:
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
   storageClassName: %s
+  claimRef:
+    namespace: clusters-%s
+    name: data-etcd-0
   hostPath:
     path: %s
     type: Directory
-`, name, class, dir))
+`, name, class, cluster, dir))
 	mustKubectl(t, kc, "apply", "-f", manifest)
 }
 

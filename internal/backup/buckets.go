@@ -23,6 +23,17 @@ import (
 	"google.golang.org/api/option"
 )
 
+// OpenBucket opens a bucket URL with creds (nil: none given) as backups
+// open theirs, for other packages that store objects in a user's bucket
+// (the OpenID issuer documents of internal/oidcissuer): the same schemes,
+// options and credentials, never the operator's own identity. bucketURL
+// is a bucket, not an archive URL: callers check its options first (see
+// ParseURL, which refuses the s3 options that would reach the operator's
+// AWS profile or role).
+func OpenBucket(ctx context.Context, bucketURL string, creds *Credentials) (*blob.Bucket, error) {
+	return openBucket(ctx, bucketURL, creds)
+}
+
 // openBucket opens a bucket URL with creds (nil: none given). s3, gs and
 // azblob buckets always get a client of their own built from creds and the
 // URL, never from the process environment: without creds, they are opened

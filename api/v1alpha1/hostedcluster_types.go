@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -357,6 +358,11 @@ func PublishingFor(services []ServicePublishingStrategyMapping, service ServiceT
 }
 
 // HostedClusterSpec is the desired state of a hosted cluster.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.issuerURL) == has(oldSelf.issuerURL)",message="spec.issuerURL is immutable: it can be neither set nor removed after creation"
+// +kubebuilder:validation:XValidation:rule="has(self.serviceAccountSigningKey) == has(oldSelf.serviceAccountSigningKey)",message="spec.serviceAccountSigningKey is immutable: it can be neither set nor removed after creation"
+// +kubebuilder:validation:XValidation:rule="has(self.oidcPublishing) == has(oldSelf.oidcPublishing)",message="spec.oidcPublishing can be neither set nor removed after creation: the documents' place is decided with the issuer"
+// +kubebuilder:validation:XValidation:rule="!has(self.oidcPublishing) || has(self.issuerURL)",message="spec.oidcPublishing needs spec.issuerURL: the documents name the issuer they are served at"
 type HostedClusterSpec struct {
 	// kubernetesVersion is the Kubernetes version of the hosted control
 	// plane; empty runs the version compiled into the operator. Which
@@ -442,6 +448,37 @@ type HostedClusterSpec struct {
 	//
 	// +optional
 	Certificates *CertificatesSpec `json:"certificates,omitempty"`
+
+	// issuerURL is the issuer of the cluster's service-account tokens
+	// (the API server's --service-account-issuer), where relying parties
+	// fetch ISSUER/.well-known/openid-configuration: an https URL without
+	// query, fragment or trailing slash. Empty: https://kubernetes.default.svc,
+	// whose documents the cluster's own pods reach in-cluster. Immutable:
+	// every token issued names it, and cloud identities trust it by name
+	// (docs/workload-identity.md).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.issuerURL is immutable: tokens and the cloud identities that trust them name it; create a new cluster for another issuer"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https' && url(self).getHostname() != '' && size(url(self).getQuery()) == 0 && !self.contains('#') && !self.contains('@') && !self.endsWith('/')",message="spec.issuerURL must be an https URL with a host and without query, fragment, user or trailing slash, such as https://oidc.example.com/clusters/prod"
+	IssuerURL string `json:"issuerURL,omitempty"`
+
+	// serviceAccountSigningKey names a Secret in the HostedCluster's
+	// namespace whose "key" holds the PEM private key the API server signs
+	// service-account tokens with (RSA of at least 2048 bits, or ECDSA
+	// P-256 or P-384): a cluster recreated or migrated with the same key and
+	// issuer keeps the trust cloud identities hold. Empty: the operator
+	// makes a key. Read when the cluster's PKI is made; immutable.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.serviceAccountSigningKey is immutable: it is read when the cluster's PKI is made"
+	ServiceAccountSigningKey *corev1.LocalObjectReference `json:"serviceAccountSigningKey,omitempty"`
+
+	// oidcPublishing publishes the issuer's discovery document and key
+	// set to object storage (docs/workload-identity.md). Needs issuerURL.
+	//
+	// +optional
+	OIDCPublishing *OIDCPublishingSpec `json:"oidcPublishing,omitempty"`
 }
 
 // APIEndpoint is where a hosted kube-apiserver listens.
@@ -522,6 +559,11 @@ type HostedClusterStatus struct {
 	// certificates are the cluster's CAs and its root-CA rotation.
 	// +optional
 	Certificates *CertificatesStatus `json:"certificates,omitempty"`
+
+	// serviceAccountIssuer is the cluster's token issuer and the key ids
+	// published for it.
+	// +optional
+	ServiceAccountIssuer *ServiceAccountIssuerStatus `json:"serviceAccountIssuer,omitempty"`
 }
 
 // HostedCluster is a Kubernetes cluster whose control plane is hosted by the

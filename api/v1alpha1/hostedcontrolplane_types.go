@@ -45,6 +45,12 @@ type HostedControlPlaneSpec struct {
 	// control plane sleeps now, and whether it sleeps when idle.
 	// +optional
 	Hibernation *ControlPlaneHibernation `json:"hibernation,omitempty"`
+
+	// issuerURL mirrors the HostedCluster's: the issuer of service-account
+	// tokens; empty is https://kubernetes.default.svc.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	IssuerURL string `json:"issuerURL,omitempty"`
 }
 
 // ComponentPhase is the state of one control-plane component.

@@ -156,6 +156,35 @@ func TestAdmission(t *testing.T) {
 		{name: "unknown service", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Services[0].Service = "OAuthServer"
 		}, wantErr: "spec.services[0].service"},
+		{name: "issuer published to a bucket", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "https://oidc.example.com/clusters/prod"
+			hc.Spec.ServiceAccountSigningKey = &corev1.LocalObjectReference{Name: "sa-key"}
+			hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{
+				StorageURL: "s3://oidc/clusters/prod?region=eu-west-1", CredentialsSecret: &corev1.LocalObjectReference{Name: "oidc-creds"},
+			}
+		}},
+		{name: "issuer over http", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "http://oidc.example.com"
+		}, wantErr: "spec.issuerURL must be an https URL"},
+		{name: "issuer with a trailing slash", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "https://oidc.example.com/"
+		}, wantErr: "spec.issuerURL must be an https URL"},
+		{name: "issuer with a query", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "https://oidc.example.com/x?a=b"
+		}, wantErr: "spec.issuerURL must be an https URL"},
+		{name: "issuer with a fragment", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "https://oidc.example.com/x#y"
+		}, wantErr: "spec.issuerURL must be an https URL"},
+		{name: "issuer without a host", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "https:///x"
+		}, wantErr: "spec.issuerURL must be an https URL"},
+		{name: "publishing without an issuer", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: "file:///srv/oidc"}
+		}, wantErr: "spec.oidcPublishing needs spec.issuerURL"},
+		{name: "publishing to an unknown scheme", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.IssuerURL = "https://oidc.example.com"
+			hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: "ftp://x/y"}
+		}, wantErr: "spec.oidcPublishing.storageURL must be an s3://, gs://, azblob:// or file:// URL"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,8 +222,34 @@ func TestAdmission(t *testing.T) {
 					Service: hypershiftv1alpha1.Konnectivity, ServicePublishingStrategy: hypershiftv1alpha1.ServicePublishingStrategy{Type: hypershiftv1alpha1.HostPort},
 				})
 			}, "spec.services is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.IssuerURL = "https://oidc.example.com" }, "spec.issuerURL is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) {
+				hc.Spec.ServiceAccountSigningKey = &corev1.LocalObjectReference{Name: "k"}
+			}, "spec.serviceAccountSigningKey is immutable"},
 			// Other updates stay possible.
 			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("true") }, ""},
+		}
+		published := validCluster(ns, "immutable-issuer")
+		published.Spec.IssuerURL = "https://oidc.example.com/a"
+		published.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: "file:///srv/oidc/a"}
+		if err := c.Create(t.Context(), published); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []struct {
+			mutate  func(hc *hypershiftv1alpha1.HostedCluster)
+			wantErr string
+		}{
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.IssuerURL = "https://oidc.example.com/b" }, "spec.issuerURL is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.OIDCPublishing.StorageURL = "file:///srv/oidc/b" }, "spec.oidcPublishing.storageURL is immutable"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.OIDCPublishing = nil }, "spec.oidcPublishing can be neither set nor removed"},
+			{func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.OIDCPublishing.KeepOnDelete = true }, ""},
+		} {
+			current := &hypershiftv1alpha1.HostedCluster{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(published), current); err != nil {
+				t.Fatal(err)
+			}
+			u.mutate(current)
+			testenv.ExpectError(t, c.Update(t.Context(), current), u.wantErr)
 		}
 		for _, u := range updates {
 			current := &hypershiftv1alpha1.HostedCluster{}

@@ -32,6 +32,10 @@ func TestCreateClusterRenderGolden(t *testing.T) {
 			"--api-server-publishing", "NodePort", "--api-server-address", "192.0.2.10", "--api-server-node-port", "30443",
 			"--etcd-storage-class", "fast", "--etcd-storage-size", "4Gi",
 		},
+		"create-cluster-issuer.golden.yaml": {
+			"--oidc-issuer-url", "https://oidc.example.com/clusters/demo", "--oidc-storage", "s3://oidc/clusters/demo?region=eu-west-1",
+			"--oidc-credentials-secret", "oidc-bucket", "--oidc-keep-on-delete", "--service-account-signing-key-secret", "demo-sa-key",
+		},
 	} {
 		t.Run(golden, func(t *testing.T) {
 			checkRenderGolden(t, filepath.Join("testdata", golden), args...)
@@ -68,6 +72,10 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-publishing", "Route"}, `--api-server-publishing "Route": use HostPort, NodePort or LoadBalancer`},
 		{[]string{"create", "cluster", "none", "--name", "a", "--api-server-address", "10.0.0.1"}, "--api-server-address and --api-server-node-port are for --api-server-publishing NodePort or LoadBalancer"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--etcd-storage-size", "lots"}, `--etcd-storage-size "lots" is not a size such as 8Gi`},
+		{[]string{"create", "cluster", "none", "--name", "a", "--oidc-storage", "s3://b/p"}, "--oidc-storage needs --oidc-issuer-url"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--oidc-issuer-url", "https://o.example.com", "--oidc-storage", "ftp://b/p"}, `--oidc-storage "ftp://b/p": use s3://`},
+		{[]string{"create", "cluster", "none", "--name", "a", "--oidc-credentials-secret", "c"}, "--oidc-credentials-secret is for --oidc-storage"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--service-account-signing-key-secret", "Bad_Name"}, `--service-account-signing-key-secret "Bad_Name" is not a Secret name`},
 		{[]string{"restore", "cluster", "--from", "file:///backups/a.bak", "--key-file", "k", "--overwrite"}, "--overwrite deletes the hosted cluster it replaces: name it with --name and --namespace"},
 		{[]string{"restore", "cluster", "--from", "file:///backups/a.bak", "--key-file", "k", "--overwrite", "--name", "a"}, "name it with --name and --namespace"},
 	}

@@ -46,6 +46,10 @@ type createClusterOptions struct {
 	etcdStorageClass  string
 	etcdStorageSize   string
 	idleAfter         time.Duration
+	// The service-account issuer.
+	oidcIssuerURL, oidcStorage, oidcCredentialsSecret string
+	oidcKeepOnDelete                                  bool
+	signingKeySecret                                  string
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
@@ -92,6 +96,11 @@ func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volumes (kube runtime; default: the operator's)")
 	f.DurationVar(&o.idleAfter, "idle-hibernate-after", 0, "hibernate the control plane after this long without a client request (at least 10s; the next request wakes it; process runtime only); 0: never")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "", "size of each etcd member's volume, e.g. 8Gi (kube runtime; default: the operator's)")
+	f.StringVar(&o.oidcIssuerURL, "oidc-issuer-url", "", "issuer of the cluster's service-account tokens, an https URL where relying parties (cloud identity federation) fetch its discovery document (default: https://kubernetes.default.svc, discovered in-cluster)")
+	f.StringVar(&o.oidcStorage, "oidc-storage", "", "bucket URL and prefix the operator publishes the issuer's discovery document and key set to, served at --oidc-issuer-url: s3://BUCKET/PREFIX?region=…, gs://…, azblob://… or file:///DIRECTORY (inside the operator's --backup-file-root)")
+	f.StringVar(&o.oidcCredentialsSecret, "oidc-credentials-secret", "", "Secret in the cluster's namespace with the --oidc-storage bucket's credentials, as backups take them (default: anonymous)")
+	f.BoolVar(&o.oidcKeepOnDelete, "oidc-keep-on-delete", false, "keep the published documents when the cluster is deleted (for a cluster recreated with the same issuer and key)")
+	f.StringVar(&o.signingKeySecret, "service-account-signing-key-secret", "", "Secret in the cluster's namespace whose \"key\" holds the PEM private key to sign service-account tokens with (RSA ≥ 2048 bits, ECDSA P-256 or P-384; default: the operator makes one)")
 	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; host: machines of the management plane's host, made by Cluster API; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
 }
@@ -104,6 +113,8 @@ func (o *createClusterOptions) cluster(cmd *cobra.Command, platform hypershiftv1
 		AvailabilityPolicy: o.availabilityPolicy, SingleProcess: o.singleProcess, IdleAfter: o.idleAfter,
 		Publishing: o.publishing, APIServerAddress: o.apiServerAddress, APIServerNodePort: o.apiServerNodePort,
 		EtcdStorageClass: o.etcdStorageClass, EtcdStorageSize: o.etcdStorageSize,
+		OIDCIssuerURL: o.oidcIssuerURL, OIDCStorage: o.oidcStorage, OIDCCredentialsSecret: o.oidcCredentialsSecret,
+		OIDCKeepOnDelete: o.oidcKeepOnDelete, SigningKeySecret: o.signingKeySecret,
 	}
 	if cmd.Flags().Changed("node-pool-replicas") {
 		c.NodePoolReplicas = &o.nodePoolReplicas

@@ -87,6 +87,7 @@ func printDescription(out io.Writer, hc *hypershiftv1alpha1.HostedCluster, hcp *
 	}
 	printHibernation(w, hc, hcp)
 	printCARotation(w, hc)
+	printIssuer(w, hc)
 	if hc.Status.KubeConfig != nil {
 		fmt.Fprintf(w, "Kubeconfig secret:\t%s/%s\n", hc.Namespace, hc.Status.KubeConfig.Name)
 	}
@@ -205,5 +206,33 @@ func printCARotation(w io.Writer, hc *hypershiftv1alpha1.HostedCluster) {
 	fmt.Fprintf(w, "CA rotation:\t%s\n", line)
 	if st.Message != "" && st.Phase != hypershiftv1alpha1.CARotationDone {
 		fmt.Fprintf(w, "  waiting for:\t%s\n", st.Message)
+	}
+}
+
+// printIssuer says who issues the cluster's service-account tokens, with
+// which keys, and where the documents are published.
+func printIssuer(w io.Writer, hc *hypershiftv1alpha1.HostedCluster) {
+	st := hc.Status.ServiceAccountIssuer
+	issuer := hc.Spec.IssuerURL
+	if st != nil {
+		issuer = st.IssuerURL
+	}
+	fmt.Fprintf(w, "Service-account issuer:\t%s\n", orDash(issuer))
+	if st != nil && len(st.KeyIDs) > 0 {
+		fmt.Fprintf(w, "  key ids:\t%s\n", strings.Join(st.KeyIDs, ", "))
+	}
+	if p := hc.Spec.OIDCPublishing; p != nil {
+		published := "not yet"
+		if st != nil && st.PublishedAt != nil {
+			published = st.PublishedAt.UTC().Format(time.RFC3339)
+		}
+		keep := ""
+		if p.KeepOnDelete {
+			keep = ", kept on delete"
+		}
+		fmt.Fprintf(w, "  published to:\t%s (last %s%s)\n", p.StorageURL, published, keep)
+	}
+	if k := hc.Spec.ServiceAccountSigningKey; k != nil {
+		fmt.Fprintf(w, "  signing key:\tSecret %s/%s\n", hc.Namespace, k.Name)
 	}
 }

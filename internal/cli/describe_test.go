@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -97,6 +98,34 @@ func TestDescribeCertificates(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("describe shows\n%s\nwant a line %q", out.String(), want)
+		}
+	}
+}
+
+// TestDescribeIssuer: describe names the issuer, its key ids, where the
+// documents are published and the signing key's Secret.
+func TestDescribeIssuer(t *testing.T) {
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	hc.Name, hc.Namespace = "a", "clusters"
+	hc.Spec.IssuerURL = "https://oidc.example.com/a"
+	hc.Spec.ServiceAccountSigningKey = &corev1.LocalObjectReference{Name: "sa-key"}
+	hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: "s3://oidc/a", KeepOnDelete: true}
+	at := metav1.NewTime(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC))
+	hc.Status.ServiceAccountIssuer = &hypershiftv1alpha1.ServiceAccountIssuerStatus{
+		IssuerURL: "https://oidc.example.com/a", KeyIDs: []string{"kid-1", "kid-2"}, StorageURL: "s3://oidc/a", PublishedAt: &at,
+	}
+	var out bytes.Buffer
+	if err := printDescription(&out, hc, &hypershiftv1alpha1.HostedControlPlane{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{
+		`Service-account issuer: +https://oidc\.example\.com/a\n`,
+		`  key ids: +kid-1, kid-2\n`,
+		`  published to: +s3://oidc/a \(last 2026-12-01T06:00:00Z, kept on delete\)\n`,
+		`  signing key: +Secret clusters/sa-key\n`,
+	} {
+		if !regexp.MustCompile(pattern).Match(out.Bytes()) {
+			t.Errorf("describe does not match %q:\n%s", pattern, out.String())
 		}
 	}
 }

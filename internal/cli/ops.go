@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -44,6 +46,13 @@ type ClusterSpec struct {
 	// NodePoolReplicas, when set, adds a NodePool of this many nodes; a
 	// none cluster without it gets a pool that takes as many as join.
 	NodePoolReplicas *int32
+	// The service-account issuer (docs/workload-identity.md): its URL,
+	// where its documents are published and with which credentials'
+	// Secret, whether they outlive the cluster, and the Secret of a
+	// signing key brought.
+	OIDCIssuerURL, OIDCStorage, OIDCCredentialsSecret string
+	OIDCKeepOnDelete                                  bool
+	SigningKeySecret                                  string
 }
 
 // Validate checks the options before anything is made. Its messages name
@@ -84,6 +93,55 @@ func (o *ClusterSpec) Validate() error {
 		q, err := resource.ParseQuantity(o.EtcdStorageSize)
 		if err != nil || q.Sign() <= 0 {
 			return fmt.Errorf("--etcd-storage-size %q is not a size such as 8Gi", o.EtcdStorageSize)
+		}
+	}
+	return o.validateIssuer()
+}
+
+// validateIssuer checks how the issuer's flags go together; the URLs'
+// shape is the API's to judge (its admission rules name the field, in
+// CreateCluster's dry run).
+func (o *ClusterSpec) validateIssuer() error {
+	switch {
+	case o.OIDCStorage != "" && o.OIDCIssuerURL == "":
+		return fmt.Errorf("--oidc-storage needs --oidc-issuer-url: the URL the storage is served at, which the documents name")
+	case o.OIDCCredentialsSecret != "" && o.OIDCStorage == "":
+		return fmt.Errorf("--oidc-credentials-secret is for --oidc-storage")
+	case o.OIDCKeepOnDelete && o.OIDCStorage == "":
+		return fmt.Errorf("--oidc-keep-on-delete is for --oidc-storage")
+	}
+	if o.OIDCStorage != "" {
+		if scheme, _, ok := strings.Cut(o.OIDCStorage, "://"); !ok || !slices.Contains([]string{"s3", "gs", "azblob", "file"}, scheme) {
+			return fmt.Errorf("--oidc-storage %q: use s3://BUCKET/PREFIX?region=…, gs://BUCKET/PREFIX, azblob://CONTAINER/PREFIX or file:///DIRECTORY", o.OIDCStorage)
+		}
+	}
+	for flag, name := range map[string]string{"--oidc-credentials-secret": o.OIDCCredentialsSecret, "--service-account-signing-key-secret": o.SigningKeySecret} {
+		if name == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return fmt.Errorf("%s %q is not a Secret name: %s", flag, name, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// checkSecrets says which Secrets the spec names are missing, with how
+// to make them: before anything is created, as a cluster would otherwise
+// wait for them.
+func (o *ClusterSpec) checkSecrets(ctx context.Context, c client.Reader) error {
+	if o.SigningKeySecret != "" {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.SigningKeySecret}, &corev1.Secret{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("--service-account-signing-key-secret: Secret %s/%s does not exist: create it with `kubectl -n %s create secret generic %s --from-file=key=KEY.pem`", o.Namespace, o.SigningKeySecret, o.Namespace, o.SigningKeySecret)
+		} else if err != nil {
+			return err
+		}
+	}
+	if o.OIDCCredentialsSecret != "" {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.OIDCCredentialsSecret}, &corev1.Secret{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("--oidc-credentials-secret: Secret %s/%s does not exist: create it with the bucket's credentials, as for backups (docs/workload-identity.md)", o.Namespace, o.OIDCCredentialsSecret)
+		} else if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -133,6 +191,16 @@ func (o *ClusterSpec) Objects() (*corev1.Namespace, *hypershiftv1alpha1.HostedCl
 	if o.EtcdStorageClass != "" || o.EtcdStorageSize != "" {
 		hc.Spec.Etcd.Managed = hypershiftv1alpha1.EtcdVolume(o.EtcdStorageClass, o.EtcdStorageSize) // the size is checked in Validate
 	}
+	hc.Spec.IssuerURL = o.OIDCIssuerURL
+	if o.SigningKeySecret != "" {
+		hc.Spec.ServiceAccountSigningKey = &corev1.LocalObjectReference{Name: o.SigningKeySecret}
+	}
+	if o.OIDCStorage != "" {
+		hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: o.OIDCStorage, KeepOnDelete: o.OIDCKeepOnDelete}
+		if o.OIDCCredentialsSecret != "" {
+			hc.Spec.OIDCPublishing.CredentialsSecret = &corev1.LocalObjectReference{Name: o.OIDCCredentialsSecret}
+		}
+	}
 	var np *hypershiftv1alpha1.NodePool
 	switch {
 	case o.NodePoolReplicas != nil:
@@ -156,6 +224,9 @@ func CreateCluster(ctx context.Context, c client.Client, o *ClusterSpec, created
 		objs = append(objs, np)
 	}
 	if err := clusterclient.ValidateAll(ctx, c, ns, objs...); err != nil {
+		return nil, nil, err
+	}
+	if err := o.checkSecrets(ctx, c); err != nil {
 		return nil, nil, err
 	}
 	if err := c.Create(ctx, hc); err != nil {

@@ -113,6 +113,21 @@ type Config struct {
 	// % of their life); zero or a year keeps upstream's default, a year, and
 	// renders no flag.
 	KubeletCertificateValidity time.Duration
+	// ServiceAccountIssuer is the issuer of service-account tokens
+	// (spec.issuerURL); empty is DefaultIssuer.
+	ServiceAccountIssuer string
+}
+
+// DefaultIssuer is the service-account issuer of a cluster without
+// spec.issuerURL: the API server's in-cluster name.
+const DefaultIssuer = "https://kubernetes.default.svc"
+
+// issuer is the cluster's service-account issuer.
+func (cfg Config) issuer() string {
+	if cfg.ServiceAccountIssuer != "" {
+		return cfg.ServiceAccountIssuer
+	}
+	return DefaultIssuer
 }
 
 // version is the Spec.Version of the Kubernetes components: "" for the

@@ -31,7 +31,14 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		"--tls-cert-file=" + dir("server.crt"),
 		"--tls-private-key-file=" + dir("server.key"),
 		"--client-ca-file=" + dir("client-ca.crt"),
-		"--service-account-issuer=https://kubernetes.default.svc",
+		// The discovery document at ISSUER/.well-known/openid-configuration
+		// names its key set at the issuer too: by default the API server
+		// would name its advertise address, which the cluster's pods
+		// cannot reach (the `kubernetes` Service is the node-local proxy),
+		// and a published issuer is served from storage, not from here
+		// (docs/workload-identity.md).
+		"--service-account-issuer=" + cfg.issuer(),
+		"--service-account-jwks-uri=" + cfg.issuer() + "/openid/v1/jwks",
 		"--service-account-key-file=" + dir("service-account.pub"),
 		"--service-account-signing-key-file=" + dir("service-account.key"),
 		"--service-cluster-ip-range=" + cfg.ServiceCIDR,

@@ -86,6 +86,10 @@ type ControlPlaneOptions struct {
 	Renew bool
 	// Now is the time renewal is judged at; zero: the current time.
 	Now time.Time
+	// ServiceAccountKey, when set, is the service-account signing key a
+	// new PKI takes (ParseServiceAccountKey) instead of a key of its own;
+	// a stored key is kept.
+	ServiceAccountKey *KeyPair
 }
 
 // ControlPlane holds every key pair a control plane uses.
@@ -196,6 +200,9 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 	}
 
 	sa, err := loadOr(store, ServiceAccountKeyName, func() (KeyPair, error) {
+		if opts.ServiceAccountKey != nil {
+			return *opts.ServiceAccountKey, nil
+		}
 		key, pub, err := NewServiceAccountKey()
 		return KeyPair{CertPEM: pub, KeyPEM: key}, err
 	})

@@ -153,6 +153,18 @@ spec:
     imagePullPolicy: Never
     ports:
     - containerPort: 8080
+    volumeMounts:
+    - name: cloud-token
+      mountPath: /var/run/secrets/tokens
+      readOnly: true
+  volumes:
+  - name: cloud-token
+    projected:
+      sources:
+      - serviceAccountToken:
+          audience: sts.amazonaws.com
+          expirationSeconds: 3600
+          path: token
 `)
 		mustKubectl(t, kc, "apply", "-f", pod)
 		mustKubectl(t, kc, "wait", "--for=condition=Ready", "pod/hello", "--timeout=120s")
@@ -161,6 +173,13 @@ spec:
 		}
 		if got := mustKubectl(t, kc, "exec", "hello", "--", "/hello", "exec", "works"); strings.TrimSpace(got) != "exec works" {
 			t.Errorf("kubectl exec printed %q, want \"exec works\"", got)
+		}
+		// A cluster without an issuer configured: the pod discovers the
+		// default issuer in-cluster and verifies its own projected token
+		// (docs/workload-identity.md).
+		if got, err := kubectl(t, kc, "exec", "hello", "--", "/hello", "verify-token", "-audience", "sts.amazonaws.com", "/var/run/secrets/tokens/token"); err != nil ||
+			strings.TrimSpace(got) != "verified system:serviceaccount:default:default https://kubernetes.default.svc" {
+			t.Errorf("the pod verifying its own token in-cluster: %q, %v", got, err)
 		}
 		podIP := strings.TrimSpace(mustKubectl(t, kc, "get", "pod", "hello", "-o", "jsonpath={.status.podIP}"))
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + podIP + ":8080/")

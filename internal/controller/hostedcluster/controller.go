@@ -152,6 +152,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		{Name: "restore", Run: r.reconcileRestore},
 		{Name: "CA rotation", Run: r.applyCARotation},
 		{Name: "PKI", Run: r.reconcilePKI},
+		{Name: "service-account issuer", Run: r.reconcileIssuer},
 		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
 		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
 		{Name: "CA rotation progress", Run: r.advanceCARotation},

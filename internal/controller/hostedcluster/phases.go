@@ -79,9 +79,14 @@ func (r *Reconciler) reconcilePKI(ctx context.Context, s *scope) (ctrl.Result, e
 			etcdDNS = append(etcdDNS, l.Host(components.Etcd, ""), l.Host(components.Etcd, "*"))
 		}
 	}
+	saKey, res, err := r.newSigningKey(ctx, s, store)
+	if err != nil || !res.IsZero() {
+		return res, err
+	}
 	cp, err := pki.EnsureControlPlane(store, pki.ControlPlaneOptions{
 		APIServerIPs: ips, APIServerDNSNames: dns, EtcdDNSNames: etcdDNS,
 		LeafValidity: r.LeafValidity, CAValidity: r.CAValidity, Renew: true,
+		ServiceAccountKey: saKey,
 	})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("PKI: %w", err)
@@ -190,6 +195,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			Services:                     s.hc.Spec.Services,
 			PausedUntil:                  s.hc.Spec.PausedUntil,
 			Hibernation:                  hib,
+			IssuerURL:                    s.hc.Spec.IssuerURL,
 		}
 		applyFence(hcp, fence)
 		return nil
@@ -273,6 +279,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if res, err := r.deleteControlPlane(ctx, s, ns); err != nil || !res.IsZero() {
 			return res, err
 		}
+	}
+	if done, err := r.unpublishIssuer(ctx, s); err != nil || !done {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, err
 	}
 	if r.Metrics != nil {
 		r.Metrics.forget(s.hc)

@@ -312,6 +312,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		ReleasesDir:                r.Releases.Dir(),
 		ReleaseServerPublish:       runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
 		KubeletCertificateValidity: r.LeafValidity,
+		ServiceAccountIssuer:       hcp.Spec.IssuerURL,
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {

@@ -10,6 +10,8 @@
 //	hello api [-server URL] [-sa DIR] PATH
 //	                                  GET PATH of the API server with the pod's service-account token and CA
 //	hello resolve NAME                print NAME's addresses, sorted, one a line
+//	hello verify-token -audience A FILE
+//	                                  verify the token in FILE as an in-cluster relying party (go-oidc)
 //	hello write FILE TEXT             write TEXT to FILE
 //	hello cat FILE                    print FILE
 //	hello ARGS...                     print ARGS (for `kubectl exec`)
@@ -43,6 +45,8 @@ func run(args []string) error {
 		return api(args[1:])
 	case "resolve":
 		return resolve(args[1:])
+	case "verify-token":
+		return verifyToken(args[1:])
 	case "write":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: hello write FILE TEXT")

@@ -1,0 +1,235 @@
+package hostedcluster_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/oidcissuer"
+	"hypershift.dev/internal/operator"
+	"hypershift.dev/internal/operator/operatortest"
+	"hypershift.dev/internal/pki"
+	"hypershift.dev/internal/testenv"
+)
+
+// TestServiceAccountIssuer runs a cluster that brings its signing key and
+// publishes its issuer to a file:// bucket served over HTTPS, as a bucket
+// behind a web server is: its tokens are verified by go-oidc (what relying
+// parties use) through the published documents alone; another cluster's
+// token is refused; the documents follow the cluster's deletion.
+func TestServiceAccountIssuer(t *testing.T) {
+	env := testenv.Start(t)
+	c := env.Client
+	ctx := t.Context()
+	fileRoot := filepath.Join(env.DataDir, "files")
+	if err := os.MkdirAll(fileRoot, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	operatortest.Start(t, env, filepath.Join(env.DataDir, "clusters"), func(o *operator.Options) { o.BackupFileRoot = fileRoot })
+	for _, ns := range []string{"clusters"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The issuer's web server serves the bucket's directory.
+	web := httptest.NewTLSServer(http.FileServer(http.Dir(fileRoot)))
+	t.Cleanup(web.Close)
+	issuer := web.URL + "/oidc/a"
+	storage := "file://" + filepath.Join(fileRoot, "oidc", "a")
+
+	hc := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "issuer"}}
+	hc.Spec.IssuerURL = issuer
+	hc.Spec.ServiceAccountSigningKey = &corev1.LocalObjectReference{Name: "issuer-signing-key"}
+	hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: storage}
+	if err := c.Create(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(hc)
+
+	// Without its key the cluster waits, and says why.
+	testenv.Eventually(t, time.Minute, "ValidOIDCConfiguration=False naming the missing Secret", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidOIDCConfiguration.String())
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == hypershiftv1alpha1.InvalidSigningKeyReason.String() &&
+			strings.Contains(cond.Message, "spec.serviceAccountSigningKey: Secret clusters/issuer-signing-key does not exist"), err
+	})
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "clusters-issuer", Name: pki.ServiceAccountKeyName}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the PKI was made without the key the cluster names: %v", err)
+	}
+	signer, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "issuer-signing-key"},
+		Data:       map[string][]byte{"key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, cond := range hc.Status.Conditions {
+				t.Logf("%s=%s %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	})
+	operatortest.WaitAvailable(t, c, hc)
+	wantKID, err := oidcissuer.KeyID(&signer.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := hc.Status.ServiceAccountIssuer; st == nil || st.IssuerURL != issuer || len(st.KeyIDs) != 1 || st.KeyIDs[0] != wantKID || st.StorageURL != storage || st.PublishedAt == nil {
+		t.Errorf("status.serviceAccountIssuer %+v, want issuer %s, key id %s published to %s", st, issuer, wantKID, storage)
+	}
+	if !meta.IsStatusConditionTrue(hc.Status.Conditions, hypershiftv1alpha1.ValidOIDCConfiguration.String()) {
+		t.Errorf("ValidOIDCConfiguration: %+v", meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidOIDCConfiguration.String()))
+	}
+
+	// The published key set is the one the API server serves.
+	hosted := hostedClient(ctx, t, c, hc)
+	served, err := hosted.RESTClient().Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, published, err := oidcissuer.Read(ctx, storage, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameJSON(t, served, published) {
+		t.Errorf("the published key set differs from the API server's:\npublished %s\nserved    %s", published, served)
+	}
+	doc, err := hosted.RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), `"jwks_uri":"`+issuer+`/openid/v1/jwks"`) {
+		t.Errorf("the API server's discovery document does not name the published key set:\n%s", doc)
+	}
+
+	// A relying party verifies the cluster's token through the
+	// published documents alone.
+	verify := relyingParty(ctx, t, web, issuer, "sts.amazonaws.com")
+	token := requestToken(ctx, t, hosted, "sts.amazonaws.com")
+	idt, err := verify(token, false)
+	if err != nil {
+		t.Fatalf("a token of the cluster is refused: %v", err)
+	}
+	if idt.Subject != "system:serviceaccount:default:app" || idt.Issuer != issuer {
+		t.Errorf("token subject %q, issuer %q", idt.Subject, idt.Issuer)
+	}
+	if _, err := verify(requestToken(ctx, t, hosted, "api://AzureADTokenExchange"), false); err == nil {
+		t.Error("a token for another audience is accepted")
+	}
+
+	// Another cluster (the default issuer: its documents are in-cluster,
+	// named at kubernetes.default.svc): its token is refused, by issuer
+	// and, with the issuer check off, by signature.
+	other := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "other"}}
+	if err := c.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	operatortest.WaitAvailable(t, c, other)
+	otherHosted := hostedClient(ctx, t, c, other)
+	otherDoc, err := otherHosted.RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(otherDoc), `"issuer":"https://kubernetes.default.svc","jwks_uri":"https://kubernetes.default.svc/openid/v1/jwks"`) {
+		t.Errorf("the default issuer's discovery document does not name its key set in-cluster:\n%s", otherDoc)
+	}
+	if st := other.Status.ServiceAccountIssuer; st == nil || st.IssuerURL != "https://kubernetes.default.svc" || len(st.KeyIDs) != 1 || st.StorageURL != "" {
+		t.Errorf("status.serviceAccountIssuer of a cluster that does not publish: %+v", st)
+	}
+	foreign := requestToken(ctx, t, otherHosted, "sts.amazonaws.com")
+	if _, err := verify(foreign, false); err == nil {
+		t.Error("another cluster's token is accepted")
+	}
+	if _, err := verify(foreign, true); err == nil || !strings.Contains(err.Error(), "signature") {
+		t.Errorf("another cluster's token with the issuer check off: %v, want a signature failure", err)
+	}
+
+	// Deleted, the cluster takes its documents along.
+	if err := c.Delete(ctx, hc); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "HostedCluster gone", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if _, _, err := oidcissuer.Read(ctx, storage, nil); !errors.Is(err, oidcissuer.ErrNotPublished) {
+		t.Errorf("after deletion the documents read: %v, want them gone", err)
+	}
+}
+
+// relyingParty verifies tokens as a relying party does: go-oidc
+// discovering the issuer over HTTPS, checking issuer (unless
+// skipIssuer), audience, expiry and signature.
+func relyingParty(ctx context.Context, t *testing.T, web *httptest.Server, issuer, audience string) func(token string, skipIssuer bool) (*oidc.IDToken, error) {
+	t.Helper()
+	ctx = oidc.ClientContext(ctx, web.Client())
+	provider, err := oidc.NewProvider(ctx, issuer)
+	if err != nil {
+		t.Fatalf("discover %s: %v", issuer, err)
+	}
+	return func(token string, skipIssuer bool) (*oidc.IDToken, error) {
+		return provider.Verifier(&oidc.Config{ClientID: audience, SkipIssuerCheck: skipIssuer}).Verify(ctx, token)
+	}
+}
+
+// requestToken is a token of ServiceAccount default/app for audience, as
+// the kubelet requests for a pod's projected volume.
+func requestToken(ctx context.Context, t *testing.T, hosted *kubernetes.Clientset, audience string) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}}
+	if _, err := hosted.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	tr, err := hosted.CoreV1().ServiceAccounts("default").CreateToken(ctx, "app", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}

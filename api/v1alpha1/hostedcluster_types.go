@@ -362,6 +362,7 @@ func PublishingFor(services []ServicePublishingStrategyMapping, service ServiceT
 // +kubebuilder:validation:XValidation:rule="has(self.issuerURL) == has(oldSelf.issuerURL)",message="spec.issuerURL is immutable: it can be neither set nor removed after creation"
 // +kubebuilder:validation:XValidation:rule="has(self.serviceAccountSigningKey) == has(oldSelf.serviceAccountSigningKey)",message="spec.serviceAccountSigningKey is immutable: it can be neither set nor removed after creation"
 // +kubebuilder:validation:XValidation:rule="has(self.oidcPublishing) == has(oldSelf.oidcPublishing)",message="spec.oidcPublishing can be neither set nor removed after creation: the documents' place is decided with the issuer"
+// +kubebuilder:validation:XValidation:rule="has(self.workloadIdentityWebhook) == has(oldSelf.workloadIdentityWebhook)",message="spec.workloadIdentityWebhook can be neither set nor removed after creation: pods are admitted through the webhook while it is registered"
 // +kubebuilder:validation:XValidation:rule="!has(self.oidcPublishing) || has(self.issuerURL)",message="spec.oidcPublishing needs spec.issuerURL: the documents name the issuer they are served at"
 type HostedClusterSpec struct {
 	// kubernetesVersion is the Kubernetes version of the hosted control
@@ -479,6 +480,15 @@ type HostedClusterSpec struct {
 	//
 	// +optional
 	OIDCPublishing *OIDCPublishingSpec `json:"oidcPublishing,omitempty"`
+
+	// workloadIdentityWebhook runs the webhook that gives pods of
+	// ServiceAccounts annotated the Azure or the AWS way a projected
+	// token and the environment their SDKs exchange for cloud credentials
+	// (docs/workload-identity.md). Set at creation only: the cluster's
+	// pods are admitted through it while it is registered.
+	//
+	// +optional
+	WorkloadIdentityWebhook *WorkloadIdentityWebhookSpec `json:"workloadIdentityWebhook,omitempty"`
 }
 
 // APIEndpoint is where a hosted kube-apiserver listens.

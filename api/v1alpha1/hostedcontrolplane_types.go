@@ -51,6 +51,10 @@ type HostedControlPlaneSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	IssuerURL string `json:"issuerURL,omitempty"`
+
+	// workloadIdentityWebhook mirrors the HostedCluster's.
+	// +optional
+	WorkloadIdentityWebhook *WorkloadIdentityWebhookSpec `json:"workloadIdentityWebhook,omitempty"`
 }
 
 // ComponentPhase is the state of one control-plane component.

@@ -77,3 +77,41 @@ const (
 	InvalidSigningKeyReason      ConditionReason = "InvalidSigningKey"
 	OIDCCredentialsMissingReason ConditionReason = "CredentialsMissing"
 )
+
+// WorkloadIdentityWebhookSpec runs, beside the control plane, a mutating
+// admission webhook of the hosted cluster that gives pods of annotated
+// ServiceAccounts what the Azure Workload Identity and the AWS pod
+// identity webhooks give them: the environment and a projected token of
+// the audience the cloud exchanges for credentials
+// (docs/workload-identity.md). Its settings are those webhooks' own.
+type WorkloadIdentityWebhookSpec struct {
+	// azureTenantID is AZURE_TENANT_ID of Azure pods whose ServiceAccount
+	// has no azure.workload.identity/tenant-id annotation.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9.-]+$')",message="spec.workloadIdentityWebhook.azureTenantID must be a tenant ID or domain, such as 72f988bf-86f1-41af-91ab-2d7cd011db47"
+	AzureTenantID string `json:"azureTenantID,omitempty"`
+
+	// azureAuthorityHost is AZURE_AUTHORITY_HOST, the Entra ID endpoint of
+	// the cloud; empty: https://login.microsoftonline.com/.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="spec.workloadIdentityWebhook.azureAuthorityHost must be an https URL, such as https://login.microsoftonline.com/"
+	AzureAuthorityHost string `json:"azureAuthorityHost,omitempty"`
+
+	// awsRegion is AWS_REGION and AWS_DEFAULT_REGION of AWS pods; empty:
+	// none set.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9-]+$')",message="spec.workloadIdentityWebhook.awsRegion must be a region name, such as eu-west-1"
+	AWSRegion string `json:"awsRegion,omitempty"`
+
+	// awsRegionalSTS sets AWS_STS_REGIONAL_ENDPOINTS=regional for AWS
+	// pods whose ServiceAccount does not say otherwise.
+	//
+	// +optional
+	AWSRegionalSTS bool `json:"awsRegionalSTS,omitempty"`
+}

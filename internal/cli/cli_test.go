@@ -35,6 +35,7 @@ func TestCreateClusterRenderGolden(t *testing.T) {
 		"create-cluster-issuer.golden.yaml": {
 			"--oidc-issuer-url", "https://oidc.example.com/clusters/demo", "--oidc-storage", "s3://oidc/clusters/demo?region=eu-west-1",
 			"--oidc-credentials-secret", "oidc-bucket", "--oidc-keep-on-delete", "--service-account-signing-key-secret", "demo-sa-key",
+			"--workload-identity-webhook", "--azure-tenant-id", "72f988bf-86f1-41af-91ab-2d7cd011db47", "--aws-region", "eu-west-1",
 		},
 	} {
 		t.Run(golden, func(t *testing.T) {
@@ -75,6 +76,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"create", "cluster", "none", "--name", "a", "--oidc-storage", "s3://b/p"}, "--oidc-storage needs --oidc-issuer-url"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--oidc-issuer-url", "https://o.example.com", "--oidc-storage", "ftp://b/p"}, `--oidc-storage "ftp://b/p": use s3://`},
 		{[]string{"create", "cluster", "none", "--name", "a", "--oidc-credentials-secret", "c"}, "--oidc-credentials-secret is for --oidc-storage"},
+		{[]string{"create", "cluster", "none", "--name", "a", "--aws-region", "eu-west-1"}, "--azure-tenant-id and --aws-region are settings of --workload-identity-webhook"},
 		{[]string{"create", "cluster", "none", "--name", "a", "--service-account-signing-key-secret", "Bad_Name"}, `--service-account-signing-key-secret "Bad_Name" is not a Secret name`},
 		{[]string{"restore", "cluster", "--from", "file:///backups/a.bak", "--key-file", "k", "--overwrite"}, "--overwrite deletes the hosted cluster it replaces: name it with --name and --namespace"},
 		{[]string{"restore", "cluster", "--from", "file:///backups/a.bak", "--key-file", "k", "--overwrite", "--name", "a"}, "name it with --name and --namespace"},

@@ -50,6 +50,8 @@ type createClusterOptions struct {
 	oidcIssuerURL, oidcStorage, oidcCredentialsSecret string
 	oidcKeepOnDelete                                  bool
 	signingKeySecret                                  string
+	workloadIdentityWebhook                           bool
+	azureTenantID, awsRegion                          string
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
@@ -101,6 +103,9 @@ func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.oidcCredentialsSecret, "oidc-credentials-secret", "", "Secret in the cluster's namespace with the --oidc-storage bucket's credentials, as backups take them (default: anonymous)")
 	f.BoolVar(&o.oidcKeepOnDelete, "oidc-keep-on-delete", false, "keep the published documents when the cluster is deleted (for a cluster recreated with the same issuer and key)")
 	f.StringVar(&o.signingKeySecret, "service-account-signing-key-secret", "", "Secret in the cluster's namespace whose \"key\" holds the PEM private key to sign service-account tokens with (RSA ≥ 2048 bits, ECDSA P-256 or P-384; default: the operator makes one)")
+	f.BoolVar(&o.workloadIdentityWebhook, "workload-identity-webhook", false, "run the webhook that gives pods of ServiceAccounts annotated the Azure Workload Identity or the AWS pod identity way their projected token and environment (process runtime)")
+	f.StringVar(&o.azureTenantID, "azure-tenant-id", "", "with --workload-identity-webhook: AZURE_TENANT_ID of Azure pods whose ServiceAccount names none")
+	f.StringVar(&o.awsRegion, "aws-region", "", "with --workload-identity-webhook: AWS_REGION and AWS_DEFAULT_REGION of AWS pods")
 	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; host: machines of the management plane's host, made by Cluster API; none: hosts that join — a none cluster always gets a pool)")
 	return cmd
 }
@@ -115,6 +120,7 @@ func (o *createClusterOptions) cluster(cmd *cobra.Command, platform hypershiftv1
 		EtcdStorageClass: o.etcdStorageClass, EtcdStorageSize: o.etcdStorageSize,
 		OIDCIssuerURL: o.oidcIssuerURL, OIDCStorage: o.oidcStorage, OIDCCredentialsSecret: o.oidcCredentialsSecret,
 		OIDCKeepOnDelete: o.oidcKeepOnDelete, SigningKeySecret: o.signingKeySecret,
+		WorkloadIdentityWebhook: o.workloadIdentityWebhook, AzureTenantID: o.azureTenantID, AWSRegion: o.awsRegion,
 	}
 	if cmd.Flags().Changed("node-pool-replicas") {
 		c.NodePoolReplicas = &o.nodePoolReplicas

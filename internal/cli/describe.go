@@ -235,4 +235,7 @@ func printIssuer(w io.Writer, hc *hypershiftv1alpha1.HostedCluster) {
 	if k := hc.Spec.ServiceAccountSigningKey; k != nil {
 		fmt.Fprintf(w, "  signing key:\tSecret %s/%s\n", hc.Namespace, k.Name)
 	}
+	if wh := hc.Spec.WorkloadIdentityWebhook; wh != nil {
+		fmt.Fprintf(w, "  workload-identity webhook:\ton (Azure tenant %s, AWS region %s)\n", orDash(wh.AzureTenantID), orDash(wh.AWSRegion))
+	}
 }

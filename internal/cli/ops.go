@@ -53,6 +53,10 @@ type ClusterSpec struct {
 	OIDCIssuerURL, OIDCStorage, OIDCCredentialsSecret string
 	OIDCKeepOnDelete                                  bool
 	SigningKeySecret                                  string
+	// WorkloadIdentityWebhook runs the workload-identity webhook, with
+	// AzureTenantID and AWSRegion as its defaults.
+	WorkloadIdentityWebhook bool
+	AzureTenantID, AWSRegion string
 }
 
 // Validate checks the options before anything is made. Its messages name
@@ -109,6 +113,8 @@ func (o *ClusterSpec) validateIssuer() error {
 		return fmt.Errorf("--oidc-credentials-secret is for --oidc-storage")
 	case o.OIDCKeepOnDelete && o.OIDCStorage == "":
 		return fmt.Errorf("--oidc-keep-on-delete is for --oidc-storage")
+	case (o.AzureTenantID != "" || o.AWSRegion != "") && !o.WorkloadIdentityWebhook:
+		return fmt.Errorf("--azure-tenant-id and --aws-region are settings of --workload-identity-webhook")
 	}
 	if o.OIDCStorage != "" {
 		if scheme, _, ok := strings.Cut(o.OIDCStorage, "://"); !ok || !slices.Contains([]string{"s3", "gs", "azblob", "file"}, scheme) {
@@ -194,6 +200,9 @@ func (o *ClusterSpec) Objects() (*corev1.Namespace, *hypershiftv1alpha1.HostedCl
 	hc.Spec.IssuerURL = o.OIDCIssuerURL
 	if o.SigningKeySecret != "" {
 		hc.Spec.ServiceAccountSigningKey = &corev1.LocalObjectReference{Name: o.SigningKeySecret}
+	}
+	if o.WorkloadIdentityWebhook {
+		hc.Spec.WorkloadIdentityWebhook = &hypershiftv1alpha1.WorkloadIdentityWebhookSpec{AzureTenantID: o.AzureTenantID, AWSRegion: o.AWSRegion}
 	}
 	if o.OIDCStorage != "" {
 		hc.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{StorageURL: o.OIDCStorage, KeepOnDelete: o.OIDCKeepOnDelete}

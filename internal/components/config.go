@@ -13,6 +13,7 @@ import (
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/version"
+	"hypershift.dev/internal/workloadidentity"
 )
 
 // Component names: the compiled-in Kubernetes components, and hypershift's
@@ -116,6 +117,10 @@ type Config struct {
 	// ServiceAccountIssuer is the issuer of service-account tokens
 	// (spec.issuerURL); empty is DefaultIssuer.
 	ServiceAccountIssuer string
+	// WorkloadIdentityWebhook, when set, runs the workload-identity
+	// webhook with these settings (spec.workloadIdentityWebhook), on
+	// the port WorkloadIdentityWebhookPortNames names.
+	WorkloadIdentityWebhook *workloadidentity.Config
 }
 
 // DefaultIssuer is the service-account issuer of a cluster without
@@ -391,6 +396,13 @@ func Render(cfg Config) ([]runtime.Spec, error) {
 	}
 	if cfg.releaseServer() {
 		specs = append(specs, renderReleaseServer(cfg))
+	}
+	if cfg.workloadIdentityWebhook() {
+		spec, err := renderWorkloadIdentityWebhook(cfg)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
 	}
 	for i := range r.Controllers {
 		kcm, err := renderKubeControllerManager(cfg, i)

@@ -17,6 +17,7 @@ import (
 
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/workloadidentity"
 )
 
 // goldenSpec is a runtime.Spec as its golden file shows it: the same fields in the
@@ -217,6 +218,12 @@ func goldenScenarios() []struct {
 	none := routable(testConfig())
 	none.ReleaseServer, none.ReleasesDir = true, "/opt/hypershift/releases"
 	none.Ports[ReleaseServerPort] = 31090
+	// An issuer of its own and the workload-identity webhook beside the
+	// API server.
+	identity := testConfig()
+	identity.ServiceAccountIssuer = "https://oidc.example.com/clusters/c"
+	identity.WorkloadIdentityWebhook = &workloadidentity.Config{Azure: workloadidentity.AzureConfig{TenantID: "tenant"}, AWS: workloadidentity.AWSConfig{Region: "eu-west-1"}}
+	identity.Ports[WorkloadIdentityWebhookPort] = 31095
 	return []struct {
 		name string
 		cfg  Config
@@ -232,6 +239,7 @@ func goldenScenarios() []struct {
 		{"hosted-v1.36", release},
 		{"hosted-none", none},
 		{"pods-highly-available", inPods(testConfig(), HighlyAvailable)},
+		{"hosted-workload-identity", identity},
 	}
 }
 
@@ -244,7 +252,8 @@ func secretValues(cfg Config) []string {
 	for _, kp := range []pki.KeyPair{
 		p.EtcdCA, p.RootCA, p.ClientCA, p.KubeletCA, p.FrontProxyCA, p.EtcdServer, p.EtcdPeer, p.EtcdClient,
 		p.KubeAPIServer, p.KubeAPIServerKubeletClient, p.FrontProxyClient, p.Admin, p.KubeControllerManager,
-		p.KubeScheduler, p.ServiceAccountKey,
+		p.KubeScheduler, p.ServiceAccountKey, p.KonnectivityServer, p.KonnectivityAgent, p.KonnectivityServerClient,
+		p.WorkloadIdentityWebhook,
 	} {
 		values = append(values, string(kp.KeyPEM), base64.StdEncoding.EncodeToString(kp.KeyPEM))
 	}

@@ -44,7 +44,10 @@ type Config struct {
 	Konnectivity *Konnectivity
 	// Releases publishes the release server to joined nodes (platform
 	// None); nil renders none of its objects.
-	Releases *Releases
+	Releases *Releases	// WorkloadIdentityWebhook registers the webhook beside the control
+	// plane (spec.workloadIdentityWebhook); nil renders none of its
+	// objects.
+	WorkloadIdentityWebhook *WorkloadIdentityWebhook
 }
 
 // Konnectivity is what the agent needs to dial the control plane's
@@ -92,6 +95,13 @@ func Render(cfg Config) ([]client.Object, error) {
 	}
 	if r := cfg.Releases; r != nil {
 		objs = append(objs, releasesObjects(*r)...)
+	}
+	if w := cfg.WorkloadIdentityWebhook; w != nil {
+		webhook, err := workloadIdentityObjects(*w)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, webhook...)
 	}
 	for _, o := range objs {
 		// A new map: workloads share theirs with selectors and pod

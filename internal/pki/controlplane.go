@@ -45,6 +45,12 @@ const (
 	KonnectivityAudience            = "system:konnectivity-server"
 	// KonnectivityAgentCommonName is the agents' identity.
 	KonnectivityAgentCommonName = "system:konnectivity-agent"
+	// WorkloadIdentityWebhookName is the workload-identity webhook's
+	// client certificate for the hosted API server, where it reads the
+	// ServiceAccounts of the pods it admits (docs/workload-identity.md).
+	WorkloadIdentityWebhookName = "workload-identity-webhook-client"
+	// WorkloadIdentityWebhookUser is that certificate's user.
+	WorkloadIdentityWebhookUser = "system:hypershift:workload-identity-webhook"
 )
 
 // IsKeyPairName says whether name is a key pair a control plane's PKI
@@ -108,6 +114,9 @@ type ControlPlane struct {
 	// KonnectivityServerClient is the server's client certificate of the
 	// client CA, for the hosted API server.
 	KonnectivityServerClient KeyPair
+	// WorkloadIdentityWebhook is the workload-identity webhook's client
+	// certificate of the hosted API server.
+	WorkloadIdentityWebhook KeyPair
 
 	// Next and Previous are, by CA name, the CAs of a rotation in
 	// progress: a successor not yet signing and the CA it replaced
@@ -179,6 +188,7 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		{KonnectivityServerName, &cp.KonnectivityCA, CertRequest{CommonName: "konnectivity-server", DNSNames: opts.APIServerDNSNames, IPs: opts.APIServerIPs, Server: true}, &cp.KonnectivityServer},
 		{KonnectivityAgentName, &cp.KonnectivityCA, CertRequest{CommonName: KonnectivityAgentCommonName, Client: true}, &cp.KonnectivityAgent},
 		{KonnectivityServerClientName, &cp.ClientCA, CertRequest{CommonName: KonnectivityServerUser, Client: true}, &cp.KonnectivityServerClient},
+		{WorkloadIdentityWebhookName, &cp.ClientCA, CertRequest{CommonName: WorkloadIdentityWebhookUser, Client: true}, &cp.WorkloadIdentityWebhook},
 	}
 	for _, l := range leaves {
 		l.req.Validity = opts.LeafValidity

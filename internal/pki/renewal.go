@@ -36,7 +36,7 @@ func LeafNames() []string {
 	return []string{
 		EtcdServerName, EtcdPeerName, EtcdClientName, KubeAPIServerName, KubeAPIServerKubeletName,
 		FrontProxyClientName, AdminName, KubeControllerManagerName, KubeSchedulerName,
-		KonnectivityServerName, KonnectivityAgentName, KonnectivityServerClientName,
+		KonnectivityServerName, KonnectivityAgentName, KonnectivityServerClientName, WorkloadIdentityWebhookName,
 	}
 }
 
@@ -112,7 +112,7 @@ func (cp *ControlPlane) NextRenewal() time.Time {
 	for _, kp := range []KeyPair{
 		cp.EtcdServer, cp.EtcdPeer, cp.EtcdClient, cp.KubeAPIServer, cp.KubeAPIServerKubeletClient,
 		cp.FrontProxyClient, cp.Admin, cp.KubeControllerManager, cp.KubeScheduler,
-		cp.KonnectivityServer, cp.KonnectivityAgent, cp.KonnectivityServerClient,
+		cp.KonnectivityServer, cp.KonnectivityAgent, cp.KonnectivityServerClient, cp.WorkloadIdentityWebhook,
 	} {
 		cert, err := ParseCertificate(kp.CertPEM)
 		if err != nil {

@@ -76,7 +76,7 @@ func TestCARotationKeepsOldTrustUntilDropped(t *testing.T) {
 	want := []string{
 		EtcdServerName, EtcdPeerName, EtcdClientName,
 		KubeAPIServerName, KubeAPIServerKubeletName, FrontProxyClientName, AdminName, KubeControllerManagerName, KubeSchedulerName,
-		KonnectivityServerName, KonnectivityAgentName, KonnectivityServerClientName,
+		KonnectivityServerName, KonnectivityAgentName, KonnectivityServerClientName, WorkloadIdentityWebhookName,
 	}
 	if !slices.Equal(reissued.Renewed, want) {
 		t.Fatalf("reissued %v, want %v", reissued.Renewed, want)

@@ -11,6 +11,7 @@ import (
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/simulated"
 	"hypershift.dev/internal/releaseserver"
+	"hypershift.dev/internal/workloadidentity"
 )
 
 // Components returns the registrations of hypershift's own components.
@@ -19,5 +20,6 @@ func Components() components.Registry {
 		components.Own(endpointproxy.Name, endpointproxy.Parse, endpointproxy.Run),
 		components.Own(simulated.Component, simulated.ParseAgentArgs, simulated.RunAgent),
 		components.Own(releaseserver.Name, releaseserver.Parse, releaseserver.Run),
+		components.Own(workloadidentity.Name, workloadidentity.Parse, workloadidentity.Run),
 	}
 }

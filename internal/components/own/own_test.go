@@ -11,6 +11,7 @@ import (
 	"hypershift.dev/internal/nodes/simulated"
 	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/releaseserver"
+	"hypershift.dev/internal/workloadidentity"
 	"hypershift.dev/internal/runtime"
 )
 
@@ -47,6 +48,20 @@ var samples = map[string]components.Flags{
 		APIServer:       "https://127.0.0.1:6443",
 		APIServerCAFile: "/data/clusters/c/release-server/ca.crt",
 		ReleasesDir:     "/opt/hypershift/releases",
+	},
+	workloadidentity.Name: workloadidentity.Options{
+		BindAddress: "127.0.0.1",
+		Port:        34060,
+		CertFile:    "/data/clusters/c/workload-identity-webhook/tls.crt",
+		KeyFile:     "/data/clusters/c/workload-identity-webhook/tls.key",
+		Kubeconfig:  "/data/clusters/c/workload-identity-webhook/kubeconfig",
+		Config: workloadidentity.Config{
+			Azure: workloadidentity.AzureConfig{TenantID: "tenant", AuthorityHost: "https://login.example.com/", Audience: "api://Other"},
+			AWS: workloadidentity.AWSConfig{
+				AnnotationPrefix: "example.com", Region: "eu-west-1", Audience: "sts.example.com",
+				TokenExpiration: 3600, RegionalSTS: true, TokenMountPath: "/var/run/secrets/aws",
+			},
+		},
 	},
 }
 

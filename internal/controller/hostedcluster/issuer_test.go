@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -151,7 +152,9 @@ func TestServiceAccountIssuer(t *testing.T) {
 	// Another cluster (the default issuer: its documents are in-cluster,
 	// named at kubernetes.default.svc): its token is refused, by issuer
 	// and, with the issuer check off, by signature.
+	// It runs the workload-identity webhook too.
 	other := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "other"}}
+	other.Spec.WorkloadIdentityWebhook = &hypershiftv1alpha1.WorkloadIdentityWebhookSpec{AzureTenantID: "tenant-of-other", AWSRegion: "eu-west-1"}
 	if err := c.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +170,9 @@ func TestServiceAccountIssuer(t *testing.T) {
 	if st := other.Status.ServiceAccountIssuer; st == nil || st.IssuerURL != "https://kubernetes.default.svc" || len(st.KeyIDs) != 1 || st.StorageURL != "" {
 		t.Errorf("status.serviceAccountIssuer of a cluster that does not publish: %+v", st)
 	}
+	t.Run("the workload-identity webhook injects what the providers' webhooks do, for annotated ServiceAccounts only", func(t *testing.T) {
+		checkWorkloadIdentityWebhook(ctx, t, otherHosted)
+	})
 	foreign := requestToken(ctx, t, otherHosted, "sts.amazonaws.com")
 	if _, err := verify(foreign, false); err == nil {
 		t.Error("another cluster's token is accepted")
@@ -232,4 +238,107 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	ja, _ := json.Marshal(x)
 	jb, _ := json.Marshal(y)
 	return string(ja) == string(jb)
+}
+
+// checkWorkloadIdentityWebhook creates pods of an AWS-annotated, an
+// Azure-annotated and a plain ServiceAccount in a cluster that runs the
+// webhook, and reads back what admission made of them.
+func checkWorkloadIdentityWebhook(ctx context.Context, t *testing.T, hosted *kubernetes.Clientset) {
+	const ns = "default"
+	for name, annotations := range map[string]map[string]string{
+		"aws-app":   {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/app"},
+		"azure-app": {"azure.workload.identity/client-id": "9b3f6d4e-1c2a-4b5c-8d7e-0f1a2b3c4d5e"},
+		"plain":     nil,
+	} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations}}
+		if _, err := hosted.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := func(name, sa string, labels map[string]string) *corev1.Pod {
+		t.Helper()
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec:       corev1.PodSpec{ServiceAccountName: sa, Containers: []corev1.Container{{Name: "app", Image: "hypershift.test/hello:1"}}},
+		}
+		var out *corev1.Pod
+		// The registration and the webhook come up with the data plane.
+		testenv.Eventually(t, time.Minute, "pod "+name+" admitted", func() (bool, error) {
+			var err error
+			if _, gerr := hosted.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "hypershift-workload-identity", metav1.GetOptions{}); gerr != nil {
+				return false, nil //nolint:nilerr // not registered yet
+			}
+			out, err = hosted.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+			return err == nil, nil
+		})
+		return out
+	}
+	env := func(pod *corev1.Pod) map[string]string {
+		m := map[string]string{}
+		for _, e := range pod.Spec.Containers[0].Env {
+			m[e.Name] = e.Value
+		}
+		return m
+	}
+	tokenVolume := func(pod *corev1.Pod, name string) *corev1.ServiceAccountTokenProjection {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == name && v.Projected != nil && len(v.Projected.Sources) == 1 {
+				return v.Projected.Sources[0].ServiceAccountToken
+			}
+		}
+		return nil
+	}
+	mounted := func(pod *corev1.Pod, volume, path string) bool {
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			if m.Name == volume && m.MountPath == path && m.ReadOnly {
+				return true
+			}
+		}
+		return false
+	}
+
+	aws := create("aws", "aws-app", nil)
+	want := map[string]string{
+		"AWS_ROLE_ARN":                "arn:aws:iam::123456789012:role/app",
+		"AWS_WEB_IDENTITY_TOKEN_FILE": "/var/run/secrets/eks.amazonaws.com/serviceaccount/token",
+		"AWS_REGION":                  "eu-west-1",
+		"AWS_DEFAULT_REGION":          "eu-west-1",
+	}
+	if got := env(aws); !maps.Equal(got, want) {
+		t.Errorf("AWS pod's environment %v, want %v", got, want)
+	}
+	if v := tokenVolume(aws, "aws-iam-token"); v == nil || v.Audience != "sts.amazonaws.com" || v.Path != "token" || v.ExpirationSeconds == nil || *v.ExpirationSeconds != 86400 {
+		t.Errorf("AWS pod's token volume %+v, want audience sts.amazonaws.com, path token, 86400 s", v)
+	}
+	if !mounted(aws, "aws-iam-token", "/var/run/secrets/eks.amazonaws.com/serviceaccount") {
+		t.Errorf("AWS pod's mounts %+v", aws.Spec.Containers[0].VolumeMounts)
+	}
+
+	azure := create("azure", "azure-app", map[string]string{"azure.workload.identity/use": "true"})
+	want = map[string]string{
+		"AZURE_CLIENT_ID":            "9b3f6d4e-1c2a-4b5c-8d7e-0f1a2b3c4d5e",
+		"AZURE_TENANT_ID":            "tenant-of-other",
+		"AZURE_FEDERATED_TOKEN_FILE": "/var/run/secrets/azure/tokens/azure-identity-token",
+		"AZURE_AUTHORITY_HOST":       "https://login.microsoftonline.com/",
+	}
+	if got := env(azure); !maps.Equal(got, want) {
+		t.Errorf("Azure pod's environment %v, want %v", got, want)
+	}
+	if v := tokenVolume(azure, "azure-identity-token"); v == nil || v.Audience != "api://AzureADTokenExchange" || v.Path != "azure-identity-token" {
+		t.Errorf("Azure pod's token volume %+v, want audience api://AzureADTokenExchange", v)
+	}
+	if !mounted(azure, "azure-identity-token", "/var/run/secrets/azure/tokens") {
+		t.Errorf("Azure pod's mounts %+v", azure.Spec.Containers[0].VolumeMounts)
+	}
+
+	// Without the pod label an Azure ServiceAccount's pod gets nothing,
+	// nor does a plain one's.
+	for name, p := range map[string]*corev1.Pod{
+		"unlabelled": create("unlabelled", "azure-app", nil),
+		"plain":      create("plain", "plain", nil),
+	} {
+		if len(p.Spec.Containers[0].Env) > 0 || tokenVolume(p, "azure-identity-token") != nil || tokenVolume(p, "aws-iam-token") != nil {
+			t.Errorf("%s pod was changed: env %v, volumes %+v", name, p.Spec.Containers[0].Env, p.Spec.Volumes)
+		}
+	}
 }

@@ -196,6 +196,7 @@ func (r *Reconciler) reconcileHostedControlPlane(ctx context.Context, s *scope) 
 			PausedUntil:                  s.hc.Spec.PausedUntil,
 			Hibernation:                  hib,
 			IssuerURL:                    s.hc.Spec.IssuerURL,
+			WorkloadIdentityWebhook:      s.hc.Spec.WorkloadIdentityWebhook,
 		}
 		applyFence(hcp, fence)
 		return nil

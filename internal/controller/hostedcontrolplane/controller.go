@@ -31,6 +31,7 @@ import (
 	"hypershift.dev/internal/pki"
 	"hypershift.dev/internal/release"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/workloadidentity"
 )
 
 // Finalizer keeps a HostedControlPlane until its components are stopped and
@@ -137,6 +138,9 @@ type scope struct {
 	ref   runtime.ControlPlaneRef
 	specs []runtime.Spec
 	ports map[string]int
+	// rootCAs is the root CA bundle the rendered components serve under:
+	// what the workload-identity webhook's registration trusts.
+	rootCAs []byte
 	// etcdClientURLs are where the operator reaches the etcd members.
 	etcdClientURLs []string
 	// available: the hosted API serves (from the components' states).
@@ -282,11 +286,16 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 	if releaseServer {
 		portNames = append(portNames, components.ReleaseServerPortNames()...)
 	}
+	webhook := workloadIdentityConfig(hcp, r.Runtime.Capabilities())
+	if webhook != nil {
+		portNames = append(portNames, components.WorkloadIdentityWebhookPortNames()...)
+	}
 	ports, err := r.Runtime.Ports(ctx, ref, components.PortRequest(portNames))
 	if err != nil {
 		return components.Config{}, fmt.Errorf("ports: %w", err)
 	}
 	s.ports = ports
+	s.rootCAs = certs.Bundle(pki.RootCAName)
 	s.etcdClientURLs = components.EtcdClientURLs(replicas, layout, ports)
 	net := hcp.Spec.Networking
 	cfg := components.Config{
@@ -313,6 +322,7 @@ func (r *Reconciler) renderConfig(ctx context.Context, s *scope) (components.Con
 		ReleaseServerPublish:       runtime.Publish{Type: runtime.HostPort, Address: r.EndpointHost},
 		KubeletCertificateValidity: r.LeafValidity,
 		ServiceAccountIssuer:       hcp.Spec.IssuerURL,
+		WorkloadIdentityWebhook:    webhook,
 	}
 	if m := hcp.Spec.Etcd.Managed; m != nil && m.Storage.PersistentVolume != nil {
 		if pv := m.Storage.PersistentVolume; pv.StorageClassName != nil {
@@ -392,4 +402,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("activity watcher: %w", err)
 	}
 	return b.Complete(r)
+}
+
+// workloadIdentityConfig is the workload-identity webhook's configuration
+// of spec.workloadIdentityWebhook; nil when the cluster runs none (or the
+// runtime runs control planes as pods, where validation refuses it).
+func workloadIdentityConfig(hcp *hypershiftv1alpha1.HostedControlPlane, caps runtime.Capabilities) *workloadidentity.Config {
+	w := hcp.Spec.WorkloadIdentityWebhook
+	if w == nil || caps.Pods {
+		return nil
+	}
+	c := workloadidentity.DefaultConfig()
+	c.Azure.TenantID = w.AzureTenantID
+	if w.AzureAuthorityHost != "" {
+		c.Azure.AuthorityHost = w.AzureAuthorityHost
+	}
+	c.AWS.Region = w.AWSRegion
+	c.AWS.RegionalSTS = w.AWSRegionalSTS
+	return &c
 }

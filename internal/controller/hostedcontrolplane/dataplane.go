@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/components"
 	"hypershift.dev/internal/controller/conditions"
 	"hypershift.dev/internal/dataplane"
 	"hypershift.dev/internal/hostedref"
@@ -80,6 +81,13 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 	if servesReleases(hcp, r.Runtime.Capabilities()) {
 		if s.dataPlane.Releases, err = r.releasesInput(ctx, s); err != nil {
 			return ctrl.Result{}, err
+		}
+	}
+	if workloadIdentityConfig(hcp, r.Runtime.Capabilities()) != nil {
+		if port := s.ports[components.WorkloadIdentityWebhookPort]; port != 0 && len(s.rootCAs) > 0 {
+			s.dataPlane.WorkloadIdentityWebhook = &dataplane.WorkloadIdentityWebhook{
+				URL: components.WorkloadIdentityWebhookURL(port), CABundle: s.rootCAs,
+			}
 		}
 	}
 	if len(missing) > 0 {

@@ -17,6 +17,6 @@ func Named() *pki.ControlPlane {
 		FrontProxyClient: kp("front-proxy-client"), Admin: kp("admin"), KubeControllerManager: kp("kcm"),
 		KubeScheduler: kp("scheduler"), ServiceAccountKey: kp("sa"),
 		KonnectivityCA: kp("konnectivity-ca"), KonnectivityServer: kp("konnectivity-server"), KonnectivityAgent: kp("konnectivity-agent"),
-		KonnectivityServerClient: kp("konnectivity-server-client"),
+		KonnectivityServerClient: kp("konnectivity-server-client"), WorkloadIdentityWebhook: kp("workload-identity-webhook-client"),
 	}
 }

@@ -17,6 +17,59 @@ type CertificatesSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$')",message="spec.certificates.rotateCA must be a token of letters, digits, '-', '_', '.' and ':' such as 2026-11-24T10.00"
 	RotateCA string `json:"rotateCA,omitempty"`
+
+	// rotateServiceAccountKey starts a rotation of the key the cluster
+	// signs service-account tokens with when it changes to a value not
+	// yet rotated for: the new public key is trusted and published first,
+	// then signs, and the old one is retired once every token it signed
+	// has expired (docs/workload-identity.md). `hypershift rotate
+	// service-account-key` sets it.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$')",message="spec.certificates.rotateServiceAccountKey must be a token of letters, digits, '-', '_', '.' and ':' such as 2026-12-01T10.00"
+	RotateServiceAccountKey string `json:"rotateServiceAccountKey,omitempty"`
+}
+
+// ServiceAccountKeyRotationPhase is a step of a service-account key
+// rotation.
+type ServiceAccountKeyRotationPhase string
+
+// The phases of a service-account key rotation, in order.
+const (
+	// SAKeyTrustBoth: the new key exists; the API servers verify tokens
+	// of both and the published key set holds both; the old key signs.
+	SAKeyTrustBoth ServiceAccountKeyRotationPhase = "TrustBoth"
+	// SAKeySignWithNew: the new key signs; the old public key is still
+	// trusted and published until retireAt, when every token it signed
+	// has expired.
+	SAKeySignWithNew ServiceAccountKeyRotationPhase = "SignWithNew"
+	// SAKeyDone: the old public key is retired.
+	SAKeyDone ServiceAccountKeyRotationPhase = "Done"
+)
+
+// ServiceAccountKeyRotationStatus is the progress of the last
+// service-account key rotation.
+type ServiceAccountKeyRotationStatus struct {
+	// phase is the step the rotation is in.
+	Phase ServiceAccountKeyRotationPhase `json:"phase"`
+	// token is the spec.certificates.rotateServiceAccountKey value this
+	// rotation is for.
+	Token string `json:"token"`
+	// startedAt is when the rotation began.
+	StartedAt metav1.Time `json:"startedAt"`
+	// phaseSince is when the rotation entered its phase.
+	PhaseSince metav1.Time `json:"phaseSince"`
+	// retireAt is when the old public key goes: the new key's first
+	// signature plus the longest a token lives.
+	// +optional
+	RetireAt *metav1.Time `json:"retireAt,omitempty"`
+	// completedAt is when the rotation reached Done.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// message says what the phase waits for.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Annotations a node's agent puts on its Node once it applied a CA bundle
@@ -88,6 +141,10 @@ type CertificatesStatus struct {
 	// caRotation is the last root-CA rotation; absent before the first.
 	// +optional
 	CARotation *CARotationStatus `json:"caRotation,omitempty"`
+	// serviceAccountKeyRotation is the last service-account key rotation;
+	// absent before the first.
+	// +optional
+	ServiceAccountKeyRotation *ServiceAccountKeyRotationStatus `json:"serviceAccountKeyRotation,omitempty"`
 	// authorities are the cluster's CAs and their expiry.
 	// +optional
 	// +listType=map

@@ -54,6 +54,41 @@ func RotateCA(ctx context.Context, c client.Client, key client.ObjectKey, token 
 	return token, nil
 }
 
+// RotateServiceAccountKey starts a service-account key rotation with
+// token (default: the current UTC time), as RotateCA a CA rotation.
+func RotateServiceAccountKey(ctx context.Context, c client.Client, key client.ObjectKey, token string) (string, error) {
+	if token == "" {
+		token = time.Now().UTC().Format("20060102T150405Z")
+	}
+	hc := &hypershiftv1alpha1.HostedCluster{}
+	if err := c.Get(ctx, key, hc); err != nil {
+		return "", err
+	}
+	if st := saKeyRotation(hc); st != nil && st.Phase != hypershiftv1alpha1.SAKeyDone {
+		return "", fmt.Errorf("hosted cluster %s is rotating its service-account key already (token %s, phase %s): wait for it with `hypershift describe cluster %s -n %s`", key, st.Token, st.Phase, key.Name, key.Namespace)
+	}
+	if st := saKeyRotation(hc); st != nil && st.Token == token {
+		return "", fmt.Errorf("--token %s was rotated for already: pick another token, or leave --token out", token)
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"certificates": map[string]any{"rotateServiceAccountKey": token}}})
+	if err != nil {
+		return "", err
+	}
+	if err := c.Patch(ctx, hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return "", fmt.Errorf("hosted cluster %s: %w", key, err)
+	}
+	return token, nil
+}
+
+// saKeyRotation is the cluster's service-account key rotation status, or
+// nil.
+func saKeyRotation(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.ServiceAccountKeyRotationStatus {
+	if hc.Status.Certificates == nil {
+		return nil
+	}
+	return hc.Status.Certificates.ServiceAccountKeyRotation
+}
+
 // CARotation is the cluster's CA rotation status, or nil.
 func CARotation(hc *hypershiftv1alpha1.HostedCluster) *hypershiftv1alpha1.CARotationStatus {
 	if hc.Status.Certificates == nil {

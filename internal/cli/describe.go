@@ -221,6 +221,18 @@ func printIssuer(w io.Writer, hc *hypershiftv1alpha1.HostedCluster) {
 	if st != nil && len(st.KeyIDs) > 0 {
 		fmt.Fprintf(w, "  key ids:\t%s\n", strings.Join(st.KeyIDs, ", "))
 	}
+	if r := saKeyRotation(hc); r != nil {
+		line := fmt.Sprintf("%s (token %s, started %s)", r.Phase, r.Token, r.StartedAt.UTC().Format(time.RFC3339))
+		switch {
+		case r.CompletedAt != nil:
+			line = fmt.Sprintf("%s (token %s, completed %s)", r.Phase, r.Token, r.CompletedAt.UTC().Format(time.RFC3339))
+		case r.RetireAt != nil:
+			line += ", old key retired at " + r.RetireAt.UTC().Format(time.RFC3339)
+		case r.Message != "":
+			line += ", waiting for " + r.Message
+		}
+		fmt.Fprintf(w, "  key rotation:\t%s\n", line)
+	}
 	if p := hc.Spec.OIDCPublishing; p != nil {
 		published := "not yet"
 		if st != nil && st.PublishedAt != nil {

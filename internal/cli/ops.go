@@ -55,7 +55,7 @@ type ClusterSpec struct {
 	SigningKeySecret                                  string
 	// WorkloadIdentityWebhook runs the workload-identity webhook, with
 	// AzureTenantID and AWSRegion as its defaults.
-	WorkloadIdentityWebhook bool
+	WorkloadIdentityWebhook  bool
 	AzureTenantID, AWSRegion string
 }
 

@@ -123,6 +123,11 @@ type Config struct {
 	WorkloadIdentityWebhook *workloadidentity.Config
 }
 
+// MaxTokenExpiration is the longest a service-account token of a hosted
+// cluster lives (the API server's --service-account-max-token-expiration;
+// longer requests get this).
+const MaxTokenExpiration = 24 * time.Hour
+
 // DefaultIssuer is the service-account issuer of a cluster without
 // spec.issuerURL: the API server's in-cluster name.
 const DefaultIssuer = "https://kubernetes.default.svc"

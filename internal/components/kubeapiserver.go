@@ -40,6 +40,12 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		"--service-account-issuer=" + cfg.issuer(),
 		"--service-account-jwks-uri=" + cfg.issuer() + "/openid/v1/jwks",
 		"--service-account-key-file=" + dir("service-account.pub"),
+		// Every token expires within MaxTokenExpiration, the kubelet's
+		// too (it renews them at 80 % of their life): a rotated
+		// service-account key can be retired once that has passed since
+		// the new key signs (docs/workload-identity.md).
+		"--service-account-max-token-expiration=" + MaxTokenExpiration.String(),
+		"--service-account-extend-token-expiration=false",
 		"--service-account-signing-key-file=" + dir("service-account.key"),
 		"--service-cluster-ip-range=" + cfg.ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
@@ -86,7 +92,7 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		runtime.File{Path: "server.crt", Content: p.KubeAPIServer.CertPEM, Reloadable: true},
 		runtime.File{Path: "server.key", Content: p.KubeAPIServer.KeyPEM, Secret: true, Reloadable: true},
 		runtime.File{Path: "client-ca.crt", Content: p.Bundle(pki.ClientCAName), Reloadable: true},
-		runtime.File{Path: "service-account.pub", Content: p.ServiceAccountKey.CertPEM},
+		runtime.File{Path: "service-account.pub", Content: p.ServiceAccountPublicKeys()},
 		runtime.File{Path: "service-account.key", Content: p.ServiceAccountKey.KeyPEM, Secret: true},
 		runtime.File{Path: "kubelet-client.crt", Content: p.KubeAPIServerKubeletClient.CertPEM, Reloadable: true},
 		runtime.File{Path: "kubelet-client.key", Content: p.KubeAPIServerKubeletClient.KeyPEM, Secret: true, Reloadable: true},
@@ -107,6 +113,14 @@ func renderKubeAPIServer(cfg Config, i int) (runtime.Spec, error) {
 		// create ~0.3 s (docs/performance.md); a dial in the server's first
 		// moments fails as during a restart of it.
 		files = append(files, egress)
+	}
+	if cfg.workloadIdentityWebhook() {
+		admission, err := webhookAdmissionFiles(dir, cfg.Ports[WorkloadIdentityWebhookPort])
+		if err != nil {
+			return runtime.Spec{}, fmt.Errorf("%s: %w", name, err)
+		}
+		args = append(args, "--admission-control-config-file="+dir("admission-config.yaml"))
+		files = append(files, admission...)
 	}
 	spec := runtime.Spec{
 		Name:      name,

@@ -44,7 +44,8 @@ type Config struct {
 	Konnectivity *Konnectivity
 	// Releases publishes the release server to joined nodes (platform
 	// None); nil renders none of its objects.
-	Releases *Releases	// WorkloadIdentityWebhook registers the webhook beside the control
+	Releases *Releases
+	// WorkloadIdentityWebhook registers the webhook beside the control
 	// plane (spec.workloadIdentityWebhook); nil renders none of its
 	// objects.
 	WorkloadIdentityWebhook *WorkloadIdentityWebhook

@@ -106,6 +106,10 @@ type Options struct {
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
 	LeafCertificateValidity, CAValidity time.Duration
+	// ServiceAccountKeyRetireAfter is how long a rotated service-account
+	// key stays trusted once its successor signs; zero: the longest a
+	// token lives, and a margin (tests shorten it).
+	ServiceAccountKeyRetireAfter time.Duration
 	// BackupFileRoot is the directory file:// archive URLs must be in;
 	// empty refuses file:// archives (backup.CheckFileRoot).
 	BackupFileRoot string
@@ -223,7 +227,9 @@ func New(opts Options) (ctrl.Manager, error) {
 		CAValidity:        opts.CAValidity,
 		BackupFileRoot:    opts.BackupFileRoot,
 		Metrics:           hostedcluster.NewMetrics(mgr.GetClient()),
-		Recorder:          mgr.GetEventRecorder("hostedcluster-controller"),
+
+		ServiceAccountKeyRetireAfter: opts.ServiceAccountKeyRetireAfter,
+		Recorder:                     mgr.GetEventRecorder("hostedcluster-controller"),
 	}
 	if err := hc.SetupWithManager(mgr); err != nil {
 		return nil, err

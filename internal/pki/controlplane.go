@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"slices"
@@ -62,7 +63,8 @@ func IsKeyPairName(name string) bool {
 			return true
 		}
 	}
-	return name == ServiceAccountKeyName || slices.Contains(LeafNames(), name)
+	return name == ServiceAccountKeyName || name == NextName(ServiceAccountKeyName) || name == PreviousName(ServiceAccountKeyName) ||
+		slices.Contains(LeafNames(), name)
 }
 
 // Store loads and saves key pairs by name.
@@ -107,6 +109,10 @@ type ControlPlane struct {
 	FrontProxyClient                            KeyPair
 	Admin, KubeControllerManager, KubeScheduler KeyPair
 	ServiceAccountKey                           KeyPair // CertPEM holds the public key.
+	// ServiceAccountKeyNext is the key a rotation will sign with, trusted
+	// already; ServiceAccountKeyPrevious the public key (CertPEM only) of
+	// the one it replaced, trusted until retired. Zero outside a rotation.
+	ServiceAccountKeyNext, ServiceAccountKeyPrevious KeyPair
 
 	// The Konnectivity tunnel has a CA of its own: the server's serving
 	// certificate (what agents dial), and the agents' client certificate.
@@ -220,7 +226,31 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 		return nil, err
 	}
 	cp.ServiceAccountKey = sa
+	for name, out := range map[string]*KeyPair{
+		NextName(ServiceAccountKeyName): &cp.ServiceAccountKeyNext, PreviousName(ServiceAccountKeyName): &cp.ServiceAccountKeyPrevious,
+	} {
+		kp, ok, err := store.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", name, err)
+		}
+		if ok {
+			*out = kp
+		}
+	}
 	return cp, nil
+}
+
+// ServiceAccountPublicKeys are the public keys the API servers verify
+// service-account tokens with, PEM, the signing key's first: during a
+// rotation also the next key's or the previous one's.
+func (cp *ControlPlane) ServiceAccountPublicKeys() []byte {
+	out := bytes.Clone(cp.ServiceAccountKey.CertPEM)
+	for _, kp := range []KeyPair{cp.ServiceAccountKeyNext, cp.ServiceAccountKeyPrevious} {
+		if len(kp.CertPEM) > 0 {
+			out = append(out, kp.CertPEM...)
+		}
+	}
+	return out
 }
 
 // issueLeaf signs l with its CA. A serving certificate issued while the

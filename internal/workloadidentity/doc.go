@@ -163,4 +163,20 @@
 // as upstream Azure and failurePolicy: Fail do: a pod must not start
 // without credentials its ServiceAccount grants. An annotation upstream
 // refuses (the Azure expiration) refuses the pod with a message naming it.
+//
+// # Who may call it
+//
+// The patches tell any ServiceAccount's annotations (role ARNs, client
+// ids), read with the webhook's own credentials, so with --client-ca-file
+// only the API server may ask: a caller must present a client certificate
+// that chains to that CA bundle, for client auth, and whose Subject
+// CommonName is one of --client-common-name (repeatable; none: any the CA
+// issued). A hosted API server presents its kubelet-client certificate
+// (kube-apiserver-kubelet-client, of the cluster's client CA). Any other
+// certificate fails the TLS handshake. A connection without one reaches
+// /healthz and /readyz only, for the readiness probe, which has none; any
+// other path answers 403. The bundle is read again when it changes, as
+// the serving certificate is; one that does not load keeps the last good
+// one. Without --client-ca-file there is no client authentication: anyone
+// who reaches the port may call.
 package workloadidentity

@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +41,7 @@ const (
 )
 
 // Options is the webhook server's command line: where it listens, its
-// serving certificate, how it reaches the hosted cluster's API server, and
+// serving certificate, who may call it, how it reaches the hosted cluster's API server, and
 // the Config it applies.
 type Options struct {
 	// BindAddress and Port are where the server listens (TLS).
@@ -48,6 +50,13 @@ type Options struct {
 	// CertFile and KeyFile are the serving certificate and key, read again
 	// when either changes.
 	CertFile, KeyFile string
+	// ClientCAFile, when set, is the CA bundle a caller's client
+	// certificate must chain to, read again when it changes; empty: no
+	// client authentication (anyone who reaches the port may call).
+	// ClientCommonNames are the CommonNames that certificate may carry;
+	// empty: any the CA issued. See clientAuth.
+	ClientCAFile      string
+	ClientCommonNames []string
 	// Kubeconfig reaches the API server whose ServiceAccounts the webhook
 	// reads (get on serviceaccounts); empty: the in-cluster configuration.
 	Kubeconfig string
@@ -65,6 +74,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", o.Port, "port to listen on (TLS)")
 	fs.StringVar(&o.CertFile, "tls-cert-file", o.CertFile, "serving certificate, reloaded when it changes")
 	fs.StringVar(&o.KeyFile, "tls-private-key-file", o.KeyFile, "serving key, reloaded when it changes")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "if set, callers must present a client certificate of this CA bundle (reloaded when it changes); /healthz and /readyz stay open")
+	fs.StringArrayVar(&o.ClientCommonNames, "client-common-name", o.ClientCommonNames, "a CommonName the client certificate may carry (repeatable; none: any of --client-ca-file)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the API server whose ServiceAccounts are read (empty: in-cluster)")
 	c := &o.Config
 	fs.StringVar(&c.Azure.TenantID, "azure-tenant-id", c.Azure.TenantID, "AZURE_TENANT_ID for ServiceAccounts without the "+AzureTenantIDAnnotation+" annotation")
@@ -109,6 +120,10 @@ func (o Options) Args() []string {
 	add("port", strconv.Itoa(o.Port), strconv.Itoa(def.Port))
 	add("tls-cert-file", o.CertFile, def.CertFile)
 	add("tls-private-key-file", o.KeyFile, def.KeyFile)
+	add("client-ca-file", o.ClientCAFile, def.ClientCAFile)
+	for _, name := range o.ClientCommonNames {
+		args = append(args, "--client-common-name="+name)
+	}
 	add("kubeconfig", o.Kubeconfig, def.Kubeconfig)
 	add("azure-tenant-id", c.Azure.TenantID, d.Azure.TenantID)
 	add("azure-authority-host", c.Azure.AuthorityHost, d.Azure.AuthorityHost)
@@ -131,6 +146,12 @@ func (o Options) Validate() error {
 	if o.CertFile == "" || o.KeyFile == "" {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file are required: the API server calls webhooks over TLS only"))
 	}
+	if len(o.ClientCommonNames) > 0 && o.ClientCAFile == "" {
+		errs = append(errs, errors.New("--client-common-name needs --client-ca-file: names are checked only on certificates of that CA"))
+	}
+	if slices.Contains(o.ClientCommonNames, "") {
+		errs = append(errs, errors.New("--client-common-name: want a name, got an empty one"))
+	}
 	if err := o.Config.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -140,24 +161,24 @@ func (o Options) Validate() error {
 // Run serves the webhook until ctx ends or SIGTERM or SIGINT, then stops
 // accepting connections and lets requests in flight finish (up to
 // shutdownGrace). It serves Handler at MutatePath, and /healthz and
-// /readyz.
+// /readyz; with a client CA, Handler to its clients only (clientAuth).
 func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	log := zap.New().WithName(Name)
-	cert := &servingCert{certFile: o.CertFile, keyFile: o.KeyFile, log: log}
-	if _, err := cert.get(nil); err != nil {
+	mux := http.NewServeMux()
+	tlsConfig, handler, err := serving(o, mux, log, "/healthz", "/readyz")
+	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	getSA, err := serviceAccountGetter(o.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
-	mux := http.NewServeMux()
 	mux.Handle(MutatePath, Handler(getSA, o.Config, log))
 	// Both probes pass once the server answers at all: it serves only
-	// after its certificate loaded and its client was built, and a failed
+	// after its certificates loaded and its client was built, and a failed
 	// ServiceAccount read is the request's answer, not the server's state.
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
 	mux.HandleFunc("/healthz", ok)
@@ -168,8 +189,8 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cert.get},
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -180,7 +201,8 @@ func Run(ctx context.Context, o Options) error {
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(l, "", "") }()
-	log.Info("serving", "address", l.Addr().String(), "path", MutatePath)
+	log.Info("serving", "address", l.Addr().String(), "path", MutatePath,
+		"clientCAFile", o.ClientCAFile, "clientCommonNames", o.ClientCommonNames)
 	select {
 	case err := <-served:
 		return fmt.Errorf("%s: %w", Name, err)
@@ -197,6 +219,31 @@ func Run(ctx context.Context, o Options) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serving is the server's TLS configuration, with o's serving
+// certificate, and its handler: mux behind o's client authentication, if
+// any, which leaves the paths open to connections without a certificate.
+// The files are read once here, so that one that does not load stops Run.
+func serving(o Options, mux http.Handler, log logr.Logger, open ...string) (*tls.Config, http.Handler, error) {
+	cert := newServingCert(o.CertFile, o.KeyFile, log)
+	if _, err := cert.get(); err != nil {
+		return nil, nil, err
+	}
+	tlsConfig := &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.get() },
+	}
+	if o.ClientCAFile == "" {
+		log.Info("no --client-ca-file: any client that reaches the port may call the webhook")
+		return tlsConfig, mux, nil
+	}
+	auth, err := newClientAuth(o.ClientCAFile, o.ClientCommonNames, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth.configure(tlsConfig)
+	return tlsConfig, auth.require(mux, open...), nil
 }
 
 // serviceAccountGetter reads ServiceAccounts from the API server of

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,17 +100,22 @@ func writeServingCert(t *testing.T, certFile, keyFile string, modTime time.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, data := range map[string][]byte{certFile: kp.CertPEM, keyFile: kp.KeyPEM} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		// An explicit time: a rewrite within the file system's timestamp
-		// granularity must still be seen as a change.
-		if err := os.Chtimes(path, modTime, modTime); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFileAt(t, certFile, kp.CertPEM, modTime)
+	writeFileAt(t, keyFile, kp.KeyPEM, modTime)
 	return ca
+}
+
+// writeFileAt writes data to path, dated at modTime: an explicit time, so
+// that a rewrite within the file system's timestamp granularity is still
+// seen as a change.
+func writeFileAt(t *testing.T, path string, data []byte, modTime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, modTime, modTime); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // freePort is a port nothing listened on a moment ago.
@@ -133,6 +140,43 @@ func clientTrusting(ca pki.KeyPair) *http.Client {
 	}}
 }
 
+// get is the status of a GET of url.
+func get(t *testing.T, client *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// waitReady waits until client gets 200 from base's /readyz, failing the
+// test if done (Run's result) comes first or after 10s.
+func waitReady(t *testing.T, client *http.Client, base string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, err := get(t, client, base+"/readyz")
+		if err == nil && code == http.StatusOK {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned before serving: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready after 10s: %d %v", code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestRun(t *testing.T) {
 	role := map[string]string{"eks.amazonaws.com/role-arn": testRoleARN}
 	slowSA := testSA(role)
@@ -155,35 +199,9 @@ func TestRun(t *testing.T) {
 	go func() { done <- Run(ctx, o) }()
 
 	client := clientTrusting(ca)
-	get := func(client *http.Client, path string) (int, error) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
-		if err != nil {
-			return 0, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, err := get(client, "/readyz")
-		if err == nil && code == http.StatusOK {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned before serving: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready after 10s: %d %v", code, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if code, err := get(client, "/healthz"); err != nil || code != http.StatusOK {
+	getPath := func(client *http.Client, path string) (int, error) { return get(t, client, base+path) }
+	waitReady(t, client, base, done)
+	if code, err := getPath(client, "/healthz"); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz: %d %v", code, err)
 	}
 
@@ -234,11 +252,11 @@ func TestRun(t *testing.T) {
 	})
 	t.Run("renewed certificate served without a restart", func(t *testing.T) {
 		renewed := writeServingCert(t, certFile, keyFile, time.Now())
-		if code, err := get(clientTrusting(renewed), "/healthz"); err != nil || code != http.StatusOK {
+		if code, err := getPath(clientTrusting(renewed), "/healthz"); err != nil || code != http.StatusOK {
 			t.Errorf("client trusting the renewed CA: %d %v", code, err)
 		}
 		var unknown x509.UnknownAuthorityError
-		if _, err := get(client, "/healthz"); !errors.As(err, &unknown) {
+		if _, err := getPath(client, "/healthz"); !errors.As(err, &unknown) {
 			t.Errorf("client trusting only the first CA: %v, want an unknown authority", err)
 		}
 		client = clientTrusting(renewed)
@@ -247,7 +265,7 @@ func TestRun(t *testing.T) {
 		if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if code, err := get(client, "/healthz"); err != nil || code != http.StatusOK {
+		if code, err := getPath(client, "/healthz"); err != nil || code != http.StatusOK {
 			t.Errorf("after a bad key: %d %v", code, err)
 		}
 	})
@@ -275,7 +293,7 @@ func TestRun(t *testing.T) {
 	case <-time.After(shutdownGrace + 5*time.Second):
 		t.Fatal("Run did not return after its context ended")
 	}
-	if _, err := get(client, "/healthz"); err == nil {
+	if _, err := getPath(client, "/healthz"); err == nil {
 		t.Error("still serving after Run returned")
 	}
 }
@@ -290,6 +308,25 @@ func TestRunRefusesBadOptions(t *testing.T) {
 		{name: "no certificate", mod: func(*Options) {}, want: "--tls-cert-file and --tls-private-key-file are required"},
 		{name: "port out of range", mod: func(o *Options) { o.Port = 70000 }, want: "--port 70000"},
 		{name: "bad configuration", mod: func(o *Options) { o.Config.AWS.TokenExpiration = 60 }, want: "aws token expiration 60"},
+		{
+			name: "common name without a client CA",
+			mod:  func(o *Options) { o.ClientCommonNames = []string{"kube-apiserver-kubelet-client"} },
+			want: "--client-common-name needs --client-ca-file",
+		},
+		{
+			name: "empty common name",
+			mod:  func(o *Options) { o.ClientCAFile, o.ClientCommonNames = "/ca.crt", []string{""} },
+			want: "--client-common-name: want a name",
+		},
+		{
+			name: "client CA that does not load",
+			mod: func(o *Options) {
+				o.CertFile, o.KeyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+				writeServingCert(t, o.CertFile, o.KeyFile, time.Now())
+				o.ClientCAFile = filepath.Join(dir, "missing-ca.crt")
+			},
+			want: "client CA bundle " + filepath.Join(dir, "missing-ca.crt"),
+		},
 		{
 			name: "certificate that does not load",
 			mod: func(o *Options) {
@@ -322,6 +359,7 @@ func TestOptionsRoundTrip(t *testing.T) {
 	sample := Options{
 		BindAddress: "192.0.2.10", Port: 10443,
 		CertFile: "/data/tls.crt", KeyFile: "/data/tls.key", Kubeconfig: "/data/kubeconfig",
+		ClientCAFile: "/data/client-ca.crt", ClientCommonNames: []string{"kube-apiserver-kubelet-client", "CN, with a comma"},
 		Config: Config{
 			Azure: AzureConfig{TenantID: "tenant", AuthorityHost: "https://login.microsoftonline.us/", Audience: "api://custom"},
 			AWS: AWSConfig{
@@ -348,24 +386,24 @@ func TestServingCertKeepsLastGood(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	writeServingCert(t, certFile, keyFile, time.Now().Add(-time.Hour))
-	s := &servingCert{certFile: certFile, keyFile: keyFile}
-	first, err := s.get(nil)
+	s := newServingCert(certFile, keyFile, logr.Discard())
+	first, err := s.get()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(certFile, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.get(nil)
+	got, err := s.get()
 	if err != nil || got != first {
 		t.Errorf("after a bad certificate: %v %v, want the first pair", got, err)
 	}
 	writeServingCert(t, certFile, keyFile, time.Now())
-	got, err = s.get(nil)
+	got, err = s.get()
 	if err != nil || got == first {
 		t.Errorf("after a good renewal: %v, want a new pair", err)
 	}
-	if _, err := (&servingCert{certFile: filepath.Join(dir, "none"), keyFile: keyFile}).get(nil); err == nil {
+	if _, err := newServingCert(filepath.Join(dir, "none"), keyFile, logr.Discard()).get(); err == nil {
 		t.Error("no first pair: no error")
 	}
 }

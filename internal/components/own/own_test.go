@@ -11,8 +11,8 @@ import (
 	"hypershift.dev/internal/nodes/simulated"
 	"hypershift.dev/internal/pki/pkitest"
 	"hypershift.dev/internal/releaseserver"
-	"hypershift.dev/internal/workloadidentity"
 	"hypershift.dev/internal/runtime"
+	"hypershift.dev/internal/workloadidentity"
 )
 
 // samples set every field of each own component's configuration away from
@@ -50,11 +50,13 @@ var samples = map[string]components.Flags{
 		ReleasesDir:     "/opt/hypershift/releases",
 	},
 	workloadidentity.Name: workloadidentity.Options{
-		BindAddress: "127.0.0.1",
-		Port:        34060,
-		CertFile:    "/data/clusters/c/workload-identity-webhook/tls.crt",
-		KeyFile:     "/data/clusters/c/workload-identity-webhook/tls.key",
-		Kubeconfig:  "/data/clusters/c/workload-identity-webhook/kubeconfig",
+		BindAddress:       "127.0.0.1",
+		Port:              34060,
+		CertFile:          "/data/clusters/c/workload-identity-webhook/tls.crt",
+		KeyFile:           "/data/clusters/c/workload-identity-webhook/tls.key",
+		Kubeconfig:        "/data/clusters/c/workload-identity-webhook/kubeconfig",
+		ClientCAFile:      "/data/clusters/c/workload-identity-webhook/client-ca.crt",
+		ClientCommonNames: []string{"kube-apiserver-kubelet-client", "CN, with a comma"},
 		Config: workloadidentity.Config{
 			Azure: workloadidentity.AzureConfig{TenantID: "tenant", AuthorityHost: "https://login.example.com/", Audience: "api://Other"},
 			AWS: workloadidentity.AWSConfig{

@@ -76,6 +76,11 @@ type Reconciler struct {
 	// restores place etcd data where it runs it. Nil: no backups.
 	Runtime runtime.Runtime
 
+	// ServiceAccountKeyRetireAfter is how long a rotated service-account
+	// key's public half stays trusted once the new key signs; zero:
+	// DefaultServiceAccountKeyRetireAfter (tests shorten it).
+	ServiceAccountKeyRetireAfter time.Duration
+
 	// Clock is the time schedules are judged at; nil: time.Now.
 	Clock func() time.Time
 
@@ -151,11 +156,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		{Name: "control-plane namespace", Run: r.reconcileNamespace},
 		{Name: "restore", Run: r.reconcileRestore},
 		{Name: "CA rotation", Run: r.applyCARotation},
+		{Name: "service-account key rotation", Run: r.applySAKeyRotation},
 		{Name: "PKI", Run: r.reconcilePKI},
 		{Name: "service-account issuer", Run: r.reconcileIssuer},
 		{Name: "hosted control plane", Run: r.reconcileHostedControlPlane},
 		{Name: "admin kubeconfig", Run: r.reconcileKubeconfig},
 		{Name: "CA rotation progress", Run: r.advanceCARotation},
+		{Name: "service-account key rotation progress", Run: r.advanceSAKeyRotation},
 		{Name: "backup", Run: r.reconcileBackup},
 	})
 	if refused := (*notOwnedError)(nil); errors.As(err, &refused) {

@@ -121,18 +121,9 @@ func (r *Reconciler) reconcileIssuer(ctx context.Context, s *scope) (ctrl.Result
 	if s.pki == nil {
 		return ctrl.Result{}, errors.New("the PKI phase has not run")
 	}
-	pub, err := pki.ServiceAccountPublicKey(s.pki.ServiceAccountKey.CertPEM)
+	pubs, kids, err := trustedKeys(s.pki)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("service-account key: %w", err)
-	}
-	pubs := []crypto.PublicKey{pub}
-	kids := make([]string, 0, len(pubs))
-	for _, p := range pubs {
-		kid, err := oidcissuer.KeyID(p)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("service-account key: %w", err)
-		}
-		kids = append(kids, kid)
+		return ctrl.Result{}, err
 	}
 	issuer := hc.Spec.IssuerURL
 	if issuer == "" {
@@ -181,6 +172,33 @@ func (r *Reconciler) reconcileIssuer(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
+// trustedKeys are the public keys the cluster's API servers verify tokens
+// with, and their key ids, the signing key's first: during a rotation
+// also the next key's (published before it signs) or the previous one's
+// (until every token it signed has expired).
+func trustedKeys(cp *pki.ControlPlane) ([]crypto.PublicKey, []string, error) {
+	var pubs []crypto.PublicKey
+	var kids []string
+	for _, kp := range []pki.KeyPair{cp.ServiceAccountKey, cp.ServiceAccountKeyNext, cp.ServiceAccountKeyPrevious} {
+		if len(kp.CertPEM) == 0 {
+			continue
+		}
+		pub, err := pki.ServiceAccountPublicKey(kp.CertPEM)
+		if err != nil {
+			return nil, nil, fmt.Errorf("service-account key: %w", err)
+		}
+		kid, err := oidcissuer.KeyID(pub)
+		if err != nil {
+			return nil, nil, fmt.Errorf("service-account key: %w", err)
+		}
+		pubs, kids = append(pubs, pub), append(kids, kid)
+	}
+	if len(kids) == 0 {
+		return nil, nil, errors.New("no service-account key")
+	}
+	return pubs, kids, nil
+}
+
 // publishFailed says whether the last publication failed.
 func publishFailed(hc *hypershiftv1alpha1.HostedCluster) bool {
 	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidOIDCConfiguration.String())
@@ -202,6 +220,9 @@ func setIssuerCondition(hc *hypershiftv1alpha1.HostedCluster, keyProblem string,
 // now that the PKI holds key: its Secret gone or changed. The key is read
 // once, when the PKI is made; the cluster keeps signing with it.
 func (r *Reconciler) signingKeyProblem(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, key pki.KeyPair) (string, error) {
+	if saKeyRotationOf(hc) != nil {
+		return "", nil // a rotation replaced the key given, on purpose
+	}
 	given, err := r.signingKey(ctx, hc)
 	var ie *issuerError
 	switch {

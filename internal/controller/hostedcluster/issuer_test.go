@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -14,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +51,10 @@ func TestServiceAccountIssuer(t *testing.T) {
 	if err := os.MkdirAll(fileRoot, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	operatortest.Start(t, env, filepath.Join(env.DataDir, "clusters"), func(o *operator.Options) { o.BackupFileRoot = fileRoot })
+	const retireAfter = 20 * time.Second
+	operatortest.Start(t, env, filepath.Join(env.DataDir, "clusters"), func(o *operator.Options) {
+		o.BackupFileRoot, o.ServiceAccountKeyRetireAfter = fileRoot, retireAfter
+	})
 	for _, ns := range []string{"clusters"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -180,6 +185,10 @@ func TestServiceAccountIssuer(t *testing.T) {
 	if _, err := verify(foreign, true); err == nil || !strings.Contains(err.Error(), "signature") {
 		t.Errorf("another cluster's token with the issuer check off: %v, want a signature failure", err)
 	}
+
+	t.Run("a key rotation publishes the new key before it signs and retires the old one after", func(t *testing.T) {
+		checkKeyRotation(ctx, t, c, hc, web, storage, token)
+	})
 
 	// Deleted, the cluster takes its documents along.
 	if err := c.Delete(ctx, hc); err != nil {
@@ -331,6 +340,24 @@ func checkWorkloadIdentityWebhook(ctx context.Context, t *testing.T, hosted *kub
 		t.Errorf("Azure pod's mounts %+v", azure.Spec.Containers[0].VolumeMounts)
 	}
 
+	// Only the API server may call it: another client of the host, with
+	// no certificate of the cluster's client CA, is refused.
+	mwc, err := hosted.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "hypershift-workload-identity", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(mwc.Webhooks[0].ClientConfig.CABundle)
+	local := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := local.Post(*mwc.Webhooks[0].ClientConfig.URL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a local client without the API server's certificate got HTTP %d from the webhook, want 403", resp.StatusCode)
+	}
+
 	// Without the pod label an Azure ServiceAccount's pod gets nothing,
 	// nor does a plain one's.
 	for name, p := range map[string]*corev1.Pod{
@@ -342,3 +369,82 @@ func checkWorkloadIdentityWebhook(ctx context.Context, t *testing.T, hosted *kub
 		}
 	}
 }
+
+// checkKeyRotation rotates the service-account key of hc, whose token
+// old was signed before: old verifies until the old key is retired, a new
+// token verifies with the new key, and the published key set follows each
+// step. Each verification discovers the issuer anew, as a relying party
+// whose cache has run out does.
+func checkKeyRotation(ctx context.Context, t *testing.T, c client.Client, hc *hypershiftv1alpha1.HostedCluster, web *httptest.Server, storage, old string) {
+	key := client.ObjectKeyFromObject(hc)
+	oldKIDs := hc.Status.ServiceAccountIssuer.KeyIDs
+	patch := client.MergeFrom(hc.DeepCopy())
+	hc.Spec.Certificates = &hypershiftv1alpha1.CertificatesSpec{RotateServiceAccountKey: "r1"}
+	if err := c.Patch(ctx, hc, patch); err != nil {
+		t.Fatal(err)
+	}
+	published := func() []string {
+		t.Helper()
+		_, jwks, err := oidcissuer.Read(ctx, storage, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var set struct {
+			Keys []struct {
+				KID string `json:"kid"`
+			} `json:"keys"`
+		}
+		if err := json.Unmarshal(jwks, &set); err != nil {
+			t.Fatal(err)
+		}
+		var kids []string
+		for _, k := range set.Keys {
+			kids = append(kids, k.KID)
+		}
+		return kids
+	}
+	var st *hypershiftv1alpha1.ServiceAccountKeyRotationStatus
+	testenv.Eventually(t, 3*time.Minute, "the new key to sign", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		if hc.Status.Certificates != nil {
+			st = hc.Status.Certificates.ServiceAccountKeyRotation
+		}
+		return st != nil && st.Phase == hypershiftv1alpha1.SAKeySignWithNew && st.RetireAt != nil, err
+	})
+	kids := hc.Status.ServiceAccountIssuer.KeyIDs
+	if len(kids) != 2 || kids[1] != oldKIDs[0] || kids[0] == oldKIDs[0] {
+		t.Fatalf("key ids while the new key signs: %v, want the new one and the old %s", kids, oldKIDs[0])
+	}
+	if got := published(); !slices.Equal(got, kids) {
+		t.Errorf("published key ids %v, want %v", got, kids)
+	}
+	hosted := hostedClient(ctx, t, c, hc)
+	fresh := requestToken(ctx, t, hosted, "sts.amazonaws.com")
+	issuer := hc.Spec.IssuerURL
+	for what, token := range map[string]string{"a token of the old key": old, "a token of the new key": fresh} {
+		if _, err := relyingParty(ctx, t, web, issuer, "sts.amazonaws.com")(token, false); err != nil {
+			t.Errorf("%s while both are published: %v", what, err)
+		}
+	}
+	testenv.Eventually(t, retireAfterWait, "the rotation to be Done", func() (bool, error) {
+		err := c.Get(ctx, key, hc)
+		st = hc.Status.Certificates.ServiceAccountKeyRotation
+		return st.Phase == hypershiftv1alpha1.SAKeyDone, err
+	})
+	testenv.Eventually(t, time.Minute, "the old key to leave the published set", func() (bool, error) {
+		return slices.Equal(published(), kids[:1]), nil
+	})
+	if _, err := relyingParty(ctx, t, web, issuer, "sts.amazonaws.com")(old, false); err == nil {
+		t.Error("a token of the retired key still verifies")
+	}
+	if _, err := relyingParty(ctx, t, web, issuer, "sts.amazonaws.com")(fresh, false); err != nil {
+		t.Errorf("a token of the new key after the rotation: %v", err)
+	}
+	if cond := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.ValidOIDCConfiguration.String()); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("ValidOIDCConfiguration after the rotation of a key brought: %+v", cond)
+	}
+}
+
+// retireAfterWait bounds the wait for Done: the shortened retirement and
+// the API servers' restart without the old key.
+const retireAfterWait = 2 * time.Minute

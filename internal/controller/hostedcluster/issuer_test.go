@@ -13,6 +13,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +23,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,8 +64,26 @@ func TestServiceAccountIssuer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The issuer's web server serves the bucket's directory.
-	web := httptest.NewTLSServer(http.FileServer(http.Dir(fileRoot)))
+	// The issuers' web server serves the file:// bucket's directory, and
+	// under /s3/ the objects of bucket oidc of an S3 server, as a CDN in
+	// front of a bucket does.
+	backend := s3mem.New()
+	if err := backend.CreateBucket("oidc"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3.Close)
+	s3URL, err := url.Parse(s3.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", http.FileServer(http.Dir(fileRoot)))
+	mux.Handle("/s3/", &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(s3URL)
+		r.Out.URL.Path = "/oidc/" + strings.TrimPrefix(r.In.URL.Path, "/s3/")
+	}})
+	web := httptest.NewTLSServer(mux)
 	t.Cleanup(web.Close)
 	issuer := web.URL + "/oidc/a"
 	storage := "file://" + filepath.Join(fileRoot, "oidc", "a")
@@ -74,6 +96,29 @@ func TestServiceAccountIssuer(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(hc)
+
+	// Another cluster, made meanwhile, publishes to the S3 bucket with
+	// the credentials of a Secret, and runs the workload-identity webhook.
+	// Its tokens verify against its own issuer; against the first
+	// cluster's they are refused, by issuer and, with the issuer check
+	// off, by signature.
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "oidc-bucket"},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	otherIssuer := web.URL + "/s3/b"
+	other := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "other"}}
+	other.Spec.IssuerURL = otherIssuer
+	other.Spec.OIDCPublishing = &hypershiftv1alpha1.OIDCPublishingSpec{
+		StorageURL:        "s3://oidc/b?region=us-east-1&use_path_style=true&disable_https=true&endpoint=" + url.QueryEscape(s3.URL),
+		CredentialsSecret: &corev1.LocalObjectReference{Name: "oidc-bucket"},
+	}
+	other.Spec.WorkloadIdentityWebhook = &hypershiftv1alpha1.WorkloadIdentityWebhookSpec{AzureTenantID: "tenant-of-other", AWSRegion: "eu-west-1"}
+	if err := c.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
 
 	// Without its key the cluster waits, and says why.
 	testenv.Eventually(t, time.Minute, "ValidOIDCConfiguration=False naming the missing Secret", func() (bool, error) {
@@ -154,26 +199,10 @@ func TestServiceAccountIssuer(t *testing.T) {
 		t.Error("a token for another audience is accepted")
 	}
 
-	// Another cluster (the default issuer: its documents are in-cluster,
-	// named at kubernetes.default.svc): its token is refused, by issuer
-	// and, with the issuer check off, by signature.
-	// It runs the workload-identity webhook too.
-	other := &hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "other"}}
-	other.Spec.WorkloadIdentityWebhook = &hypershiftv1alpha1.WorkloadIdentityWebhookSpec{AzureTenantID: "tenant-of-other", AWSRegion: "eu-west-1"}
-	if err := c.Create(ctx, other); err != nil {
-		t.Fatal(err)
-	}
 	operatortest.WaitAvailable(t, c, other)
 	otherHosted := hostedClient(ctx, t, c, other)
-	otherDoc, err := otherHosted.RESTClient().Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(otherDoc), `"issuer":"https://kubernetes.default.svc","jwks_uri":"https://kubernetes.default.svc/openid/v1/jwks"`) {
-		t.Errorf("the default issuer's discovery document does not name its key set in-cluster:\n%s", otherDoc)
-	}
-	if st := other.Status.ServiceAccountIssuer; st == nil || st.IssuerURL != "https://kubernetes.default.svc" || len(st.KeyIDs) != 1 || st.StorageURL != "" {
-		t.Errorf("status.serviceAccountIssuer of a cluster that does not publish: %+v", st)
+	if _, err := relyingParty(ctx, t, web, otherIssuer, "sts.amazonaws.com")(requestToken(ctx, t, otherHosted, "sts.amazonaws.com"), false); err != nil {
+		t.Errorf("a token of the cluster that publishes to S3 is refused by its own issuer: %v", err)
 	}
 	t.Run("the workload-identity webhook injects what the providers' webhooks do, for annotated ServiceAccounts only", func(t *testing.T) {
 		checkWorkloadIdentityWebhook(ctx, t, otherHosted)

@@ -31,32 +31,34 @@ func SetHibernation(ctx context.Context, c client.Client, key client.ObjectKey, 
 // and returns the token. It refuses while a rotation runs and for a token
 // rotated for already; a missing cluster is the API's NotFound.
 func RotateCA(ctx context.Context, c client.Client, key client.ObjectKey, token string) (string, error) {
-	if token == "" {
-		token = time.Now().UTC().Format("20060102T150405Z")
-	}
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	if err := c.Get(ctx, key, hc); err != nil {
-		return "", err
-	}
-	if st := CARotation(hc); st != nil && st.Phase != hypershiftv1alpha1.CARotationDone {
-		return "", fmt.Errorf("hosted cluster %s is rotating its CAs already (token %s, phase %s): wait for it with `hypershift describe cluster %s -n %s`", key, st.Token, st.Phase, key.Name, key.Namespace)
-	}
-	if st := CARotation(hc); st != nil && st.Token == token {
-		return "", fmt.Errorf("--token %s was rotated for already: pick another token, or leave --token out", token)
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"certificates": map[string]any{"rotateCA": token}}})
-	if err != nil {
-		return "", err
-	}
-	if err := c.Patch(ctx, hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return "", fmt.Errorf("hosted cluster %s: %w", key, err)
-	}
-	return token, nil
+	return startRotation(ctx, c, key, token, "rotateCA", "its CAs", func(hc *hypershiftv1alpha1.HostedCluster) (string, string, bool) {
+		st := CARotation(hc)
+		if st == nil {
+			return "", "", false
+		}
+		return st.Token, string(st.Phase), st.Phase != hypershiftv1alpha1.CARotationDone
+	})
 }
 
-// RotateServiceAccountKey starts a service-account key rotation with
-// token (default: the current UTC time), as RotateCA a CA rotation.
+// RotateServiceAccountKey is `hypershift rotate service-account-key`, as
+// RotateCA for spec.certificates.rotateServiceAccountKey.
 func RotateServiceAccountKey(ctx context.Context, c client.Client, key client.ObjectKey, token string) (string, error) {
+	return startRotation(ctx, c, key, token, "rotateServiceAccountKey", "its service-account key", func(hc *hypershiftv1alpha1.HostedCluster) (string, string, bool) {
+		st := saKeyRotation(hc)
+		if st == nil {
+			return "", "", false
+		}
+		return st.Token, string(st.Phase), st.Phase != hypershiftv1alpha1.SAKeyDone
+	})
+}
+
+// startRotation sets spec.certificates.FIELD to token (default: the
+// current UTC time), refusing while the last rotation runs (last reports
+// its token, its phase and whether it runs) and for a token it was
+// rotated for already.
+func startRotation(ctx context.Context, c client.Client, key client.ObjectKey, token, field, what string,
+	last func(*hypershiftv1alpha1.HostedCluster) (string, string, bool),
+) (string, error) {
 	if token == "" {
 		token = time.Now().UTC().Format("20060102T150405Z")
 	}
@@ -64,13 +66,14 @@ func RotateServiceAccountKey(ctx context.Context, c client.Client, key client.Ob
 	if err := c.Get(ctx, key, hc); err != nil {
 		return "", err
 	}
-	if st := saKeyRotation(hc); st != nil && st.Phase != hypershiftv1alpha1.SAKeyDone {
-		return "", fmt.Errorf("hosted cluster %s is rotating its service-account key already (token %s, phase %s): wait for it with `hypershift describe cluster %s -n %s`", key, st.Token, st.Phase, key.Name, key.Namespace)
+	lastToken, phase, running := last(hc)
+	if running {
+		return "", fmt.Errorf("hosted cluster %s is rotating %s already (token %s, phase %s): wait for it with `hypershift describe cluster %s -n %s`", key, what, lastToken, phase, key.Name, key.Namespace)
 	}
-	if st := saKeyRotation(hc); st != nil && st.Token == token {
+	if lastToken == token {
 		return "", fmt.Errorf("--token %s was rotated for already: pick another token, or leave --token out", token)
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"certificates": map[string]any{"rotateServiceAccountKey": token}}})
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"certificates": map[string]any{field: token}}})
 	if err != nil {
 		return "", err
 	}

@@ -59,17 +59,18 @@ func (r *Reconciler) backupJobs() *backupJobs {
 	return r.backups
 }
 
-// backupFailure is an error with the BackupSucceeded reason it gives.
-type backupFailure struct {
+// reasonedError is an error with the reason of the condition it sets
+// (BackupSucceeded, Restored, ValidOIDCConfiguration).
+type reasonedError struct {
 	reason hypershiftv1alpha1.ConditionReason
 	err    error
 }
 
-func (f *backupFailure) Error() string { return f.err.Error() }
-func (f *backupFailure) Unwrap() error { return f.err }
+func (f *reasonedError) Error() string { return f.err.Error() }
+func (f *reasonedError) Unwrap() error { return f.err }
 
 func fail(reason hypershiftv1alpha1.ConditionReason, format string, args ...any) error {
-	return &backupFailure{reason: reason, err: fmt.Errorf(format, args...)}
+	return &reasonedError{reason: reason, err: fmt.Errorf(format, args...)}
 }
 
 // parseBackupRequest reads the cluster's backup request; nil when none.
@@ -188,7 +189,7 @@ func (r *Reconciler) wantedBackup(_ context.Context, s *scope) (*backupWanted, e
 		if req != nil {
 			id = req.ID
 		}
-		r.reportBackup(s, &backupJob{id: id, err: &backupFailure{reason: hypershiftv1alpha1.InvalidBackupRequestReason, err: err}})
+		r.reportBackup(s, &backupJob{id: id, err: &reasonedError{reason: hypershiftv1alpha1.InvalidBackupRequestReason, err: err}})
 	case req != nil:
 		return &backupWanted{id: req.ID, url: req.URL, secret: req.Secret}, nil
 	}
@@ -226,7 +227,7 @@ func (r *Reconciler) reportBackup(s *scope, job *backupJob) {
 		return
 	}
 	reason := hypershiftv1alpha1.SnapshotFailedReason
-	if f := (*backupFailure)(nil); errors.As(job.err, &f) {
+	if f := (*reasonedError)(nil); errors.As(job.err, &f) {
 		reason = f.reason
 	}
 	st.FailedRequestID = job.id

@@ -47,20 +47,6 @@ const (
 	OIDCDocumentsLeftReason = "OIDCDocumentsLeft"
 )
 
-// issuerError is a failure of the issuer phase with the
-// ValidOIDCConfiguration reason it gives.
-type issuerError struct {
-	reason hypershiftv1alpha1.ConditionReason
-	err    error
-}
-
-func (e *issuerError) Error() string { return e.err.Error() }
-func (e *issuerError) Unwrap() error { return e.err }
-
-func issuerFailure(reason hypershiftv1alpha1.ConditionReason, format string, args ...any) error {
-	return &issuerError{reason: reason, err: fmt.Errorf(format, args...)}
-}
-
 // signingKey reads the key spec.serviceAccountSigningKey names, from the
 // HostedCluster's own namespace; nil without one.
 func (r *Reconciler) signingKey(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (*pki.KeyPair, error) {
@@ -72,17 +58,17 @@ func (r *Reconciler) signingKey(ctx context.Context, hc *hypershiftv1alpha1.Host
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, issuerFailure(hypershiftv1alpha1.InvalidSigningKeyReason, "%s: Secret %s/%s does not exist", field, hc.Namespace, ref.Name)
+			return nil, fail(hypershiftv1alpha1.InvalidSigningKeyReason, "%s: Secret %s/%s does not exist", field, hc.Namespace, ref.Name)
 		}
 		return nil, fmt.Errorf("%s: read Secret %s/%s: %w", field, hc.Namespace, ref.Name, err)
 	}
 	data, ok := secret.Data[hypershiftv1alpha1.ServiceAccountSigningKeyKey]
 	if !ok {
-		return nil, issuerFailure(hypershiftv1alpha1.InvalidSigningKeyReason, "%s: Secret %s/%s has no data key %q", field, hc.Namespace, ref.Name, hypershiftv1alpha1.ServiceAccountSigningKeyKey)
+		return nil, fail(hypershiftv1alpha1.InvalidSigningKeyReason, "%s: Secret %s/%s has no data key %q", field, hc.Namespace, ref.Name, hypershiftv1alpha1.ServiceAccountSigningKeyKey)
 	}
 	kp, err := pki.ParseServiceAccountKey(data)
 	if err != nil {
-		return nil, issuerFailure(hypershiftv1alpha1.InvalidSigningKeyReason, "%s: Secret %s/%s: %w", field, hc.Namespace, ref.Name, err)
+		return nil, fail(hypershiftv1alpha1.InvalidSigningKeyReason, "%s: Secret %s/%s: %w", field, hc.Namespace, ref.Name, err)
 	}
 	return &kp, nil
 }
@@ -100,7 +86,7 @@ func (r *Reconciler) newSigningKey(ctx context.Context, s *scope, store pki.Stor
 		return nil, ctrl.Result{}, err
 	}
 	key, err := r.signingKey(ctx, s.hc)
-	if ie := (*issuerError)(nil); errors.As(err, &ie) {
+	if ie := (*reasonedError)(nil); errors.As(err, &ie) {
 		conditions.Set(&s.hc.Status.Conditions, s.hc.Generation, hypershiftv1alpha1.ValidOIDCConfiguration, false, ie.reason, ie.Error())
 		return nil, ctrl.Result{RequeueAfter: issuerRetry}, nil
 	}
@@ -149,7 +135,7 @@ func (r *Reconciler) reconcileIssuer(ctx context.Context, s *scope) (ctrl.Result
 		st.PublishedAt != nil && time.Since(st.PublishedAt.Time) < issuerResync && !publishFailed(hc)
 	if !current {
 		if err := r.publishIssuer(ctx, hc, issuer, pubs); err != nil {
-			var ie *issuerError
+			var ie *reasonedError
 			if !errors.As(err, &ie) {
 				return ctrl.Result{}, err
 			}
@@ -224,7 +210,7 @@ func (r *Reconciler) signingKeyProblem(ctx context.Context, hc *hypershiftv1alph
 		return "", nil // a rotation replaced the key given, on purpose
 	}
 	given, err := r.signingKey(ctx, hc)
-	var ie *issuerError
+	var ie *reasonedError
 	switch {
 	case errors.As(err, &ie):
 		return ie.Error() + "; the cluster keeps signing with the key it was made with", nil
@@ -245,7 +231,7 @@ func (r *Reconciler) publishIssuer(ctx context.Context, hc *hypershiftv1alpha1.H
 		return err
 	}
 	if err := oidcissuer.Publish(ctx, storage, creds, issuer, pubs); err != nil {
-		return issuerFailure(hypershiftv1alpha1.OIDCPublishFailedReason, "spec.oidcPublishing.storageURL: %w", err)
+		return fail(hypershiftv1alpha1.OIDCPublishFailedReason, "spec.oidcPublishing.storageURL: %w", err)
 	}
 	return nil
 }
@@ -258,7 +244,7 @@ func (r *Reconciler) issuerStorage(ctx context.Context, hc *hypershiftv1alpha1.H
 	storage := p.StorageURL
 	for _, doc := range []string{oidcissuer.DiscoveryPath, oidcissuer.JWKSPath} {
 		if err := backup.CheckArchiveURL(strings.TrimSuffix(storage, "/")+doc, r.BackupFileRoot, !r.capabilities().HostFiles); err != nil {
-			return "", nil, issuerFailure(hypershiftv1alpha1.OIDCPublishFailedReason, "spec.oidcPublishing.storageURL: %w", err)
+			return "", nil, fail(hypershiftv1alpha1.OIDCPublishFailedReason, "spec.oidcPublishing.storageURL: %w", err)
 		}
 	}
 	if p.CredentialsSecret == nil {
@@ -267,13 +253,13 @@ func (r *Reconciler) issuerStorage(ctx context.Context, hc *hypershiftv1alpha1.H
 	secret := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: p.CredentialsSecret.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", nil, issuerFailure(hypershiftv1alpha1.OIDCCredentialsMissingReason, "spec.oidcPublishing.credentialsSecret: Secret %s/%s does not exist", hc.Namespace, p.CredentialsSecret.Name)
+			return "", nil, fail(hypershiftv1alpha1.OIDCCredentialsMissingReason, "spec.oidcPublishing.credentialsSecret: Secret %s/%s does not exist", hc.Namespace, p.CredentialsSecret.Name)
 		}
 		return "", nil, fmt.Errorf("spec.oidcPublishing.credentialsSecret: %w", err)
 	}
 	creds, err := backup.CredentialsFrom(func(k string) string { return string(secret.Data[k]) })
 	if err != nil {
-		return "", nil, issuerFailure(hypershiftv1alpha1.OIDCCredentialsMissingReason, "spec.oidcPublishing.credentialsSecret %s/%s: %w", hc.Namespace, p.CredentialsSecret.Name, err)
+		return "", nil, fail(hypershiftv1alpha1.OIDCCredentialsMissingReason, "spec.oidcPublishing.credentialsSecret %s/%s: %w", hc.Namespace, p.CredentialsSecret.Name, err)
 	}
 	return storage, creds, nil
 }

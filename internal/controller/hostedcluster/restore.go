@@ -64,7 +64,7 @@ func (r *Reconciler) reconcileRestore(ctx context.Context, s *scope) (ctrl.Resul
 		conditions.Set(&hc.Status.Conditions, hc.Generation, hypershiftv1alpha1.Restored, false,
 			hypershiftv1alpha1.RestoreFailedReason, err.Error())
 		ctrl.LoggerFrom(ctx).Error(err, "restore failed")
-		if f := (*backupFailure)(nil); errors.As(err, &f) && f.reason == hypershiftv1alpha1.EncryptionKeyMissingReason {
+		if f := (*reasonedError)(nil); errors.As(err, &f) && f.reason == hypershiftv1alpha1.EncryptionKeyMissingReason {
 			// `restore cluster` makes the Secret right after the cluster.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}

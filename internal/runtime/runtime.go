@@ -124,6 +124,10 @@ type Capabilities struct {
 	// whole components and a trust change needs no restart order;
 	// otherwise the controller moves and restarts one instance at a time.
 	RollsComponents bool
+	// LoopbackWebhooks: an instance beside the API server serves it
+	// admission webhooks on loopback (the workload-identity webhook,
+	// spec.workloadIdentityWebhook).
+	LoopbackWebhooks bool
 }
 
 // Named is want for Runtime.Ports of ports that have no upstream default
@@ -146,7 +150,7 @@ var (
 	// processes of the operator's host, which publish on its ports.
 	Process = Capabilities{
 		Name: "process", Publishing: []string{"HostPort"},
-		OneProcess: true, WakeOnRequest: true, HostFiles: true,
+		OneProcess: true, WakeOnRequest: true, HostFiles: true, LoopbackWebhooks: true,
 	}
 	// Kube is the kube runtime's (internal/runtime/kube): pods of the
 	// management cluster, published by Services, etcd on claims, asleep

@@ -68,7 +68,7 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) e
 	if !supports.OneProcess && hc.Annotations[hypershiftv1alpha1.SingleProcessControlPlaneAnnotation] == "true" {
 		return fmt.Errorf("annotation %s is not supported by this operator's runtime: it runs control planes as pods; remove it", hypershiftv1alpha1.SingleProcessControlPlaneAnnotation)
 	}
-	if hc.Spec.WorkloadIdentityWebhook != nil && supports.Pods {
+	if hc.Spec.WorkloadIdentityWebhook != nil && !supports.LoopbackWebhooks {
 		return errors.New("spec.workloadIdentityWebhook is not supported by this operator's runtime yet: the webhook runs beside the API server on the process runtime (hypershift up); remove it")
 	}
 	if hc.Spec.Etcd.Managed != nil && !supports.Volumes {

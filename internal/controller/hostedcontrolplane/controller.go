@@ -406,10 +406,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // workloadIdentityConfig is the workload-identity webhook's configuration
 // of spec.workloadIdentityWebhook; nil when the cluster runs none (or the
-// runtime runs control planes as pods, where validation refuses it).
+// runtime cannot serve it beside the API server, where validation refuses
+// it).
 func workloadIdentityConfig(hcp *hypershiftv1alpha1.HostedControlPlane, caps runtime.Capabilities) *workloadidentity.Config {
 	w := hcp.Spec.WorkloadIdentityWebhook
-	if w == nil || caps.Pods {
+	if w == nil || !caps.LoopbackWebhooks {
 		return nil
 	}
 	c := workloadidentity.DefaultConfig()

@@ -247,16 +247,35 @@ func relyingParty(ctx context.Context, t *testing.T, web *httptest.Server, issue
 	}
 }
 
-// requestToken is a token of ServiceAccount default/app for audience, as
-// the kubelet requests for a pod's projected volume.
+// requestToken is the token the kubelet asks for to project into a pod:
+// of pod default/app (ServiceAccount app) for audience, bound to the pod.
+// The pod is created once; with no node it stays Pending, which binding
+// does not mind.
 func requestToken(ctx context.Context, t *testing.T, hosted *kubernetes.Clientset, audience string) string {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}}
 	if _, err := hosted.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	var pod *corev1.Pod
+	// A cluster's admission webhooks may still be starting: the pod is
+	// admitted once they answer.
+	testenv.Eventually(t, time.Minute, "pod default/app", func() (bool, error) {
+		var err error
+		pod, err = hosted.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			pod, err = hosted.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
+				Spec:       corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "hypershift.test/hello:1"}}},
+			}, metav1.CreateOptions{})
+		}
+		return err == nil, err
+	})
 	tr, err := hosted.CoreV1().ServiceAccounts("default").CreateToken(ctx, "app", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](600)},
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](600),
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,9 @@ type Options struct {
 
 // DefaultOptions are the defaults of every flag.
 func DefaultOptions() Options {
-	return Options{BindAddress: "0.0.0.0", Port: 9443, Config: DefaultConfig()}
+	// Loopback: it serves the API server beside it, and nothing else
+	// needs to reach it.
+	return Options{BindAddress: "127.0.0.1", Port: 9443, Config: DefaultConfig()}
 }
 
 // AddFlags binds fs's flags to o; o's values are the flags' defaults.

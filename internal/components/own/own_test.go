@@ -50,7 +50,7 @@ var samples = map[string]components.Flags{
 		ReleasesDir:     "/opt/hypershift/releases",
 	},
 	workloadidentity.Name: workloadidentity.Options{
-		BindAddress:       "127.0.0.1",
+		BindAddress:       "192.0.2.10",
 		Port:              34060,
 		CertFile:          "/data/clusters/c/workload-identity-webhook/tls.crt",
 		KeyFile:           "/data/clusters/c/workload-identity-webhook/tls.key",

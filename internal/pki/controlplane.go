@@ -1,7 +1,6 @@
 package pki
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"slices"
@@ -240,15 +239,25 @@ func EnsureControlPlane(store Store, opts ControlPlaneOptions) (*ControlPlane, e
 	return cp, nil
 }
 
-// ServiceAccountPublicKeys are the public keys the API servers verify
-// service-account tokens with, PEM, the signing key's first: during a
-// rotation also the next key's or the previous one's.
-func (cp *ControlPlane) ServiceAccountPublicKeys() []byte {
-	out := bytes.Clone(cp.ServiceAccountKey.CertPEM)
+// ServiceAccountKeys are the service-account keys the API servers verify
+// tokens with, the signing key's first: during a rotation also the next
+// key or the previous one (its public half only).
+func (cp *ControlPlane) ServiceAccountKeys() []KeyPair {
+	keys := []KeyPair{cp.ServiceAccountKey}
 	for _, kp := range []KeyPair{cp.ServiceAccountKeyNext, cp.ServiceAccountKeyPrevious} {
 		if len(kp.CertPEM) > 0 {
-			out = append(out, kp.CertPEM...)
+			keys = append(keys, kp)
 		}
+	}
+	return keys
+}
+
+// ServiceAccountPublicKeys are the public keys of ServiceAccountKeys, PEM,
+// in one bundle.
+func (cp *ControlPlane) ServiceAccountPublicKeys() []byte {
+	var out []byte
+	for _, kp := range cp.ServiceAccountKeys() {
+		out = append(out, kp.CertPEM...)
 	}
 	return out
 }

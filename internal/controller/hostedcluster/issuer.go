@@ -159,15 +159,15 @@ func (r *Reconciler) reconcileIssuer(ctx context.Context, s *scope) (ctrl.Result
 }
 
 // trustedKeys are the public keys the cluster's API servers verify tokens
-// with, and their key ids, the signing key's first: during a rotation
-// also the next key's (published before it signs) or the previous one's
-// (until every token it signed has expired).
+// with (pki's ServiceAccountKeys: the next one is published before it
+// signs, the previous one until every token it signed has expired), and
+// their key ids.
 func trustedKeys(cp *pki.ControlPlane) ([]crypto.PublicKey, []string, error) {
 	var pubs []crypto.PublicKey
 	var kids []string
-	for _, kp := range []pki.KeyPair{cp.ServiceAccountKey, cp.ServiceAccountKeyNext, cp.ServiceAccountKeyPrevious} {
+	for _, kp := range cp.ServiceAccountKeys() {
 		if len(kp.CertPEM) == 0 {
-			continue
+			continue // a PKI without its key yet
 		}
 		pub, err := pki.ServiceAccountPublicKey(kp.CertPEM)
 		if err != nil {

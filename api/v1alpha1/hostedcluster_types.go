@@ -15,7 +15,7 @@ const SingleProcessControlPlaneAnnotation = "hypershift.dev/single-process-contr
 
 // PlatformType names where a hosted cluster's nodes come from.
 //
-// +kubebuilder:validation:Enum=None;Simulated;Host
+// +kubebuilder:validation:Enum=None;Simulated;Host;KubeVirt;AWS;Azure
 type PlatformType string
 
 const (
@@ -52,12 +52,26 @@ const (
 )
 
 // PlatformSpec selects the platform of a hosted cluster.
+//
+// +kubebuilder:validation:XValidation:rule="(self.type == 'KubeVirt') == has(self.kubevirt)",message="spec.platform.kubevirt is required with spec.platform.type KubeVirt, and only with it"
+// +kubebuilder:validation:XValidation:rule="(self.type == 'AWS') == has(self.aws)",message="spec.platform.aws is required with spec.platform.type AWS, and only with it"
+// +kubebuilder:validation:XValidation:rule="(self.type == 'Azure') == has(self.azure)",message="spec.platform.azure is required with spec.platform.type Azure, and only with it"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.kubevirt) || has(oldSelf.kubevirt.credentials) == (has(self.kubevirt) && has(self.kubevirt.credentials))",message="spec.platform.kubevirt.credentials can be neither set nor removed after creation: the VirtualMachines live on the infrastructure cluster chosen then"
 type PlatformSpec struct {
 	// type is the platform the cluster's nodes run on. Immutable.
 	//
 	// +kubebuilder:default=None
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.platform.type is immutable"
 	Type PlatformType `json:"type,omitempty"`
+	// kubevirt is the KubeVirt infrastructure, with type KubeVirt.
+	// +optional
+	KubeVirt *KubeVirtPlatformSpec `json:"kubevirt,omitempty"`
+	// aws is the AWS infrastructure, with type AWS.
+	// +optional
+	AWS *AWSPlatformSpec `json:"aws,omitempty"`
+	// azure is the Azure infrastructure, with type Azure.
+	// +optional
+	Azure *AzurePlatformSpec `json:"azure,omitempty"`
 }
 
 // EtcdSpec configures a hosted cluster's etcd.

@@ -133,11 +133,27 @@ type NodePoolAutoScaling struct {
 }
 
 // NodePoolPlatform selects the platform of a pool's nodes.
+//
+// +kubebuilder:validation:XValidation:rule="(self.type == 'KubeVirt') == has(self.kubevirt)",message="spec.platform.kubevirt is required with spec.platform.type KubeVirt, and only with it"
+// +kubebuilder:validation:XValidation:rule="(self.type == 'AWS') == has(self.aws)",message="spec.platform.aws is required with spec.platform.type AWS, and only with it"
+// +kubebuilder:validation:XValidation:rule="(self.type == 'Azure') == has(self.azure)",message="spec.platform.azure is required with spec.platform.type Azure, and only with it"
 type NodePoolPlatform struct {
 	// type is the platform. Immutable.
 	//
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.platform.type is immutable"
 	Type PlatformType `json:"type"`
+	// kubevirt is each node's VirtualMachine, with type KubeVirt. A change
+	// replaces the pool's machines.
+	// +optional
+	KubeVirt *KubeVirtNodePoolPlatform `json:"kubevirt,omitempty"`
+	// aws is each node's EC2 instance, with type AWS. A change replaces
+	// the pool's machines.
+	// +optional
+	AWS *AWSNodePoolPlatform `json:"aws,omitempty"`
+	// azure is each node's virtual machine, with type Azure. A change
+	// replaces the pool's machines.
+	// +optional
+	Azure *AzureNodePoolPlatform `json:"azure,omitempty"`
 }
 
 // Taint is a taint put on every node of a pool.
@@ -158,7 +174,7 @@ type Taint struct {
 // NodePoolSpec is the desired state of a pool of nodes.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.replicas) && has(self.autoScaling))",message="spec.replicas and spec.autoScaling are mutually exclusive"
-// +kubebuilder:validation:XValidation:rule="self.platform.type != 'Host' || !has(self.management) || !has(self.management.upgradeType) || self.management.upgradeType == 'Replace'",message="spec.management.upgradeType InPlace is not supported on platform Host: Cluster API replaces machines to upgrade them; use Replace"
+// +kubebuilder:validation:XValidation:rule="!(self.platform.type in ['Host', 'KubeVirt', 'AWS', 'Azure']) || !has(self.management) || !has(self.management.upgradeType) || self.management.upgradeType == 'Replace'",messageExpression="'spec.management.upgradeType InPlace is not supported on platform ' + self.platform.type + ': Cluster API replaces machines to upgrade them; use Replace'",message="spec.management.upgradeType InPlace is not supported on the platforms of Cluster API: it replaces machines to upgrade them; use Replace"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.autoScaling)",message="spec.autoScaling is not supported on platform None: its nodes are joined by hand (hypershift join) and the pool cannot add or remove them; remove spec.autoScaling"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.autoRepair) || !self.management.autoRepair",message="spec.management.autoRepair is not supported on platform None: the pool cannot replace nodes joined by hand; set it to false"
 // +kubebuilder:validation:XValidation:rule="self.platform.type != 'None' || !has(self.management) || !has(self.management.replace)",message="spec.management.replace is not supported on platform None: nothing can create machines for nodes joined by hand; remove it, and use spec.management.upgradeType InPlace to upgrade the pool's nodes"
@@ -246,6 +262,41 @@ type NodePoolStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// machines are the pool's machines as their infrastructure provider
+	// reports them (Cluster API's Machines: platforms Host, KubeVirt, AWS
+	// and Azure), sorted by name; at most 100.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	Machines []NodePoolMachine `json:"machines,omitempty"`
+}
+
+// NodePoolMachine is one machine of a pool, as its provider reports it.
+type NodePoolMachine struct {
+	// name of the Cluster API Machine.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// nodeName is the Node the machine registered.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName,omitempty"`
+	// providerID is the machine's ID at its provider, the Node's
+	// spec.providerID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ProviderID string `json:"providerID,omitempty"`
+	// addresses the provider reports for the machine; at most 8.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Addresses []MachineAddress `json:"addresses,omitempty"`
+	// ready: Cluster API reports the machine Ready.
+	Ready bool `json:"ready"`
+	// failure is why the machine failed, in its provider's words: a
+	// terminal failure, or its infrastructure or bootstrap condition.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Failure string `json:"failure,omitempty"`
 }
 
 // NodePool is a set of nodes of one hosted cluster.

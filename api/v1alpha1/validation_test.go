@@ -123,7 +123,7 @@ func TestAdmission(t *testing.T) {
 			hc.Spec.Hibernation = &hypershiftv1alpha1.HibernationSpec{TimeZone: "Central European Time"}
 		}, wantErr: "spec.hibernation.timeZone must be an IANA time zone name"},
 		{
-			name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "Azure" },
+			name: "unknown platform", mutate: func(hc *hypershiftv1alpha1.HostedCluster) { hc.Spec.Platform.Type = "OpenStack" },
 			wantErr: "spec.platform.type: Unsupported value",
 		},
 		{name: "second cluster network (dual-stack)", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {

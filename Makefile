@@ -58,6 +58,8 @@ $(RELEASES):
 # root module), and the CRDs they install, copied from that module's
 # sigs.k8s.io/cluster-api (none is checked in).
 CLUSTERAPI_CRDS := clusters machines machinesets machinedeployments machinehealthchecks machinedrainrules
+CAPA_MODULE := sigs.k8s.io/cluster-api-provider-aws/v2@v2.13.0
+CAPA_CRDS := awsclusters awsmachines awsmachinetemplates awsclusterstaticidentities
 
 .PHONY: clusterapi
 clusterapi: ## Build bin/clusterapi/cluster-api-manager and copy its CRDs to bin/clusterapi/crds.
@@ -66,6 +68,13 @@ clusterapi: ## Build bin/clusterapi/cluster-api-manager and copy its CRDs to bin
 	capi=$$(cd clusterapi && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
 		for c in $(CLUSTERAPI_CRDS); do \
 			install -m 0644 $$capi/core/config/crd/bases/cluster.x-k8s.io_$$c.yaml $(BIN)/clusterapi/crds/; \
+		done
+	@# The CRDs of cluster-api-provider-aws, for the platforms' contract
+	@# tests (docs/platforms.md): from its module, which nothing builds.
+	@mkdir -p $(BIN)/provider-crds/aws
+	capa=$$(cd $(BIN) && $(GO) mod download -json $(CAPA_MODULE) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && test -n "$$capa" && \
+		for c in $(CAPA_CRDS); do \
+			install -m 0644 $$capa/config/crd/bases/infrastructure.cluster.x-k8s.io_$$c.yaml $(BIN)/provider-crds/aws/; \
 		done
 
 $(TOOLS)/controller-gen:

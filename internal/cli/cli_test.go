@@ -27,26 +27,31 @@ func run(t *testing.T, args ...string) (string, error) {
 func TestCreateClusterRenderGolden(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	for golden, args := range map[string][]string{
-		"create-cluster-none.golden.yaml": nil,
+		"create-cluster-none.golden.yaml": {"none"},
 		"create-cluster-node-port.golden.yaml": {
+			"none",
 			"--api-server-publishing", "NodePort", "--api-server-address", "192.0.2.10", "--api-server-node-port", "30443",
 			"--etcd-storage-class", "fast", "--etcd-storage-size", "4Gi",
 		},
 		"create-cluster-issuer.golden.yaml": {
+			"none",
 			"--oidc-issuer-url", "https://oidc.example.com/clusters/demo", "--oidc-storage", "s3://oidc/clusters/demo?region=eu-west-1",
 			"--oidc-credentials-secret", "oidc-bucket", "--oidc-keep-on-delete", "--service-account-signing-key-secret", "demo-sa-key",
 			"--workload-identity-webhook", "--azure-tenant-id", "72f988bf-86f1-41af-91ab-2d7cd011db47", "--aws-region", "eu-west-1",
 		},
+		"create-cluster-kubevirt.golden.yaml": renderKubeVirt,
+		"create-cluster-aws.golden.yaml":      renderAWS,
+		"create-cluster-azure.golden.yaml":    renderAzure,
 	} {
 		t.Run(golden, func(t *testing.T) {
-			checkRenderGolden(t, filepath.Join("testdata", golden), args...)
+			checkRenderGolden(t, filepath.Join("testdata", golden), args[0], args[1:]...)
 		})
 	}
 }
 
-func checkRenderGolden(t *testing.T, path string, args ...string) {
+func checkRenderGolden(t *testing.T, path, platform string, args ...string) {
 	t.Helper()
-	got, err := run(t, append([]string{"--data-dir", t.TempDir(), "create", "cluster", "none", "--name", "demo", "--render"}, args...)...)
+	got, err := run(t, append([]string{"--data-dir", t.TempDir(), "create", "cluster", platform, "--name", "demo", "--render"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +69,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"create", "cluster", "none", "--name", "a"}, "no management plane found"},
 		{[]string{"create", "cluster", "none"}, "--name is required: `hypershift create cluster none --name NAME`"},
 		{[]string{"create", "cluster"}, "name a platform: `hypershift create cluster none --name NAME`"},
-		{[]string{"create", "cluster", "aws", "--name", "a"}, `unknown platform "aws": use none, simulated or host`},
+		{[]string{"create", "cluster", "gcp", "--name", "a"}, `unknown platform "gcp": use none, simulated, host, kubevirt, aws or azure`},
 		{[]string{"create", "kubeconfig"}, "--name is required"},
 		{[]string{"destroy", "cluster"}, "--name is required"},
 		{[]string{"describe", "cluster"}, "name the cluster: `hypershift describe cluster NAME`"},

@@ -52,28 +52,45 @@ type createClusterOptions struct {
 	signingKeySecret                                  string
 	workloadIdentityWebhook                           bool
 	azureTenantID, awsRegion                          string
+	// KubeVirt, AWS and Azure: the cluster's infrastructure and its
+	// pool's machines (platforms.go).
+	infra   PlatformInfra
+	machine PlatformMachine
 }
 
 var platforms = map[string]hypershiftv1alpha1.PlatformType{
 	"none":      hypershiftv1alpha1.NonePlatform,
 	"simulated": hypershiftv1alpha1.SimulatedPlatform,
 	"host":      hypershiftv1alpha1.HostPlatform,
+	"kubevirt":  hypershiftv1alpha1.KubeVirtPlatform,
+	"aws":       hypershiftv1alpha1.AWSPlatform,
+	"azure":     hypershiftv1alpha1.AzurePlatform,
 }
+
+// platformNames lists the keys of platforms, for help and errors.
+const platformNames = "none, simulated, host, kubevirt, aws or azure"
 
 func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	o := &createClusterOptions{Management: g}
 	cmd := &cobra.Command{
 		Use:   "cluster PLATFORM --name NAME",
-		Short: "Create a hosted cluster (PLATFORM: none, simulated or host)",
+		Short: "Create a hosted cluster (PLATFORM: " + platformNames + ")",
 		Example: "  hypershift create cluster none --name demo --wait\n" +
 			"  hypershift create cluster host --name demo --node-pool-replicas 2 --wait\n" +
-			"  hypershift create cluster none --name demo --render > demo.yaml",
+			"  hypershift create cluster none --name demo --render > demo.yaml\n" +
+			"  hypershift create cluster kubevirt --name demo --node-pool-replicas 2 --containerdisk registry.example.com/nodes/debian:13 --cores 4 --memory 16Gi\n" +
+			"  hypershift create cluster aws --name demo --aws-region us-east-1 --aws-vpc vpc-0123456789abcdef0 --aws-credentials-secret aws-creds \\\n" +
+			"    --node-pool-replicas 3 --instance-type m6i.large --ami ami-0123456789abcdef0 --subnet-id subnet-0123456789abcdef0\n" +
+			"  VNET=/subscriptions/$SUB/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet\n" +
+			"  hypershift create cluster azure --name demo --azure-location eastus --azure-subscription-id $SUB --azure-resource-group rg \\\n" +
+			"    --azure-vnet-id $VNET --azure-credentials-secret azure-creds \\\n" +
+			"    --node-pool-replicas 3 --vm-size Standard_D4s_v5 --marketplace PUBLISHER:OFFER:SKU:VERSION --subnet-id $VNET/subnets/nodes",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fmt.Errorf("name a platform: `hypershift create cluster none --name NAME` (platforms: none, simulated, host)")
+				return fmt.Errorf("name a platform: `hypershift create cluster none --name NAME` (platforms: %s)", platformNames)
 			}
 			if _, ok := platforms[args[0]]; !ok {
-				return fmt.Errorf("unknown platform %q: use none, simulated or host", args[0])
+				return fmt.Errorf("unknown platform %q: use %s", args[0], platformNames)
 			}
 			return nil
 		},
@@ -105,12 +122,14 @@ func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.signingKeySecret, "service-account-signing-key-secret", "", "Secret in the cluster's namespace whose \"key\" holds the PEM private key to sign service-account tokens with (RSA ≥ 2048 bits, ECDSA P-256 or P-384; default: the operator makes one)")
 	f.BoolVar(&o.workloadIdentityWebhook, "workload-identity-webhook", false, "run the webhook that gives pods of ServiceAccounts annotated the Azure Workload Identity or the AWS pod identity way their projected token and environment (process runtime)")
 	f.StringVar(&o.azureTenantID, "azure-tenant-id", "", "with --workload-identity-webhook: AZURE_TENANT_ID of Azure pods whose ServiceAccount names none")
-	f.StringVar(&o.awsRegion, "aws-region", "", "with --workload-identity-webhook: AWS_REGION and AWS_DEFAULT_REGION of AWS pods")
-	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; host: machines of the management plane's host, made by Cluster API; none: hosts that join — a none cluster always gets a pool)")
+	f.StringVar(&o.awsRegion, "aws-region", "", "aws: region of the cluster's VPC, such as us-east-1 (required); with --workload-identity-webhook: AWS_REGION and AWS_DEFAULT_REGION of AWS pods")
+	f.Int32Var(&o.nodePoolReplicas, "node-pool-replicas", 0, "also create a NodePool named like the cluster, of this many nodes (simulated: simulated nodes; host: machines of the management plane's host, made by Cluster API; kubevirt, aws, azure: machines of the platform's Cluster API provider, described by the machine flags; none: hosts that join — a none cluster always gets a pool)")
+	addPlatformInfraFlags(cmd, &o.infra)
+	addPlatformMachineFlags(cmd, &o.machine)
 	return cmd
 }
 
-// cluster is what the flags describe, for
+// cluster is what the flags describe.
 func (o *createClusterOptions) cluster(cmd *cobra.Command, platform hypershiftv1alpha1.PlatformType) *ClusterSpec {
 	c := &ClusterSpec{
 		Namespace: o.namespace, Name: o.name, Platform: platform,
@@ -121,7 +140,9 @@ func (o *createClusterOptions) cluster(cmd *cobra.Command, platform hypershiftv1
 		OIDCIssuerURL: o.oidcIssuerURL, OIDCStorage: o.oidcStorage, OIDCCredentialsSecret: o.oidcCredentialsSecret,
 		OIDCKeepOnDelete: o.oidcKeepOnDelete, SigningKeySecret: o.signingKeySecret,
 		WorkloadIdentityWebhook: o.workloadIdentityWebhook, AzureTenantID: o.azureTenantID, AWSRegion: o.awsRegion,
+		Infra: o.infra, Machine: o.machine,
 	}
+	c.Machine.readFlags(cmd)
 	if cmd.Flags().Changed("node-pool-replicas") {
 		c.NodePoolReplicas = &o.nodePoolReplicas
 	}

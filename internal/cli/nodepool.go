@@ -41,15 +41,23 @@ type createNodePoolOptions struct {
 	timeout                            time.Duration
 	kubernetesVersion, upgradeType     string
 	maxUnavailable, maxSurge           string
+	machine                            PlatformMachine // kubevirt, aws, azure
 }
 
 func newCreateNodePoolCommand(g *clusterclient.Management) *cobra.Command {
 	o := &createNodePoolOptions{Management: g}
 	cmd := &cobra.Command{
-		Use:   "nodepool --cluster-name CLUSTER --name NAME --replicas N",
-		Short: "Create a pool of nodes for a hosted cluster",
+		Use:   "nodepool --cluster-name CLUSTER --name NAME --replicas N [--platform PLATFORM]",
+		Short: "Create a pool of nodes for a hosted cluster (PLATFORM: " + platformNames + ")",
 		Example: "  hypershift create nodepool --cluster-name demo --name workers --replicas 3 --wait\n" +
-			"  hypershift create nodepool --cluster-name demo --name gpu --replicas 2 --node-labels gpu=true --taints gpu=true:NoSchedule",
+			"  hypershift create nodepool --cluster-name demo --name gpu --replicas 2 --node-labels gpu=true --taints gpu=true:NoSchedule\n" +
+			"  hypershift create nodepool --platform kubevirt --cluster-name demo --name big --replicas 2 --containerdisk registry.example.com/nodes/debian:13 \\\n" +
+			"    --cores 8 --memory 32Gi --root-volume-size 64Gi --additional-network vms/storage\n" +
+			"  hypershift create nodepool --platform aws --cluster-name demo --name workers --replicas 3 --instance-type m6i.large \\\n" +
+			"    --ami ami-0123456789abcdef0 --subnet-id subnet-0123456789abcdef0 --security-group-id sg-0123456789abcdef0\n" +
+			"  VNET=/subscriptions/$SUB/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet\n" +
+			"  hypershift create nodepool --platform azure --cluster-name demo --name workers --replicas 3 --vm-size Standard_D4s_v5 \\\n" +
+			"    --image-id /subscriptions/$SUB/resourceGroups/rg/providers/Microsoft.Compute/images/node --subnet-id $VNET/subnets/nodes --availability-zone 1",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -58,7 +66,7 @@ func newCreateNodePoolCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.name, "name", "", "name of the NodePool (default: the cluster's name)")
 	f.StringVarP(&o.namespace, "namespace", "n", defaultNamespace, "namespace of the HostedCluster and NodePool")
 	f.Int32Var(&o.replicas, "replicas", 1, "number of nodes")
-	f.StringVar(&o.platform, "platform", "simulated", "where nodes come from: simulated (an agent plays them), host (machines of the management plane's host, made by Cluster API) or none (you join them); the cluster's platform")
+	f.StringVar(&o.platform, "platform", "simulated", "where nodes come from, the cluster's platform: simulated (an agent plays them), host (machines of the management plane's host, made by Cluster API), none (you join them), or kubevirt, aws or azure (machines of the platform's Cluster API provider, described by the machine flags)")
 	f.StringSliceVar(&o.labels, "node-labels", nil, "labels of every node, KEY=VALUE (repeat or comma-separate)")
 	f.StringSliceVar(&o.taints, "taints", nil, "taints of every node, KEY[=VALUE]:EFFECT (repeat or comma-separate)")
 	f.DurationVar(&o.drainTimeout, "node-drain-timeout", 0, "how long a node is drained before removal (0: until drained)")
@@ -72,6 +80,7 @@ func newCreateNodePoolCommand(g *clusterclient.Management) *cobra.Command {
 	f.BoolVar(&o.wait, "wait", false, "wait until every node is Ready, printing each step")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "with --wait: how long to wait")
 	f.BoolVar(&o.render, "render", false, "print the NodePool as YAML, and create nothing")
+	addPlatformMachineFlags(cmd, &o.machine)
 	return cmd
 }
 
@@ -84,13 +93,17 @@ func (o *createNodePoolOptions) run(cmd *cobra.Command) error {
 	}
 	platform, ok := platforms[o.platform]
 	if !ok {
-		return fmt.Errorf("unknown platform %q: use simulated, host or none", o.platform)
+		return fmt.Errorf("unknown platform %q: use %s", o.platform, platformNames)
 	}
 	np := NewNodePool(o.namespace, o.name, o.cluster, platform, o.replicas)
+	o.machine.readFlags(cmd)
+	var err error
+	if np.Spec.Platform, err = o.machine.NodePoolPlatform(platform); err != nil {
+		return err
+	}
 	if platform == hypershiftv1alpha1.NonePlatform && !cmd.Flags().Changed("replicas") {
 		np.Spec.Replicas = nil // as many nodes as join
 	}
-	var err error
 	if np.Spec.NodeLabels, err = parseLabels(o.labels); err != nil {
 		return err
 	}

@@ -57,6 +57,11 @@ type ClusterSpec struct {
 	// AzureTenantID and AWSRegion as its defaults.
 	WorkloadIdentityWebhook  bool
 	AzureTenantID, AWSRegion string
+	// Infra is the infrastructure of a cluster of platform KubeVirt, AWS
+	// (whose region is AWSRegion) or Azure; Machine, each node's machine
+	// of its pool.
+	Infra   PlatformInfra
+	Machine PlatformMachine
 }
 
 // Validate checks the options before anything is made. Its messages name
@@ -99,6 +104,9 @@ func (o *ClusterSpec) Validate() error {
 			return fmt.Errorf("--etcd-storage-size %q is not a size such as 8Gi", o.EtcdStorageSize)
 		}
 	}
+	if err := o.validatePlatform(); err != nil {
+		return err
+	}
 	return o.validateIssuer()
 }
 
@@ -113,8 +121,8 @@ func (o *ClusterSpec) validateIssuer() error {
 		return fmt.Errorf("--oidc-credentials-secret is for --oidc-storage")
 	case o.OIDCKeepOnDelete && o.OIDCStorage == "":
 		return fmt.Errorf("--oidc-keep-on-delete is for --oidc-storage")
-	case (o.AzureTenantID != "" || o.AWSRegion != "") && !o.WorkloadIdentityWebhook:
-		return fmt.Errorf("--azure-tenant-id and --aws-region are settings of --workload-identity-webhook")
+	case (o.AzureTenantID != "" || (o.AWSRegion != "" && o.Platform != hypershiftv1alpha1.AWSPlatform)) && !o.WorkloadIdentityWebhook:
+		return fmt.Errorf("--azure-tenant-id and --aws-region are settings of --workload-identity-webhook (--aws-region also of platform aws)")
 	}
 	if o.OIDCStorage != "" {
 		if scheme, _, ok := strings.Cut(o.OIDCStorage, "://"); !ok || !slices.Contains([]string{"s3", "gs", "azblob", "file"}, scheme) {
@@ -136,22 +144,25 @@ func (o *ClusterSpec) validateIssuer() error {
 // to make them: before anything is created, as a cluster would otherwise
 // wait for them.
 func (o *ClusterSpec) checkSecrets(ctx context.Context, c client.Reader) error {
-	if o.SigningKeySecret != "" {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.SigningKeySecret}, &corev1.Secret{}); apierrors.IsNotFound(err) {
-			return fmt.Errorf("--service-account-signing-key-secret: Secret %s/%s does not exist: create it with `kubectl -n %s create secret generic %s --from-file=key=KEY.pem`", o.Namespace, o.SigningKeySecret, o.Namespace, o.SigningKeySecret)
-		} else if err != nil {
-			return err
+	secrets := append([]namedSecret{
+		{"--service-account-signing-key-secret", o.SigningKeySecret, fmt.Sprintf("create it with `kubectl -n %s create secret generic %s --from-file=key=KEY.pem`", o.Namespace, o.SigningKeySecret)},
+		{"--oidc-credentials-secret", o.OIDCCredentialsSecret, "create it with the bucket's credentials, as for backups (docs/workload-identity.md)"},
+	}, o.Infra.secrets(o.Namespace)...)
+	for _, s := range secrets {
+		if s.name == "" {
+			continue
 		}
-	}
-	if o.OIDCCredentialsSecret != "" {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.OIDCCredentialsSecret}, &corev1.Secret{}); apierrors.IsNotFound(err) {
-			return fmt.Errorf("--oidc-credentials-secret: Secret %s/%s does not exist: create it with the bucket's credentials, as for backups (docs/workload-identity.md)", o.Namespace, o.OIDCCredentialsSecret)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: s.name}, &corev1.Secret{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s: Secret %s/%s does not exist: %s", s.flag, o.Namespace, s.name, s.fix)
 		} else if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// namedSecret is a Secret a flag names, and how to make it.
+type namedSecret struct{ flag, name, fix string }
 
 // validateIdleHibernation checks --idle-hibernate-after.
 func (o *ClusterSpec) validateIdleHibernation() error {
@@ -187,6 +198,7 @@ func (o *ClusterSpec) Objects() (*corev1.Namespace, *hypershiftv1alpha1.HostedCl
 	hc.Spec.Networking.ClusterNetwork[0].CIDR = o.ClusterCIDR
 	hc.Spec.Networking.ServiceNetwork[0].CIDR = o.ServiceCIDR
 	hc.Spec.ControllerAvailabilityPolicy = hypershiftv1alpha1.AvailabilityPolicy(o.AvailabilityPolicy)
+	hc.Spec.Platform, _ = o.Infra.Spec(o.Platform, o.AWSRegion) // checked in Validate
 	if o.SingleProcess {
 		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
 	}
@@ -214,6 +226,7 @@ func (o *ClusterSpec) Objects() (*corev1.Namespace, *hypershiftv1alpha1.HostedCl
 	switch {
 	case o.NodePoolReplicas != nil:
 		np = NewNodePool(o.Namespace, o.Name, o.Name, o.Platform, *o.NodePoolReplicas)
+		np.Spec.Platform, _ = o.Machine.NodePoolPlatform(o.Platform) // checked in Validate
 	case o.Platform == hypershiftv1alpha1.NonePlatform:
 		// Hosts join a None cluster's pool with `hypershift join`; without a
 		// count it takes as many as join.

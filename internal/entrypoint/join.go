@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/nodes/cloudmeta"
 	"hypershift.dev/internal/nodes/join"
 	"hypershift.dev/internal/nodes/machine"
 )
@@ -48,6 +49,9 @@ func newJoinCommand() *cobra.Command {
 	f.StringVar(&o.NodeName, "node-name", "", "name of the Node (default: the host name)")
 	f.StringVar(&o.NodeIP, "node-ip", "", "address the API server reaches the kubelet on (default: the host's first global IPv4)")
 	f.StringVar(&o.ProviderID, "provider-id", os.Getenv(machine.ProviderIDEnv), "the Node's spec.providerID, PROVIDER://ID as the machine's provider names it (default: $"+machine.ProviderIDEnv+", set in a machine's userdata)")
+	f.StringVar(&o.ProviderIDFrom, "provider-id-from", "", "learn the Node's name and provider ID from what the machine's infrastructure provider reports: aws (EC2 instance metadata), azure (Azure instance metadata) or kubevirt (the host name); instead of --node-name and --provider-id (the userdata of KubeVirt, AWS and Azure machines passes it)")
+	f.StringVar(&o.Metadata.Endpoint, "metadata-endpoint", cloudmeta.DefaultEndpoint, "base URL of the instance metadata service (tests)")
+	_ = f.MarkHidden("metadata-endpoint")
 	f.StringVar(&o.CNIBinDir, "cni-bin-dir", join.DefaultCNIBinDir, "directory of the CNI plugins")
 	f.IntVar(&o.KubeletPort, "kubelet-port", join.DefaultKubeletPort, "port the kubelet serves on (the API server reaches it there for logs and exec)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "Kubernetes version of the kubelet and kube-proxy, fetched from the control plane's release server when it is not the one compiled into hypershift (default: the compiled-in one; `create join-command` prints the pool's)")

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"hypershift.dev/internal/clusterclient"
+	"hypershift.dev/internal/controller/nodepool/platform/aws"
 	"hypershift.dev/internal/image"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/nodes/machine"
@@ -32,6 +33,7 @@ type operatorFlags struct {
 	runtime, image, machineImage                string
 	leaderElect                                 bool
 	leaderElectionNamespace                     string
+	awsProviderNamespace                        string
 	etcdStorageClass, etcdStorageSize           string
 	releases                                    release.DirFlag
 	validity                                    certValidityFlags
@@ -165,6 +167,7 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 				MaxStartingControlPlanes: o.processRuntime.maxStarting,
 				ControlPlaneNice:         o.processRuntime.nice,
 				MaxMachines:              o.processRuntime.maxMachines,
+				AWSProviderNamespace:     o.awsProviderNamespace,
 			}
 			if o.runtime == install.RuntimeKube {
 				opts.LeaderElection = o.leaderElect
@@ -186,6 +189,7 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.runtime, "runtime", install.RuntimeProcess, "where hosted control planes run: process (this host) or kube (pods of the management cluster)")
 	f.StringVar(&o.image, "image", image.Ref(), "with --runtime=kube: the image of control-plane pods")
 	f.StringVar(&o.machineImage, "machine-image", "", "with --runtime=kube: the image of the machines of Host NodePools, privileged pods (hypershift image save --machine); empty: no machines are made")
+	f.StringVar(&o.awsProviderNamespace, "aws-provider-namespace", aws.DefaultProviderNamespace, "namespace cluster-api-provider-aws runs in, where the Secrets of AWS clusters' identities are written (docs/platforms.md)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "with --runtime=kube: elect a leader among replicas (Lease "+operator.LeaderElectionID+")")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "with --leader-elect: namespace of the Lease (default: $POD_NAMESPACE, then the pod's own)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "with --runtime=kube: StorageClass of etcd's volumes (default: the cluster's default)")

@@ -105,7 +105,7 @@ func ObjectsFor(opts Options) ([]client.Object, error) {
 	policy, binding = runtimePolicy(opts.Runtime, opts.Versions)
 	objs = append(objs, policy, binding)
 	if withOperator {
-		policy, binding = operatorScopePolicy(operatorUser)
+		policy, binding = operatorScopePolicy(operatorUser, opts.AWSProviderNamespace)
 		objs = append(objs, policy, binding)
 		objs = append(objs, operatorObjects(opts)...)
 		if len(clusterAPI) > 0 {

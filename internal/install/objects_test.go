@@ -84,6 +84,7 @@ func TestOptionsValidate(t *testing.T) {
 		{install.Options{Image: "::"}, `--image "::" is not an image reference`},
 		{install.Options{Replicas: -2}, "--replicas -2"},
 		{install.Options{StorageClassName: "A"}, `--storage-class "A" is not a valid StorageClass name`},
+		{install.Options{AWSProviderNamespace: "CAPA"}, `--aws-provider-namespace "CAPA" is not a valid namespace name`},
 	}
 	for _, tt := range tests {
 		err := tt.opts.Validate()

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/nodepool/platform/aws"
+	"hypershift.dev/internal/controller/nodepool/platform/clusterapi"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/testenv"
@@ -25,7 +27,9 @@ import (
 // HostedCluster owner, a namespace created or deleted that is not a
 // control plane's. It may still write in a control-plane namespace, the
 // admin kubeconfig Secret a HostedCluster owns beside it, and create and
-// delete a control-plane namespace.
+// delete a control-plane namespace, and the Secret of an AWS cluster's
+// identity (owner-labelled) in the namespace the AWS provider runs in, but
+// not the provider's own Secrets there.
 func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
@@ -41,6 +45,7 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	const tenant, controlPlane = "tenant", "tenant-a"
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: tenant}},
+		{ObjectMeta: metav1.ObjectMeta{Name: aws.DefaultProviderNamespace}},
 		{ObjectMeta: metav1.ObjectMeta{Name: controlPlane, Labels: map[string]string{hostedref.ClusterUIDLabel: "0000"}}},
 	} {
 		if err := admin.Create(ctx, ns); err != nil {
@@ -99,7 +104,23 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	takeover.ResourceVersion = theirs.ResourceVersion
 	refused("takes a tenant's Secret over with a HostedCluster owner", operator.Update(ctx, takeover))
 
+	// In the namespace cluster-api-provider-aws runs in, the Secrets of
+	// AWS clusters' identities (owner-labelled) only: not the provider's
+	// own, nor one made to look like a control plane's.
+	providers := secret(aws.DefaultProviderNamespace, "capa-manager-bootstrap-credentials", false)
+	if err := admin.Create(ctx, providers); err != nil {
+		t.Fatal(err)
+	}
+	refused("creates an unlabelled Secret where CAPA runs", operator.Create(ctx, secret(aws.DefaultProviderNamespace, "planted", false)))
+	refused("deletes CAPA's own Secret", operator.Delete(ctx, providers))
+	relabelled := providers.DeepCopy()
+	relabelled.Labels = map[string]string{clusterapi.OwnerLabel: "0000"}
+	refused("takes CAPA's own Secret over with the owner label", operator.Update(ctx, relabelled))
+	identity := secret(aws.DefaultProviderNamespace, "hypershift-tenant-a", false)
+	identity.Labels = map[string]string{clusterapi.OwnerLabel: "0000"}
+
 	for what, obj := range map[string]client.Object{
+		"an AWS identity's Secret where CAPA runs":         identity,
 		"a Secret in a control-plane namespace":            secret(controlPlane, "pki", false),
 		"the admin kubeconfig Secret a HostedCluster owns": secret(tenant, "a-admin-kubeconfig", true),
 		"a control-plane namespace": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b", Labels: map[string]string{

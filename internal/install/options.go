@@ -41,6 +41,9 @@ type Options struct {
 	// of the cluster (docs/machines.md); default image.MachineRef(), the
 	// image `hypershift image save --machine` writes.
 	MachineImage string
+	// AWSProviderNamespace is where cluster-api-provider-aws runs, passed
+	// to the operator; empty: its default, capa-system.
+	AWSProviderNamespace string
 	// Namespace is the operator's; default "hypershift".
 	Namespace string
 	// Replicas of the operator, and of Cluster API's manager (one leads,
@@ -103,6 +106,9 @@ func (o Options) Validate() error {
 	}
 	if _, err := name.ParseReference(o.Image); err != nil {
 		return fmt.Errorf("--image %q is not an image reference (e.g. %s): %w", o.Image, image.Ref(), err)
+	}
+	if ns := o.AWSProviderNamespace; ns != "" && len(validation.IsDNS1123Label(ns)) > 0 {
+		return fmt.Errorf("--aws-provider-namespace %q is not a valid namespace name", ns)
 	}
 	if _, err := name.ParseReference(o.MachineImage); err != nil {
 		return fmt.Errorf("--machine-image %q is not an image reference (e.g. %s): %w", o.MachineImage, image.MachineRef(), err)

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/nodepool/platform/aws"
+	"hypershift.dev/internal/controller/nodepool/platform/clusterapi"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/runtime"
 )
@@ -234,9 +236,13 @@ var operatorScopeResources = []admissionregistrationv1.Rule{
 // namespace and name, set when the operator creates it), and a namespace
 // only when it is one before and after. The one write beside a
 // HostedCluster, its admin kubeconfig Secret, is admitted when the Secret
-// is owned by a HostedCluster before and after. Reads stay cluster-wide:
+// is owned by a HostedCluster before and after; the other, the Secret of an
+// AWS cluster's identity in the namespace cluster-api-provider-aws runs in
+// (awsNamespace; "": its default), when it carries the owner label of the
+// objects the NodePool controller makes, before and after, so that the
+// provider's own Secrets stay out of reach. Reads stay cluster-wide:
 // admission does not see them.
-func operatorScopePolicy(operatorUser string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+func operatorScopePolicy(operatorUser, awsNamespace string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	isControlPlane := func(o string) string {
 		return "has(" + o + ".metadata.labels) && ('" + hostedref.ClusterUIDLabel + "' in " + o + ".metadata.labels || ('" +
 			hostedref.ClusterNameLabel + "' in " + o + ".metadata.labels && '" + hostedref.ClusterNamespaceLabel + "' in " + o + ".metadata.labels))"
@@ -244,11 +250,18 @@ func operatorScopePolicy(operatorUser string) (*admissionregistrationv1.Validati
 	ownedByCluster := func(o string) string {
 		return "has(" + o + ".metadata.ownerReferences) && " + o + ".metadata.ownerReferences.exists(r, r.kind == 'HostedCluster' && r.apiVersion.startsWith('hypershift.dev/'))"
 	}
+	if awsNamespace == "" {
+		awsNamespace = aws.DefaultProviderNamespace
+	}
+	ownerLabelled := func(o string) string {
+		return "has(" + o + ".metadata.labels) && '" + clusterapi.OwnerLabel + "' in " + o + ".metadata.labels"
+	}
 	p, b := policy(OperatorScopePolicyName, "", nil,
 		[]admissionregistrationv1.MatchCondition{{Name: "the-operator", Expression: "request.userInfo.username == '" + operatorUser + "'"}},
 		admissionregistrationv1.Validation{
 			Expression: "request.resource.resource == 'namespaces' || (namespaceObject != null && (" + isControlPlane("namespaceObject") + ")) || " +
-				"(request.resource.resource == 'secrets' && (object == null || (" + ownedByCluster("object") + ")) && (oldObject == null || (" + ownedByCluster("oldObject") + ")))",
+				"(request.resource.resource == 'secrets' && (object == null || (" + ownedByCluster("object") + ")) && (oldObject == null || (" + ownedByCluster("oldObject") + "))) || " +
+				"(request.resource.resource == 'secrets' && request.namespace == '" + awsNamespace + "' && (object == null || (" + ownerLabelled("object") + ")) && (oldObject == null || (" + ownerLabelled("oldObject") + ")))",
 			MessageExpression: "'the hypershift operator writes ' + request.resource.resource + ' only in control-plane namespaces (labelled " + hostedref.ClusterUIDLabel +
 				"); ' + request.namespace + ' is not one'",
 			Reason: ptr(metav1.StatusReasonForbidden),

@@ -45,6 +45,21 @@ func operatorRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters", "machinedeployments", "machinehealthchecks"}, Verbs: allVerbs},
 		{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines", "machinesets"}, Verbs: readVerbs},
 		{APIGroups: []string{"hypershift.dev"}, Resources: []string{"joinconfigtemplates", "hostmachinetemplates", "hostclusters"}, Verbs: allVerbs},
+		// The infrastructure providers of platforms KubeVirt, AWS and Azure
+		// (docs/platforms.md): their infrastructure cluster (marked ready:
+		// status), machine templates and identities are written; their
+		// machines read, for the Nodes' names.
+		{
+			APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
+			Resources: []string{
+				"kubevirtclusters", "kubevirtmachinetemplates",
+				"awsclusters", "awsmachinetemplates", "awsclusterstaticidentities",
+				"azureclusters", "azuremachinetemplates", "azureclusteridentities",
+			},
+			Verbs: allVerbs,
+		},
+		{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Resources: []string{"kubevirtclusters/status", "awsclusters/status", "azureclusters/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Resources: []string{"kubevirtmachines", "awsmachines", "azuremachines"}, Verbs: readVerbs},
 		// The infrastructure provider for machines of one host: a
 		// HostMachine gets a finalizer (update) and status, as a
 		// HostCluster does status.

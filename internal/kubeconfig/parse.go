@@ -113,3 +113,33 @@ func refusedFields(cluster *clientcmdapi.Cluster, user *clientcmdapi.AuthInfo) [
 	}
 	return out
 }
+
+// Sanitize is the kubeconfig of what Parse reads of data, and nothing
+// else: a kubeconfig others wrote, handed on to a program that would act
+// on the rest.
+func Sanitize(data []byte) ([]byte, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("kubeconfig: %d bytes, more than the %d a kubeconfig of inline credentials needs", len(data), MaxSize)
+	}
+	// A context's namespace (kubectl config set-context --namespace) is
+	// not handed on, and so not refused.
+	if loaded, err := clientcmd.Load(data); err == nil {
+		if kctx := loaded.Contexts[loaded.CurrentContext]; kctx != nil && kctx.Namespace != "" {
+			kctx.Namespace = ""
+			if data, err = clientcmd.Write(*loaded); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	const name = "cluster"
+	out := clientcmdapi.NewConfig()
+	out.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName}
+	out.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	out.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	out.CurrentContext = name
+	return clientcmd.Write(*out)
+}

@@ -121,3 +121,34 @@ func TestParseReadsOnlyInlineCredentials(t *testing.T) {
 		}
 	})
 }
+
+// TestSanitizeKeepsOnlyWhatParseReads: the kubeconfig handed on carries
+// the server, CA, server name and credentials, and none of another
+// cluster or user the original had; one Parse refuses is refused.
+func TestSanitizeKeepsOnlyWhatParseReads(t *testing.T) {
+	out, err := Sanitize(planted(t, func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo, cfg *clientcmdapi.Config) {
+		c.TLSServerName = "infra"
+		cfg.Contexts[cfg.CurrentContext].Namespace = "guests"
+		cfg.AuthInfos["other"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{Command: "/bin/sh"}}
+		cfg.Clusters["other"] = &clientcmdapi.Cluster{Server: "https://10.0.0.9"}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.AuthInfos) != 1 || len(cfg.Clusters) != 1 || len(cfg.Contexts) != 1 {
+		t.Fatalf("sanitized kubeconfig has %d users, %d clusters, %d contexts; want one each", len(cfg.AuthInfos), len(cfg.Clusters), len(cfg.Contexts))
+	}
+	c, u := cfg.Clusters["cluster"], cfg.AuthInfos["cluster"]
+	if c == nil || u == nil || c.Server != "https://127.0.0.1:6443" || c.TLSServerName != "infra" || string(c.CertificateAuthorityData) != "ca" || string(u.ClientCertificateData) != "cert" || string(u.ClientKeyData) != "key" {
+		t.Errorf("sanitized kubeconfig: %s", out)
+	}
+	if _, err := Sanitize(planted(t, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo, _ *clientcmdapi.Config) {
+		u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh"}
+	})); err == nil || !strings.Contains(err.Error(), "users[].user.exec") {
+		t.Errorf("an exec kubeconfig: %v, want refused naming users[].user.exec", err)
+	}
+}

@@ -100,6 +100,9 @@ type Options struct {
 	// MachineOwnerPrefix begins the owner each machine records, before its
 	// HostMachine's UID (datadir.Machines.OwnerPrefix for `up`).
 	MachineOwnerPrefix string
+	// AWSProviderNamespace is where cluster-api-provider-aws runs; "":
+	// its default, capa-system.
+	AWSProviderNamespace string
 	// MaxMachines bounds the machines of Machines' directory; zero: none.
 	MaxMachines int
 	// LeafCertificateValidity and CAValidity are how long new certificates
@@ -267,7 +270,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	if err := ad.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents, Clusters: clusters, ClusterAPI: opts.ClusterAPI}
+	np := &nodepool.Reconciler{Client: mgr.GetClient(), Runtime: opts.NodeRuntime, RuntimeEvents: opts.NodeEvents, Clusters: clusters, ClusterAPI: opts.ClusterAPI, AWSProviderNamespace: opts.AWSProviderNamespace}
 	if err := np.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

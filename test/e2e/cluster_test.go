@@ -186,7 +186,7 @@ func TestHostedClusters(t *testing.T) {
 			{[]string{"create", "cluster", "none", "--name", "c", "--service-cidr", "10.132.0.0/16"}, "spec.networking.serviceNetwork must not overlap spec.networking.clusterNetwork"},
 			{[]string{"create", "cluster", "none", "--name", "c", "--kubernetes-version", "v1.20"}, "spec.kubernetesVersion must be a Kubernetes version vMAJOR.MINOR.PATCH"},
 			{[]string{"create", "cluster", "none", "--name", "a"}, "already exists"},
-			{[]string{"create", "cluster", "gcp", "--name", "c"}, `unknown platform "gcp": use none, simulated or host`},
+			{[]string{"create", "cluster", "gcp", "--name", "c"}, `unknown platform "gcp": use none, simulated, host, kubevirt, aws or azure`},
 			{[]string{"create", "kubeconfig", "--name", "nope"}, "hosted cluster clusters/nope not found"},
 			// Validated as a whole before anything is created.
 			{[]string{"create", "cluster", "none", "--name", "y", "--node-pool-replicas", "-3"}, "spec.replicas"},

@@ -15,13 +15,14 @@ import (
 	"hypershift.dev/internal/runtime"
 )
 
-// servesReleases: a control plane of platform None or Host runs the
-// release server, from which its joined nodes fetch their kubelet, where
+// servesReleases: a control plane of real nodes (every platform but
+// Simulated) runs the release server, from which its joined nodes fetch
+// their kubelet, where
 // the runtime's instances share this host's files (not in pods, see
 // docs/real-nodes.md).
 func servesReleases(hcp *hypershiftv1alpha1.HostedControlPlane, caps runtime.Capabilities) bool {
 	t := hcp.Spec.Platform.Type
-	return (t == hypershiftv1alpha1.NonePlatform || t == hypershiftv1alpha1.HostPlatform) && caps.HostFiles
+	return t != hypershiftv1alpha1.SimulatedPlatform && caps.HostFiles
 }
 
 // selfSHA256 is the hypershift binary's sha256: the compiled-in release

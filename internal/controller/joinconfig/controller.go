@@ -5,8 +5,9 @@
 // machine's first-boot userdata — `hypershift join` with that token, the
 // CA pin and the pool's Kubernetes version — to a data Secret, as Cluster
 // API's bootstrap contract (v1beta2) asks: status.dataSecretName and
-// status.initialization.dataSecretCreated. Every infrastructure provider
-// runs the same userdata.
+// status.initialization.dataSecretCreated. The userdata differs between
+// the pool's platforms only in where the node learns its name and provider
+// ID (bootstrap.Userdata).
 package joinconfig
 
 import (

@@ -147,6 +147,6 @@ func (r *Reconciler) issue(ctx context.Context, jc *hypershiftv1alpha1.JoinConfi
 	if err != nil {
 		return nil, bootstrap.Token{}, nil, fmt.Errorf("issue a bootstrap token of NodePool %s/%s: %w", t.hc.Namespace, t.np.Name, err)
 	}
-	userdata, err := bootstrap.Userdata(j, t.version)
+	userdata, err := bootstrap.Userdata(j, t.version, t.np.Spec.Platform.Type)
 	return userdata, j.Token, kc, err
 }

@@ -63,9 +63,13 @@ type Reconciler struct {
 	// with its other controllers.
 	Clusters *clustercache.Cache
 	// ClusterAPI runs Cluster API's controllers, which make the machines
-	// of machine platforms (Host), and says whether they are ready; nil:
+	// of machine platforms (Host, KubeVirt, AWS, Azure), and says whether they are ready; nil:
 	// this operator runs none, and such pools fail validation.
 	ClusterAPI func(context.Context) error
+	// AWSProviderNamespace is where cluster-api-provider-aws runs, and the
+	// Secrets of AWS clusters' identities are written; "":
+	// aws.DefaultProviderNamespace.
+	AWSProviderNamespace string
 
 	hosted  *hostedClusters
 	scaling autoscalerState

@@ -8,7 +8,10 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	nodeplatform "hypershift.dev/internal/controller/nodepool/platform"
+	"hypershift.dev/internal/controller/nodepool/platform/aws"
+	"hypershift.dev/internal/controller/nodepool/platform/azure"
 	"hypershift.dev/internal/controller/nodepool/platform/host"
+	"hypershift.dev/internal/controller/nodepool/platform/kubevirt"
 	"hypershift.dev/internal/controller/nodepool/platform/none"
 	"hypershift.dev/internal/controller/nodepool/platform/simulated"
 	"hypershift.dev/internal/controller/nodepool/platform/unsupported"
@@ -22,8 +25,13 @@ var platforms = map[hypershiftv1alpha1.PlatformType]func(r *Reconciler) nodeplat
 	hypershiftv1alpha1.SimulatedPlatform: func(r *Reconciler) nodeplatform.Platform {
 		return &simulated.Platform{Runtime: r.Runtime, Now: r.now}
 	},
-	hypershiftv1alpha1.NonePlatform: func(*Reconciler) nodeplatform.Platform { return none.Platform{} },
-	hypershiftv1alpha1.HostPlatform: func(r *Reconciler) nodeplatform.Platform { return host.New(r.Client, r.ClusterAPI) },
+	hypershiftv1alpha1.NonePlatform:     func(*Reconciler) nodeplatform.Platform { return none.Platform{} },
+	hypershiftv1alpha1.HostPlatform:     func(r *Reconciler) nodeplatform.Platform { return host.New(r.Client, r.ClusterAPI) },
+	hypershiftv1alpha1.KubeVirtPlatform: func(r *Reconciler) nodeplatform.Platform { return kubevirt.New(r.Client, r.ClusterAPI) },
+	hypershiftv1alpha1.AWSPlatform: func(r *Reconciler) nodeplatform.Platform {
+		return aws.New(r.Client, r.ClusterAPI, r.AWSProviderNamespace)
+	},
+	hypershiftv1alpha1.AzurePlatform: func(r *Reconciler) nodeplatform.Platform { return azure.New(r.Client, r.ClusterAPI) },
 }
 
 // newPlatform picks the implementation of a platform type.

@@ -34,6 +34,10 @@ func (r *Reconciler) updateStatus(s *scope) {
 
 	obs := observe(s)
 	np.Status.Replicas = s.machines.machines
+	np.Status.Machines = nil
+	if ms := s.machines.status; ms != nil {
+		np.Status.Machines = ms.Machines
+	}
 	np.Status.ReadyReplicas = obs.ready
 	switch {
 	case len(obs.versions) == 1 && obs.otherVersions == 0:

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/nodes/cloudmeta"
 )
 
 // UserdataFormat is the `format` of a Cluster API bootstrap data Secret
@@ -21,13 +24,25 @@ const UserdataTokenFile = "/var/lib/hypershift/join-token" //nolint:gosec // a p
 // token, a hash, a version. Anything else is refused, never escaped.
 var plainValue = regexp.MustCompile(`^[A-Za-z0-9._:/\[\]@+=-]+$`)
 
-// Userdata is a machine's first-boot userdata: a shell script that writes
-// the single-use token of j to UserdataTokenFile and runs `hypershift join`
-// with it, the server, the CA pin and version (the Kubernetes version the
-// node runs; empty: the one compiled into hypershift). The machine's
-// provider ID comes from the machine's environment (HYPERSHIFT_PROVIDER_ID),
-// so every infrastructure provider runs the same userdata.
-func Userdata(j Join, version string) ([]byte, error) {
+// providerIDFrom is where a machine of a platform learns its Node's name
+// and provider ID (`hypershift join --provider-id-from`): from what its
+// infrastructure provider reports, which nothing else on the machine
+// passes on. A machine of platform Host has both from its environment
+// (HYPERSHIFT_PROVIDER_ID and its host name).
+var providerIDFrom = map[hypershiftv1alpha1.PlatformType]cloudmeta.Source{
+	hypershiftv1alpha1.KubeVirtPlatform: cloudmeta.KubeVirt,
+	hypershiftv1alpha1.AWSPlatform:      cloudmeta.AWS,
+	hypershiftv1alpha1.AzurePlatform:    cloudmeta.Azure,
+}
+
+// Userdata is the first-boot userdata of a machine of platform: a shell
+// script that writes the single-use token of j to UserdataTokenFile and
+// runs `hypershift join` with it, the server, the CA pin and version (the
+// Kubernetes version the node runs; empty: the one compiled into
+// hypershift). On KubeVirt, AWS and Azure the join learns the Node's name
+// and provider ID from the machine (--provider-id-from); on other
+// platforms from the machine's environment.
+func Userdata(j Join, version string, platform hypershiftv1alpha1.PlatformType) ([]byte, error) {
 	if err := CheckUserdata(j.Server, version); err != nil {
 		return nil, err
 	}
@@ -43,6 +58,9 @@ func Userdata(j Join, version string) ([]byte, error) {
 	fmt.Fprintf(&b, "exec hypershift join --server '%s' --token-file %s --ca-cert-hash '%s'", j.Server, UserdataTokenFile, j.CAHash)
 	if version != "" {
 		fmt.Fprintf(&b, " --kubernetes-version '%s'", version)
+	}
+	if src, ok := providerIDFrom[platform]; ok {
+		fmt.Fprintf(&b, " --provider-id-from %s", src)
 	}
 	b.WriteString("\n")
 	return b.Bytes(), nil

@@ -6,15 +6,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 )
 
 // The userdata is a script sh runs: it writes the token to a file and
 // runs exactly the join line, with the token nowhere on it. Run here with
 // a stand-in `hypershift` on PATH that records its arguments, and with
-// /var/lib under a temporary directory.
+// /var/lib under a temporary directory. A machine of KubeVirt, AWS or
+// Azure learns its Node's name and provider ID from what its provider
+// reports; other platforms' machines from their environment.
 func TestUserdataRunsTheJoin(t *testing.T) {
+	for platform, extra := range map[hypershiftv1alpha1.PlatformType][]string{
+		hypershiftv1alpha1.HostPlatform:      nil,
+		hypershiftv1alpha1.NonePlatform:      nil,
+		hypershiftv1alpha1.KubeVirtPlatform:  {"--provider-id-from", "kubevirt"},
+		hypershiftv1alpha1.AWSPlatform:       {"--provider-id-from", "aws"},
+		hypershiftv1alpha1.AzurePlatform:     {"--provider-id-from", "azure"},
+		hypershiftv1alpha1.SimulatedPlatform: nil,
+	} {
+		t.Run(string(platform), func(t *testing.T) { userdataRunsTheJoin(t, platform, extra) })
+	}
+}
+
+func userdataRunsTheJoin(t *testing.T, platform hypershiftv1alpha1.PlatformType, extra []string) {
 	j := Join{Server: "https://10.210.0.1:6443", Token: Token{ID: "abcdef", Secret: "0123456789abcdef"}, CAHash: "sha256:00ff"}
-	ud, err := Userdata(j, "1.36.3")
+	ud, err := Userdata(j, "1.36.3", platform)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +58,7 @@ func TestUserdataRunsTheJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokenFile := root + UserdataTokenFile
-	want := strings.Join([]string{"join", "--server", j.Server, "--token-file", tokenFile, "--ca-cert-hash", j.CAHash, "--kubernetes-version", "1.36.3"}, "\n") + "\n"
+	want := strings.Join(append([]string{"join", "--server", j.Server, "--token-file", tokenFile, "--ca-cert-hash", j.CAHash, "--kubernetes-version", "1.36.3"}, extra...), "\n") + "\n"
 	if string(got) != want {
 		t.Errorf("join ran with\n%s\nwant\n%s", got, want)
 	}
@@ -63,11 +80,11 @@ func TestUserdataRefusesWhatItWouldHaveToQuote(t *testing.T) {
 		{Server: "https://a'; rm -rf / #", Token: Token{ID: "abcdef", Secret: "0123456789abcdef"}, CAHash: "sha256:00"},
 		{Server: "https://a:6443", Token: Token{ID: "abcdef", Secret: "0123456789abcdef"}, CAHash: "sha256:00 --x"},
 	} {
-		if _, err := Userdata(j, ""); err == nil {
+		if _, err := Userdata(j, "", hypershiftv1alpha1.AWSPlatform); err == nil {
 			t.Errorf("userdata for %+v made", j)
 		}
 	}
-	if _, err := Userdata(Join{Server: "https://a:6443", Token: Token{ID: "abcdef", Secret: "0123456789abcdef"}, CAHash: "sha256:00"}, "1.36.3$(id)"); err == nil {
+	if _, err := Userdata(Join{Server: "https://a:6443", Token: Token{ID: "abcdef", Secret: "0123456789abcdef"}, CAHash: "sha256:00"}, "1.36.3$(id)", hypershiftv1alpha1.AWSPlatform); err == nil {
 		t.Error("a version with $( made userdata")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"hypershift.dev/internal/nodes/cloudmeta"
 )
 
 // Options say how a host joins: the cluster's API server, the bootstrap
@@ -19,6 +21,13 @@ type Options struct {
 	ProviderID            string
 	KubeletPort           int
 	KubernetesVersion     string
+	// ProviderIDFrom (aws, azure, kubevirt; empty: none) is where the
+	// Node's name and provider ID come from instead of NodeName and
+	// ProviderID: what the machine's provider reports (cloudmeta).
+	ProviderIDFrom string
+	// Metadata looks them up; its zero value asks the real metadata
+	// services.
+	Metadata cloudmeta.Client
 	// Timeout bounds the wait for the node to be Ready.
 	Timeout time.Duration
 }
@@ -31,22 +40,16 @@ type Options struct {
 // on progress.
 func Join(ctx context.Context, opts Options, progress io.Writer) error {
 	start := time.Now()
-	if opts.Server == "" || opts.Token == "" || opts.CAHash == "" {
-		return errors.New("--server, --token (or --token-file) and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
-	}
-	if err := CheckKubeletPort(opts.KubeletPort); err != nil {
-		return err
-	}
-	if err := CheckKubernetesVersion(opts.KubernetesVersion); err != nil {
-		return err
-	}
-	if err := CheckProviderID(opts.ProviderID); err != nil {
+	if err := opts.check(); err != nil {
 		return err
 	}
 	if n, joined, err := Load(opts.NodeDir); err != nil {
 		return err
 	} else if joined {
 		return fmt.Errorf("this host already joined %s as node %s (%s): undo it with `hypershift join --reset --node-dir %s`", n.Cluster, n.Name, opts.NodeDir, opts.NodeDir)
+	}
+	if err := machineIdentity(ctx, &opts, progress); err != nil {
+		return err
 	}
 	cluster, err := Discover(ctx, opts.Server, opts.Token, opts.CAHash)
 	if err != nil {
@@ -89,4 +92,22 @@ func Join(ctx context.Context, opts Options, progress io.Writer) error {
 	fmt.Fprintf(progress, "node %s is Ready (%.1fs)\n  logs: %s, %s\n  load images: hypershift node load-image FILE.tar --node-dir %s\n  undo: hypershift join --reset --node-dir %s\n",
 		n.Name, time.Since(start).Seconds(), n.LogPath(Kubelet), n.LogPath(Containerd), opts.NodeDir, opts.NodeDir)
 	return nil
+}
+
+// check refuses options a join cannot run with, before anything is asked
+// or made.
+func (opts Options) check() error {
+	if opts.Server == "" || opts.Token == "" || opts.CAHash == "" {
+		return errors.New("--server, --token (or --token-file) and --ca-cert-hash are required: print them with `hypershift create join-command --name CLUSTER`")
+	}
+	if err := CheckKubeletPort(opts.KubeletPort); err != nil {
+		return err
+	}
+	if err := CheckKubernetesVersion(opts.KubernetesVersion); err != nil {
+		return err
+	}
+	if err := CheckProviderID(opts.ProviderID); err != nil {
+		return err
+	}
+	return CheckProviderIDFrom(opts)
 }

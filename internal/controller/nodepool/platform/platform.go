@@ -158,6 +158,9 @@ type MachineStatus struct {
 	// versions left out.
 	Versions      []string
 	OtherVersions int
+	// Machines are the machines as their provider reports them, bounded
+	// (the NodePool's status.machines).
+	Machines []hypershiftv1alpha1.NodePoolMachine
 }
 
 // Bounds of the kubelet versions a MachineStatus reports.

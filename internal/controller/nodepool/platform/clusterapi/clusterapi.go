@@ -17,8 +17,10 @@ package clusterapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,15 +87,60 @@ type Infrastructure struct {
 	ClusterKind, MachineKind, MachineTemplateKind string
 	// ClusterSpec and MachineSpec are the spec of the cluster's
 	// infrastructure object and of each machine (the template's
-	// spec.template.spec); nil: empty.
+	// spec.template.spec); nil: empty. With a MachineSpec, the template's
+	// name carries a hash of it, so that a change of the pool's machines
+	// rolls out as new machines (Cluster API clones a template only when
+	// a machine is made); without, it is named like the pool.
 	ClusterSpec func(p *platform.Pool) map[string]any
 	MachineSpec func(p *platform.Pool) map[string]any
-	// NodeName is the Node name of a machine of this provider ID; "" when
-	// the ID is not the provider's.
-	NodeName func(providerID string) string
+	// ExternallyManaged marks the infrastructure cluster as managed by
+	// hypershift (Cluster API's managed-by annotation: the provider makes
+	// nothing for it) and reports it ready, as Cluster API's v1beta1
+	// infrastructure contract has it (status.ready).
+	ExternallyManaged bool
+	// ClusterObjects are what the provider needs besides the
+	// infrastructure cluster — credentials it reads, made from Secrets
+	// the user names — written before it, owned by the HostedCluster; r
+	// reads the management cluster. Nil: none.
+	ClusterObjects func(ctx context.Context, r client.Reader, p *platform.Pool) ([]*unstructured.Unstructured, error)
+	// Outside names the ClusterObjects that are not in the control-plane
+	// namespace (cluster-scoped, or in the provider's namespace): they do
+	// not go with it, and are removed when the HostedCluster is deleted
+	// and has no machine left.
+	Outside func(p *platform.Pool) []ObjectRef
+	// Validate refuses a pool the provider cannot make machines for; nil:
+	// none is refused.
+	Validate func(p *platform.Pool) error
+	// NodeName is the Node name of a machine the provider reports (its
+	// infrastructure machine); "" when it names none yet, or not one of
+	// the provider's.
+	NodeName func(m *unstructured.Unstructured) string
 	// Capacity is what a new machine's Node offers, for the autoscaler;
 	// nil: unknown (a pending pod is taken to fit).
-	Capacity func() corev1.ResourceList
+	Capacity func(np *hypershiftv1alpha1.NodePool) corev1.ResourceList
+}
+
+// ObjectRef names an object of a kind.
+type ObjectRef struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+// ManagedByAnnotation is Cluster API's mark of an infrastructure cluster
+// whose infrastructure another party provides: its provider leaves it be.
+const ManagedByAnnotation = "cluster.x-k8s.io/managed-by"
+
+// ProviderIDNodeName is a NodeName that takes the Node name from the
+// machine's provider ID, PREFIX + NAME; "" for another provider's ID.
+func ProviderIDNodeName(prefix string) func(*unstructured.Unstructured) string {
+	return func(m *unstructured.Unstructured) string {
+		id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+		name, ok := strings.CutPrefix(id, prefix)
+		if !ok {
+			return ""
+		}
+		return name
+	}
 }
 
 // Platform is a machine platform: Cluster API makes the pool's machines
@@ -146,6 +193,25 @@ type notOursError struct{ kind, key string }
 
 func (e *notOursError) Error() string {
 	return fmt.Sprintf("%s %s exists and was not made for this pool: it is left alone; delete or rename it", e.kind, e.key)
+}
+
+// ProblemError is a problem of what the user wrote (a Secret named but
+// missing, credentials that are not), reported in the pool's status
+// rather than retried as a failure.
+type ProblemError struct{ Msg string }
+
+func (e *ProblemError) Error() string { return e.Msg }
+
+// Problem is a ProblemError.
+func Problem(format string, args ...any) error {
+	return &ProblemError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// isProblem: err is the user's to fix, and said in the pool's status.
+func isProblem(err error) bool {
+	var notOurs *notOursError
+	var problem *ProblemError
+	return errors.As(err, &notOurs) || errors.As(err, &problem)
 }
 
 // apply writes obj whole (server-side apply, forcing this manager's
@@ -213,3 +279,38 @@ func isMissingKind(err error) bool {
 	var noMatch *meta.NoKindMatchError
 	return errors.As(err, &noMatch) || meta.IsNoMatchError(err)
 }
+
+// UserSecret reads the Secret the user named in the HostedCluster's
+// namespace; one that is missing is a Problem naming field, the field
+// that names it.
+func UserSecret(ctx context.Context, r client.Reader, hc *hypershiftv1alpha1.HostedCluster, name, field string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, Problem("Secret %s/%s, named by %s, does not exist", hc.Namespace, name, field)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SecretObject is a Secret of the control-plane namespace (or another)
+// made for the cluster, holding data.
+func SecretObject(namespace, name, cluster string, data map[string][]byte) *unstructured.Unstructured {
+	enc := map[string]any{}
+	for k, v := range data {
+		enc[k] = base64.StdEncoding.EncodeToString(v)
+	}
+	return object(corev1.SchemeGroupVersion.WithKind("Secret"), namespace, name, map[string]string{ClusterNameLabel: cluster},
+		map[string]any{"type": string(corev1.SecretTypeOpaque), "data": enc})
+}
+
+// Object is an unstructured object of kind k, labelled with the cluster's
+// name.
+func Object(k schema.GroupVersionKind, namespace, name, cluster string, content map[string]any) *unstructured.Unstructured {
+	return object(k, namespace, name, map[string]string{ClusterNameLabel: cluster}, content)
+}
+
+// ControlPlaneNamespace is where the cluster's Cluster API objects are.
+func ControlPlaneNamespace(p *platform.Pool) string { return namesOf(p).namespace }

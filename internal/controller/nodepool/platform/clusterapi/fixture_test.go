@@ -75,8 +75,18 @@ type cluster struct {
 
 func (f *fixture) cluster(t *testing.T, namespace, name string) *cluster {
 	t.Helper()
+	return f.clusterOf(t, namespace, name, nil)
+}
+
+// clusterOf is cluster, the HostedCluster edited by edit before it is
+// created.
+func (f *fixture) clusterOf(t *testing.T, namespace, name string, edit func(hc *hypershiftv1alpha1.HostedCluster)) *cluster {
+	t.Helper()
 	ctx := t.Context()
 	hc := hypershiftv1alpha1.NewHostedCluster(namespace, name, hypershiftv1alpha1.HostPlatform, version.KubernetesVersion)
+	if edit != nil {
+		edit(hc)
+	}
 	must(t, f.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
 	must(t, f.c.Create(ctx, hc))
 	if hc.UID == "" {

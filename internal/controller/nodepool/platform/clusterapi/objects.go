@@ -2,7 +2,10 @@ package clusterapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/nodepool/platform"
@@ -23,13 +27,36 @@ import (
 func (m *Platform) ensureCluster(ctx context.Context, p *platform.Pool, n names) error {
 	hc := p.HostedCluster
 	labels := map[string]string{ClusterNameLabel: n.cluster}
+	if m.Infra.ClusterObjects != nil {
+		objs, err := m.Infra.ClusterObjects(ctx, m.Client, p)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := m.apply(ctx, o, n.hcUID); err != nil {
+				return err
+			}
+		}
+	}
 	infraSpec := map[string]any{}
 	if m.Infra.ClusterSpec != nil {
 		infraSpec = m.Infra.ClusterSpec(p)
 	}
+	ep := hc.Status.ControlPlaneEndpoint
+	if m.Infra.ExternallyManaged && ep.Host != "" {
+		infraSpec["controlPlaneEndpoint"] = map[string]any{"host": ep.Host, "port": int64(ep.Port)}
+	}
 	infra := object(gvk(m.Infra.Group, m.Infra.Version, m.Infra.ClusterKind), n.namespace, n.cluster, labels, map[string]any{"spec": infraSpec})
+	if m.Infra.ExternallyManaged {
+		infra.SetAnnotations(map[string]string{ManagedByAnnotation: FieldManager})
+	}
 	if err := m.apply(ctx, infra, n.hcUID); err != nil {
 		return err
+	}
+	if m.Infra.ExternallyManaged {
+		if err := m.reportReady(ctx, infra); err != nil {
+			return err
+		}
 	}
 	admin, _, err := hostedref.AdminKubeconfig(ctx, m.Client, hc)
 	if err != nil {
@@ -48,7 +75,7 @@ func (m *Platform) ensureCluster(ctx context.Context, p *platform.Pool, n names)
 		},
 		"infrastructureRef": map[string]any{"apiGroup": m.Infra.Group, "kind": m.Infra.ClusterKind, "name": n.cluster},
 	}
-	if ep := hc.Status.ControlPlaneEndpoint; ep.Host != "" {
+	if ep.Host != "" {
 		spec["controlPlaneEndpoint"] = map[string]any{"host": ep.Host, "port": int64(ep.Port)}
 	}
 	return m.apply(ctx, object(clusterGVK, n.namespace, n.cluster, labels, map[string]any{"spec": spec}), n.hcUID)
@@ -65,18 +92,28 @@ func (m *Platform) ensurePool(ctx context.Context, p *platform.Pool, n names, wa
 	if err := m.apply(ctx, join, n.npUID); err != nil {
 		return err
 	}
-	machineSpec := map[string]any{}
+	machineSpec, template := map[string]any{}, n.pool
 	if m.Infra.MachineSpec != nil {
 		machineSpec = m.Infra.MachineSpec(p)
+		template = TemplateName(n.pool, machineSpec)
 	}
-	tmpl := object(gvk(m.Infra.Group, m.Infra.Version, m.Infra.MachineTemplateKind), n.namespace, n.pool, labels, map[string]any{
+	tmpl := object(gvk(m.Infra.Group, m.Infra.Version, m.Infra.MachineTemplateKind), n.namespace, template, labels, map[string]any{
 		"spec": map[string]any{"template": map[string]any{"spec": machineSpec}},
 	})
 	if err := m.apply(ctx, tmpl, n.npUID); err != nil {
 		return err
 	}
-	if err := m.apply(ctx, m.machineDeployment(p, n, labels, want, version), n.npUID); err != nil {
+	previous, err := m.deploymentTemplate(ctx, n)
+	if err != nil {
 		return err
+	}
+	if err := m.apply(ctx, m.machineDeployment(p, n, labels, want, version, template), n.npUID); err != nil {
+		return err
+	}
+	if m.Infra.MachineSpec != nil {
+		if err := m.removeOldTemplates(ctx, n, template, previous); err != nil {
+			return err
+		}
 	}
 	if !np.Spec.Management.AutoRepair {
 		return m.remove(ctx, machineHealthCheckGVK, n.namespace, n.pool, n.npUID)
@@ -90,7 +127,7 @@ func (m *Platform) ensurePool(ctx context.Context, p *platform.Pool, n names, wa
 
 // machineDeployment is the pool's MachineDeployment, complete: what
 // Cluster API's defaulting webhook would add is written here.
-func (m *Platform) machineDeployment(p *platform.Pool, n names, labels map[string]string, want int32, version string) *unstructured.Unstructured {
+func (m *Platform) machineDeployment(p *platform.Pool, n names, labels map[string]string, want int32, version, template string) *unstructured.Unstructured {
 	np := p.NodePool
 	selector := map[string]any{ClusterNameLabel: n.cluster, DeploymentNameLabel: n.pool}
 	templateLabels := map[string]any{ClusterNameLabel: n.cluster, DeploymentNameLabel: n.pool, PoolLabel: n.pool}
@@ -112,7 +149,7 @@ func (m *Platform) machineDeployment(p *platform.Pool, n names, labels map[strin
 					"apiGroup": hypershiftv1alpha1.GroupVersion.Group, "kind": "JoinConfigTemplate", "name": n.pool,
 				}},
 				"infrastructureRef": map[string]any{
-					"apiGroup": m.Infra.Group, "kind": m.Infra.MachineTemplateKind, "name": n.pool,
+					"apiGroup": m.Infra.Group, "kind": m.Infra.MachineTemplateKind, "name": template,
 				},
 			},
 		},
@@ -188,4 +225,87 @@ func intOrString(v intstr.IntOrString) any {
 
 func clientKey(o metav1.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// TemplateName is the name of a pool's machine template of that spec:
+// the pool's name and 8 hex digits of the spec's SHA-256.
+func TemplateName(pool string, spec map[string]any) string {
+	data, _ := json.Marshal(spec) // maps of JSON values: cannot fail
+	sum := sha256.Sum256(data)
+	return pool + "-" + hex.EncodeToString(sum[:4])
+}
+
+// deploymentTemplate is the machine template the pool's MachineDeployment
+// names now; "" when there is none yet.
+func (m *Platform) deploymentTemplate(ctx context.Context, n names) (string, error) {
+	md := &unstructured.Unstructured{}
+	md.SetGroupVersionKind(machineDeploymentGVK)
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: n.namespace, Name: n.pool}, md); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	name, _, _ := unstructured.NestedString(md.Object, "spec", "template", "spec", "infrastructureRef", "name")
+	return name, nil
+}
+
+// removeOldTemplates deletes the pool's machine templates other than
+// current and previous (the one the MachineDeployment named until now,
+// whose MachineSet Cluster API may not have made yet) that no MachineSet
+// of the pool names any more (Cluster API keeps a MachineSet of each
+// revision, and makes machines only from the newest).
+func (m *Platform) removeOldTemplates(ctx context.Context, n names, current, previous string) error {
+	templates, err := m.poolTemplates(ctx, n)
+	if err != nil || len(templates) < 2 {
+		return err
+	}
+	sets := &unstructured.UnstructuredList{}
+	sets.SetGroupVersionKind(gvk(Group, Version, "MachineSetList"))
+	if err := m.Client.List(ctx, sets, client.InNamespace(n.namespace), client.MatchingLabels{ClusterNameLabel: n.cluster, DeploymentNameLabel: n.pool}); err != nil && !isMissingKind(err) {
+		return err
+	}
+	inUse := map[string]bool{current: true, previous: true}
+	for _, ms := range sets.Items {
+		name, _, _ := unstructured.NestedString(ms.Object, "spec", "template", "spec", "infrastructureRef", "name")
+		inUse[name] = true
+	}
+	for _, t := range templates {
+		if !inUse[t.GetName()] {
+			if err := m.remove(ctx, t.GroupVersionKind(), n.namespace, t.GetName(), n.npUID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// poolTemplates lists the pool's machine templates.
+func (m *Platform) poolTemplates(ctx context.Context, n names) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk(m.Infra.Group, m.Infra.Version, m.Infra.MachineTemplateKind+"List"))
+	err := m.Client.List(ctx, list, client.InNamespace(n.namespace),
+		client.MatchingLabels{ClusterNameLabel: n.cluster, PoolLabel: n.pool, OwnerLabel: string(n.npUID)})
+	if isMissingKind(err) {
+		return nil, nil
+	}
+	return list.Items, err
+}
+
+// reportReady marks an externally managed infrastructure cluster ready
+// (status.ready of Cluster API's v1beta1 infrastructure contract, and
+// status.initialization.provisioned of its v1beta2 one), once.
+func (m *Platform) reportReady(ctx context.Context, infra *unstructured.Unstructured) error {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(infra.GroupVersionKind())
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(infra), cur); err != nil {
+		return err
+	}
+	if ready, _, _ := unstructured.NestedBool(cur.Object, "status", "ready"); ready {
+		return nil
+	}
+	// Both contracts' fields: a provider of Cluster API's v1beta2 contract
+	// reads initialization.provisioned (a schema without it prunes it).
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"ready":true,"initialization":{"provisioned":true}}}`))
+	if err := m.Client.Status().Patch(ctx, cur, patch, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("report %s %s/%s ready: %w", cur.GetKind(), cur.GetNamespace(), cur.GetName(), err)
+	}
+	return nil
 }

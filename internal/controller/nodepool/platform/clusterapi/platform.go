@@ -2,7 +2,6 @@ package clusterapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -40,6 +39,9 @@ func (p *Platform) Validate(pool *platform.Pool) error {
 	if _, err := UnhealthyTimeoutOf(pool.NodePool); err != nil {
 		return err
 	}
+	if p.Infra.Validate != nil {
+		return p.Infra.Validate(pool)
+	}
 	return nil
 }
 
@@ -75,7 +77,7 @@ func (p *Platform) NodeTemplate(np *hypershiftv1alpha1.NodePool) platform.NodeTe
 	maps.Copy(labels, np.Spec.NodeLabels)
 	t := platform.NodeTemplate{Labels: labels, Taints: platform.Taints(np.Spec.Taints)}
 	if p.Infra.Capacity != nil {
-		t.Capacity = p.Infra.Capacity()
+		t.Capacity = p.Infra.Capacity(np)
 	}
 	return t
 }
@@ -91,9 +93,8 @@ func (p *Platform) Machines(pool *platform.Pool) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, u := range infra {
-		id, _, _ := unstructured.NestedString(u.Object, "spec", "providerID")
-		if name := p.Infra.NodeName(id); name != "" {
+	for i := range infra {
+		if name := p.Infra.NodeName(&infra[i]); name != "" {
 			out = append(out, name)
 		}
 	}
@@ -117,9 +118,8 @@ func (p *Platform) Reconcile(ctx context.Context, pool *platform.Pool, want int3
 			Problem: fmt.Sprintf("Waiting for Cluster API: %v", err),
 		}, nil
 	}
-	var notOurs *notOursError
 	if err := p.ensureCluster(ctx, pool, n); err != nil {
-		if errors.As(err, &notOurs) {
+		if isProblem(err) {
 			return platform.Report{Machines: count(machines), Problem: err.Error(), MachineStatus: status}, nil
 		}
 		return platform.Report{}, err
@@ -129,7 +129,7 @@ func (p *Platform) Reconcile(ctx context.Context, pool *platform.Pool, want int3
 		return platform.Report{}, err
 	}
 	if err := p.ensurePool(ctx, pool, n, want, version); err != nil {
-		if errors.As(err, &notOurs) {
+		if isProblem(err) {
 			return platform.Report{Machines: count(machines), Problem: err.Error(), MachineStatus: status}, nil
 		}
 		return platform.Report{}, err
@@ -192,6 +192,8 @@ func (p *Platform) report(ctx context.Context, n names, machines []unstructured.
 		}
 		if msg := failing(m, "InfrastructureReady", "BootstrapConfigReady"); msg != "" {
 			problems = append(problems, fmt.Sprintf("Machine %s: %s", m.GetName(), msg))
+		} else if msg := failure(m); msg != "" {
+			problems = append(problems, fmt.Sprintf("Machine %s: %s", m.GetName(), msg))
 		}
 	}
 	if int(want) != len(machines) {
@@ -230,6 +232,19 @@ func failing(m *unstructured.Unstructured, types ...string) string {
 		}
 	}
 	return ""
+}
+
+// failure is the terminal failure a provider of Cluster API's v1beta1
+// contract reported (its machine's status.failureReason and
+// failureMessage, which Cluster API keeps in the Machine's
+// status.deprecated.v1beta1); "" when there is none.
+func failure(m *unstructured.Unstructured) string {
+	reason, _, _ := unstructured.NestedString(m.Object, "status", "deprecated", "v1beta1", "failureReason")
+	msg, _, _ := unstructured.NestedString(m.Object, "status", "deprecated", "v1beta1", "failureMessage")
+	if reason == "" && msg == "" {
+		return ""
+	}
+	return fmt.Sprintf("failed: %s: %s", truncate(reason, 128), truncate(msg, 512))
 }
 
 // infraClusterProblem is why the infrastructure cluster is not Ready
@@ -316,6 +331,31 @@ func (p *Platform) Delete(ctx context.Context, pool *platform.Pool) error {
 	if left > 0 {
 		return fmt.Errorf("waiting for the %d machines of MachineDeployment %s/%s to be deleted", left, n.namespace, n.pool)
 	}
+	if p.Infra.Outside == nil {
+		return nil
+	}
+	if pool.HostedCluster.DeletionTimestamp.IsZero() {
+		others, err := p.otherPools(ctx, pool)
+		if err != nil || others {
+			return err
+		}
+	}
+	// The cluster goes, or its last pool: what it has outside its
+	// control-plane namespace goes once no machine of any pool needs the
+	// provider's credentials (the next pool makes it again).
+	all := &unstructured.UnstructuredList{}
+	all.SetGroupVersionKind(machineGVK.GroupVersion().WithKind("MachineList"))
+	if err := p.Client.List(ctx, all, client.InNamespace(n.namespace), client.MatchingLabels{ClusterNameLabel: n.cluster}); err != nil && !isMissingKind(err) {
+		return err
+	}
+	if len(all.Items) > 0 {
+		return fmt.Errorf("waiting for the %d machines of HostedCluster %s to be deleted", len(all.Items), n.cluster)
+	}
+	for _, o := range p.Infra.Outside(pool) {
+		if err := p.remove(ctx, o.GVK, o.Namespace, o.Name, n.hcUID); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -331,6 +371,15 @@ func (p *Platform) removePool(ctx context.Context, n names) (int, error) {
 			return 0, err
 		}
 	}
+	templates, err := p.poolTemplates(ctx, n)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range templates {
+		if err := p.remove(ctx, t.GroupVersionKind(), n.namespace, t.GetName(), n.npUID); err != nil {
+			return 0, err
+		}
+	}
 	machines, err := p.machines(ctx, n)
 	return len(machines), err
 }
@@ -338,3 +387,19 @@ func (p *Platform) removePool(ctx context.Context, n names) (int, error) {
 // Sleep does nothing: real machines keep running while their control
 // plane sleeps, and their kubelets register again when it answers.
 func (*Platform) Sleep(context.Context, *platform.Pool) error { return nil }
+
+// otherPools says whether the pool's HostedCluster has another NodePool
+// that is not being deleted.
+func (p *Platform) otherPools(ctx context.Context, pool *platform.Pool) (bool, error) {
+	list := &hypershiftv1alpha1.NodePoolList{}
+	if err := p.Client.List(ctx, list, client.InNamespace(pool.HostedCluster.Namespace)); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		np := &list.Items[i]
+		if np.Spec.ClusterName == pool.HostedCluster.Name && np.UID != pool.NodePool.UID && np.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
+}

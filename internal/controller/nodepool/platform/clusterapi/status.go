@@ -2,9 +2,11 @@ package clusterapi
 
 import (
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/nodepool/platform"
 	"hypershift.dev/internal/nodes/drain"
 )
@@ -53,6 +55,7 @@ func machineStatus(pool *platform.Pool, machines []unstructured.Unstructured) *p
 			st.Unhealthy = append(st.Unhealthy, nodeName)
 		}
 	}
+	st.Machines = reported(machines)
 	slices.Sort(st.NotReady)
 	slices.Sort(st.Unhealthy)
 	st.Versions, st.OtherVersions = platform.KubeletVersions(versions)
@@ -69,4 +72,44 @@ func conditionTrue(m *unstructured.Unstructured, typ string) bool {
 		}
 	}
 	return false
+}
+
+// MaxReportedMachines bounds the machines a pool's status lists.
+const MaxReportedMachines = 100
+
+// addressTypes are the address types Cluster API's Machines carry.
+var addressTypes = []string{"Hostname", "ExternalIP", "InternalIP", "ExternalDNS", "InternalDNS"}
+
+// reported is what the pool's status says of each Machine, as its
+// provider reported it through Cluster API: name, Node, provider ID,
+// addresses, readiness and failure, bounded in number and length (the
+// values come from the infrastructure), sorted by name.
+func reported(machines []unstructured.Unstructured) []hypershiftv1alpha1.NodePoolMachine {
+	out := make([]hypershiftv1alpha1.NodePoolMachine, 0, min(len(machines), MaxReportedMachines))
+	for i := range machines {
+		m := &machines[i]
+		node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+		id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+		r := hypershiftv1alpha1.NodePoolMachine{
+			Name: m.GetName(), NodeName: node, ProviderID: truncate(id, 500),
+			Ready: conditionTrue(m, machineReadyCondition),
+		}
+		addrs, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+		for _, a := range addrs {
+			am, _ := a.(map[string]any)
+			typ, _ := am["type"].(string)
+			addr, _ := am["address"].(string)
+			if slices.Contains(addressTypes, typ) && addr != "" && len(addr) <= 256 && len(r.Addresses) < 8 {
+				r.Addresses = append(r.Addresses, hypershiftv1alpha1.MachineAddress{Type: typ, Address: addr})
+			}
+		}
+		if msg := failure(m); msg != "" {
+			r.Failure = truncate(msg, 1000)
+		} else if msg := failing(m, "InfrastructureReady", "BootstrapConfigReady"); msg != "" {
+			r.Failure = truncate(msg, 1000)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b hypershiftv1alpha1.NodePoolMachine) int { return strings.Compare(a.Name, b.Name) })
+	return out[:min(len(out), MaxReportedMachines)]
 }

@@ -27,14 +27,14 @@ var Infrastructure = clusterapi.Infrastructure{
 	ClusterKind:         "HostCluster",
 	MachineKind:         "HostMachine",
 	MachineTemplateKind: "HostMachineTemplate",
-	NodeName:            NodeName,
+	NodeName:            clusterapi.ProviderIDNodeName(hypershiftv1alpha1.HostProviderIDPrefix),
 	Capacity:            Capacity,
 }
 
 // Capacity is what a machine's Node offers: every machine shares this
 // host's processors and memory (the kubelet reports the host's), and the
 // kubelet's default of 110 pods.
-func Capacity() corev1.ResourceList {
+func Capacity(*hypershiftv1alpha1.NodePool) corev1.ResourceList {
 	out := corev1.ResourceList{
 		corev1.ResourceCPU:  *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourcePods: *resource.NewQuantity(110, resource.DecimalSI),
@@ -59,16 +59,6 @@ func memTotal() (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// NodeName is the Node name of a machine of this provider ID: the
-// machine's hostname; "" for another provider's ID.
-func NodeName(providerID string) string {
-	name, ok := strings.CutPrefix(providerID, hypershiftv1alpha1.HostProviderIDPrefix)
-	if !ok {
-		return ""
-	}
-	return name
 }
 
 // New is the Host platform of the management cluster c; start runs

@@ -37,6 +37,15 @@ func newCLI(t *testing.T) *cli {
 	return &cli{t: t, bin: testenv.Binary(t), dataDir: shortTempDir(t)}
 }
 
+// in is the cli reporting to t, a subtest of the one it was made for: a
+// subtest that fails through its parent's t stops the parent's goroutine
+// from its own, and Go reports that instead of the failure.
+func (c *cli) in(t *testing.T) *cli {
+	sub := *c
+	sub.t = t
+	return &sub
+}
+
 // shortTempDir is testenv.ShortTempDir, whose processes the CPU meter
 // charges to t.
 func shortTempDir(t *testing.T) string {

@@ -82,6 +82,7 @@ func TestKubeRuntime(t *testing.T) {
 		})
 	})
 	t.Run("dump cluster reads the control plane's pods and their logs", func(t *testing.T) {
+		hs := hs.in(t)
 		// The dump reads the hosted API too.
 		waitSteadyAfterEtcdRestart(t, mgmt, inner, ns)
 		dump := filepath.Join(t.TempDir(), "dump")
@@ -132,7 +133,7 @@ func TestKubeRuntime(t *testing.T) {
 		settled := make(chan struct{})
 		t.Run("a CA rotation under requests reaches Done and a renewal replaces no etcd or controller pod", func(t *testing.T) {
 			t.Parallel()
-			kubeRuntimeCARotation(t, hs, mgmt, inner, ns, settled)
+			kubeRuntimeCARotation(t, hs.in(t), mgmt, inner, ns, settled)
 		})
 		t.Run("other clusters, once the operator is settled", func(t *testing.T) {
 			t.Parallel()
@@ -142,6 +143,7 @@ func TestKubeRuntime(t *testing.T) {
 				return
 			}
 			t.Run("a cluster of another release runs the image's release binary", func(t *testing.T) {
+				hs := hs.in(t)
 				// The volume's directory belongs to root, as a hostPath
 				// volume made without reading docs/install.md would: etcd
 				// (uid 65532) cannot write it, and describe says so with
@@ -184,7 +186,7 @@ func TestKubeRuntime(t *testing.T) {
 				hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
 			})
 			t.Run("migrated to the embedded plane and back under writes: no acknowledged write lost, the CAs kept, the source gone", func(t *testing.T) {
-				kubeRuntimeMigrate(t, hs, mgmt, node.ip, class, volumes)
+				kubeRuntimeMigrate(t, hs.in(t), mgmt, node.ip, class, volumes)
 			})
 		})
 		t.Run("a Host pool's machines are pods of the management cluster: made, one repaired, scaled, destroyed", func(t *testing.T) {
@@ -194,18 +196,19 @@ func TestKubeRuntime(t *testing.T) {
 			case <-t.Context().Done():
 				return
 			}
-			kubeRuntimeMachines(t, hs, mgmt, class, volumes)
+			kubeRuntimeMachines(t, hs.in(t), mgmt, class, volumes)
 		})
 	})
 	etcdVolume := "inner-etcd-0"
 	t.Run("a backup restored in etcd's pod after destroy keeps the objects and the saved kubeconfig", func(t *testing.T) {
-		etcdVolume = kubeRuntimeBackupRestore(t, hs, mgmt, inner, class, volumes)
+		etcdVolume = kubeRuntimeBackupRestore(t, hs.in(t), mgmt, inner, class, volumes)
 	})
 	t.Run("an addon rolls out across both clusters with its pod using the connector and is deleted from both", func(t *testing.T) { kubeRuntimeAddons(t, mgmt, inner, ns) })
 	t.Run("fenced in place and unfenced: etcd alone, the same Services, the saved kubeconfig works again", func(t *testing.T) {
 		fenceAndLift(t, mgmt, inner)
 	})
 	t.Run("destroy leaves nothing of the cluster behind", func(t *testing.T) {
+		hs := hs.in(t)
 		hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "inner", "--wait", "--timeout", "3m")
 		eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func() error {
 			if out, err := kubectl(t, mgmt, "get", "namespace", ns); err == nil {
@@ -228,6 +231,7 @@ func TestKubeRuntime(t *testing.T) {
 		}
 	})
 	t.Run("uninstall", func(t *testing.T) {
+		hs := hs.in(t)
 		hs.must("--kubeconfig", mgmt, "uninstall")
 		if out, err := kubectl(t, mgmt, "get", "crd", "hostedclusters.hypershift.dev"); err == nil {
 			t.Errorf("uninstall left the CRD:\n%s", out)

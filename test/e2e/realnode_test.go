@@ -176,11 +176,26 @@ spec:
 		}
 		// A cluster without an issuer configured: the pod discovers the
 		// default issuer in-cluster and verifies its own projected token
-		// (docs/workload-identity.md).
-		if got, err := kubectl(t, kc, "exec", "hello", "--", "/hello", "verify-token", "-audience", "sts.amazonaws.com", "/var/run/secrets/tokens/token"); err != nil ||
-			strings.TrimSpace(got) != "verified system:serviceaccount:default:default https://kubernetes.default.svc" {
-			t.Errorf("the pod verifying its own token in-cluster: %q, %v", got, err)
-		}
+		// (docs/workload-identity.md). The name resolves through the
+		// cluster's DNS, which serves once a CoreDNS pod on this node is
+		// ready: the hello pod can be ready first.
+		eventually(t, 2*time.Minute, "kube-dns has a ready endpoint", func() error {
+			out, err := kubectl(t, kc, "-n", "kube-system", "get", "endpointslices", "-l", "kubernetes.io/service-name=kube-dns",
+				"-o", `jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]}{"\n"}{end}`)
+			if err != nil || strings.TrimSpace(out) == "" {
+				return errorf("no ready kube-dns endpoint: %q, %v", out, err)
+			}
+			return nil
+		})
+		eventually(t, 30*time.Second, "the pod verifying its own token in-cluster", func() error {
+			got, err := kubectl(t, kc, "exec", "hello", "--", "/hello", "verify-token", "-audience", "sts.amazonaws.com", "/var/run/secrets/tokens/token")
+			if err != nil || strings.TrimSpace(got) != "verified system:serviceaccount:default:default https://kubernetes.default.svc" {
+				// Which hop failed: the name, or the Service behind it.
+				addrs, rerr := kubectl(t, kc, "exec", "hello", "--", "/hello", "resolve", "kubernetes.default.svc")
+				return errorf("%q, %v (kubernetes.default.svc resolves to %q, %v)", got, err, strings.TrimSpace(addrs), rerr)
+			}
+			return nil
+		})
 		podIP := strings.TrimSpace(mustKubectl(t, kc, "get", "pod", "hello", "-o", "jsonpath={.status.podIP}"))
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + podIP + ":8080/")
 		if err != nil {

@@ -36,6 +36,10 @@ const (
 	// a-b/c both give a-b-c), so the name labels alone cannot say whose it
 	// is; the UID can.
 	ClusterUIDLabel = "hypershift.dev/hostedcluster-uid"
+	// OwnerUIDLabel holds the UID of the object (HostedCluster or
+	// NodePool) an object of a machine pool is made for, which the
+	// NodePool controller checks before it changes or deletes one.
+	OwnerUIDLabel = "hypershift.dev/owner-uid"
 )
 
 const (

@@ -12,7 +12,6 @@ import (
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/nodepool/platform/aws"
-	"hypershift.dev/internal/controller/nodepool/platform/clusterapi"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/testenv"
@@ -40,6 +39,9 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	}
 	if err := install.Apply(ctx, admin, objs, func(string, string, install.Result) {}); err != nil {
 		t.Fatal(err)
+	}
+	if install.DefaultAWSProviderNamespace != aws.DefaultProviderNamespace {
+		t.Fatalf("the policy's default AWS provider namespace %s, the platform's %s", install.DefaultAWSProviderNamespace, aws.DefaultProviderNamespace)
 	}
 	operator := actingAs(t, env, "system:serviceaccount:"+install.DefaultNamespace+":"+install.OperatorName)
 	const tenant, controlPlane = "tenant", "tenant-a"
@@ -114,10 +116,10 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	refused("creates an unlabelled Secret where CAPA runs", operator.Create(ctx, secret(aws.DefaultProviderNamespace, "planted", false)))
 	refused("deletes CAPA's own Secret", operator.Delete(ctx, providers))
 	relabelled := providers.DeepCopy()
-	relabelled.Labels = map[string]string{clusterapi.OwnerLabel: "0000"}
+	relabelled.Labels = map[string]string{hostedref.OwnerUIDLabel: "0000"}
 	refused("takes CAPA's own Secret over with the owner label", operator.Update(ctx, relabelled))
 	identity := secret(aws.DefaultProviderNamespace, "hypershift-tenant-a", false)
-	identity.Labels = map[string]string{clusterapi.OwnerLabel: "0000"}
+	identity.Labels = map[string]string{hostedref.OwnerUIDLabel: "0000"}
 
 	for what, obj := range map[string]client.Object{
 		"an AWS identity's Secret where CAPA runs":         identity,

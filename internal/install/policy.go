@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
-	"hypershift.dev/internal/controller/nodepool/platform/aws"
-	"hypershift.dev/internal/controller/nodepool/platform/clusterapi"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/runtime"
 )
@@ -217,6 +215,11 @@ func policy(name, resource string, ops []admissionregistrationv1.OperationType, 
 // runtime's operator to the namespaces of control planes.
 const OperatorScopePolicyName = "operator-scope.hypershift.dev"
 
+// DefaultAWSProviderNamespace is where cluster-api-provider-aws runs
+// unless the operator is told otherwise, as the provider's release
+// manifests install it (the AWS platform's aws.DefaultProviderNamespace).
+const DefaultAWSProviderNamespace = "capa-system"
+
 // operatorScopeResources are the kinds the operator's ClusterRole lets it
 // write in every namespace (RBAC has no "namespaces labelled so"); the
 // policy takes that back to control-plane namespaces.
@@ -251,10 +254,10 @@ func operatorScopePolicy(operatorUser, awsNamespace string) (*admissionregistrat
 		return "has(" + o + ".metadata.ownerReferences) && " + o + ".metadata.ownerReferences.exists(r, r.kind == 'HostedCluster' && r.apiVersion.startsWith('hypershift.dev/'))"
 	}
 	if awsNamespace == "" {
-		awsNamespace = aws.DefaultProviderNamespace
+		awsNamespace = DefaultAWSProviderNamespace
 	}
 	ownerLabelled := func(o string) string {
-		return "has(" + o + ".metadata.labels) && '" + clusterapi.OwnerLabel + "' in " + o + ".metadata.labels"
+		return "has(" + o + ".metadata.labels) && '" + hostedref.OwnerUIDLabel + "' in " + o + ".metadata.labels"
 	}
 	p, b := policy(OperatorScopePolicyName, "", nil,
 		[]admissionregistrationv1.MatchCondition{{Name: "the-operator", Expression: "request.userInfo.username == '" + operatorUser + "'"}},

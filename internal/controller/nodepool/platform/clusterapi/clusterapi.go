@@ -51,7 +51,7 @@ const (
 
 	// OwnerLabel holds the UID of the object (HostedCluster or NodePool) an
 	// object of a machine pool is made for.
-	OwnerLabel = "hypershift.dev/owner-uid"
+	OwnerLabel = hostedref.OwnerUIDLabel
 	// PoolLabel names the NodePool, for people reading the namespace.
 	PoolLabel = "hypershift.dev/nodepool"
 

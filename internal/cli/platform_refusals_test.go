@@ -94,11 +94,15 @@ func TestPlatformFlagsRefused(t *testing.T) {
 		{with(azurePool, "--os-disk-size", "8"), `--os-disk-size "8": give whole GiB from 16 to 4095`},
 		{with(azurePool, "--os-disk-type", "SSD"), `--os-disk-type "SSD": use Premium_LRS`},
 		{with(azurePool, "--os-disk-type", "UltraSSD_LRS"), `--os-disk-type "UltraSSD_LRS": use Premium_LRS`},
-		{with(azure, "--azure-vnet-id", "/subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v"),
-			"is not in subscription --azure-subscription-id " + testSubscription},
-		{with(azure, "--node-pool-replicas", "1", "--vm-size", "Standard_D4s_v5", "--image-id", "/subscriptions/s/images/node",
-			"--subnet-id", "/subscriptions/"+testSubscription+"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/other/subnets/nodes"),
-			"is not a subnet of --azure-vnet-id " + testVnet},
+		{
+			with(azure, "--azure-vnet-id", "/subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v"),
+			"is not in subscription --azure-subscription-id " + testSubscription,
+		},
+		{
+			with(azure, "--node-pool-replicas", "1", "--vm-size", "Standard_D4s_v5", "--image-id", "/subscriptions/s/images/node",
+				"--subnet-id", "/subscriptions/"+testSubscription+"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/other/subnets/nodes"),
+			"is not a subnet of --azure-vnet-id " + testVnet,
+		},
 		{with(awsPool, "--root-volume-type", "io2"), "--root-volume-type io2 needs --root-volume-iops"},
 	}
 	for _, tt := range tests {

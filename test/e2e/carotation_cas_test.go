@@ -52,7 +52,7 @@ type restartBudget struct {
 }
 
 var (
-	singleReplicaRestartBudget   = restartBudget{outage: time.Minute, failed: 600, unreachable: 60}
+	singleReplicaRestartBudget = restartBudget{outage: time.Minute, failed: 600, unreachable: 60}
 	// Highly available: no more than 2 failed requests, and /readyz of
 	// the endpoint unanswered for at most 5 s. While the API server that
 	// restarted second stops, the first, back for seconds and filling its

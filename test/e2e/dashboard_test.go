@@ -110,7 +110,7 @@ func TestDashboard(t *testing.T) {
 	saveArtifact(t, "fleet.png", shot)
 
 	// The cluster's page: its conditions and components.
-	if err := chromedp.Do(ctx,
+	if err := doOnPage(ctx,
 		chromedp.Click(chromedp.CSS(row("w1")+" a")),
 		chromedp.WaitVisible(chromedp.CSS(`#components tbody tr`)),
 	); err != nil {
@@ -192,7 +192,7 @@ func operateFromThePages(t *testing.T, ctx context.Context, hs *cli, fleetURL st
 	}
 	waitCondition("Available", hypershiftv1alpha1.Available, metav1.ConditionTrue)
 
-	if err := chromedp.Do(ctx,
+	if err := doOnPage(ctx,
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-cluster="clusters/d1"]`)),
 		chromedp.Click(chromedp.CSS(`tr[data-cluster="clusters/d1"] a`)),
 		chromedp.WaitEnabled(chromedp.CSS(`#hibernate`)),
@@ -209,7 +209,7 @@ func operateFromThePages(t *testing.T, ctx context.Context, hs *cli, fleetURL st
 	}
 
 	// The page turns Resume on once it has seen the spec change.
-	if err := chromedp.Do(ctx,
+	if err := doOnPage(ctx,
 		chromedp.WaitEnabled(chromedp.CSS(`#resume`)),
 		chromedp.Click(chromedp.CSS(`#resume`)),
 	); err != nil {
@@ -288,4 +288,19 @@ func saveArtifact(t *testing.T, name string, data []byte) {
 		t.Fatal(err)
 	}
 	t.Logf("saved %s", path)
+}
+
+// doOnPage runs actions, and again from the first when the page replaced a
+// node between finding and using it — the pages redraw as they poll, and
+// Chrome then answers "Could not find node with given id" — up to 5 times,
+// as a user whose click missed would click again. Any other error ends it.
+func doOnPage(ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	var err error
+	for range 5 {
+		err = chromedp.Do(ctx, actions...)
+		if err == nil || !strings.Contains(err.Error(), "Could not find node with given id") {
+			return err
+		}
+	}
+	return err
 }

@@ -33,6 +33,11 @@ type ControlPlaneRef struct {
 // whose data another owner holds: nothing of it is used, stopped or removed.
 var ErrNotOwner = errors.New("control plane belongs to another owner")
 
+// ErrStopping is wrapped by the error of Delete while the control plane's
+// instances are still stopping: everything is deleted, and Delete is to
+// be called again shortly (the runtime bounds how long it says so).
+var ErrStopping = errors.New("control plane still stopping")
+
 // Runtime runs the components of control planes. Every runtime implements
 // every method; what it can do beyond running specs is stated once, by
 // Capabilities, and callers ask that rather than the runtime's type.
@@ -62,7 +67,8 @@ type Runtime interface {
 	// published port named name (Spec.Publish.Name); ok is false
 	// while that is not known yet (a node port not allocated yet).
 	Published(ctx context.Context, ref ControlPlaneRef, port string) (host string, hostPort int, ok bool, err error)
-	// Delete stops a control plane and removes its data.
+	// Delete stops a control plane and removes its data; an error wrapping
+	// ErrStopping: all is removed but an instance still stops.
 	Delete(ctx context.Context, ref ControlPlaneRef) error
 
 	// Sleep stops every instance of a control plane in place, keeping its

@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			})
 			return lifecycle.Soonest(res, s.requeue), err
 		},
-		func(ctx context.Context) (ctrl.Result, error) { return ctrl.Result{}, r.reconcileDelete(ctx, hcp, ref) })
+		func(ctx context.Context) (ctrl.Result, error) { return r.reconcileDelete(ctx, hcp, ref) })
 }
 
 // scope is what the phases of one reconcile share.
@@ -355,7 +355,7 @@ func (r *Reconciler) publish(services []hypershiftv1alpha1.ServicePublishingStra
 	return p
 }
 
-func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) error {
+func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha1.HostedControlPlane, ref runtime.ControlPlaneRef) (ctrl.Result, error) {
 	// The in-cluster objects go with the hosted cluster; only the
 	// connection to it is closed.
 	r.hostedClusters().ext.Forget(client.ObjectKeyFromObject(hcp))
@@ -369,10 +369,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, hcp *hypershiftv1alpha
 	case errors.Is(err, runtime.ErrNotOwner):
 		// Another control plane's data: not ours to stop or remove.
 		ctrl.LoggerFrom(ctx).Info("leaving components alone", "reason", err.Error())
+	case errors.Is(err, runtime.ErrStopping):
+		// Removed, not yet stopped: the finalizer stays until they are,
+		// and the namespace goes after.
+		ctrl.LoggerFrom(ctx).V(1).Info("waiting for components to stop", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	case err != nil:
-		return fmt.Errorf("delete components: %w", err)
+		return ctrl.Result{}, fmt.Errorf("delete components: %w", err)
 	}
-	return lifecycle.RemoveFinalizer(ctx, r.Client, hcp, Finalizer)
+	return ctrl.Result{}, lifecycle.RemoveFinalizer(ctx, r.Client, hcp, Finalizer)
 }
 
 // Workers is how many HostedControlPlanes are reconciled at a time.

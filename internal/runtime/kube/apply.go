@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -326,5 +328,63 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 	r.mu.Lock()
 	delete(r.applied, ref)
 	r.mu.Unlock()
-	return nil
+	return r.stopping(ctx, ref)
+}
+
+// stopWait bounds how long Delete waits for a control plane's pods: past
+// the default grace period of 30 s and the API server's drain (preStop),
+// with room for a loaded node. A pod that outlives it (its node is gone,
+// its kubelet cannot confirm) is left to the namespace's deletion.
+const stopWait = time.Minute
+
+// stopping reports (ErrStopping) the control plane's pods that have not
+// ended yet, for stopWait after the first Delete. The owner deletes the
+// namespace next, and the namespace controller, finding pods there, waits
+// out their whole grace period before it looks again; once they are gone
+// it removes the namespace at once (a kube-runtime destroy took 40–55 s
+// with pods left, see docs/kube-runtime.md).
+func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef) error {
+	now := r.now()
+	r.mu.Lock()
+	// Forget control planes past their wait that were not asked again (a
+	// caller that does not wait): the map holds only recent deletions.
+	for other, at := range r.deleting {
+		if other != ref && now.Sub(at) >= stopWait {
+			delete(r.deleting, other)
+		}
+	}
+	first, seen := r.deleting[ref]
+	if !seen {
+		first = now
+		r.deleting[ref] = now
+	}
+	r.mu.Unlock()
+	done := func() error {
+		r.mu.Lock()
+		delete(r.deleting, ref)
+		r.mu.Unlock()
+		return nil
+	}
+	if now.Sub(first) >= stopWait {
+		return done()
+	}
+	pods := &corev1.PodList{}
+	if err := r.apiReader().List(ctx, pods, client.InNamespace(ref.Namespace), ownLabels(ref)); err != nil {
+		return fmt.Errorf("list the pods of control plane %s: %w", ref.Namespace, err)
+	}
+	var left []string
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			left = append(left, p.Name)
+		}
+	}
+	if len(left) == 0 {
+		return done()
+	}
+	more := ""
+	if len(left) > 3 {
+		more = fmt.Sprintf(" and %d more", len(left)-3)
+		left = left[:3]
+	}
+	return fmt.Errorf("control plane %s: pods %s%s: %w", ref.Namespace, strings.Join(left, ", "), more, runtime.ErrStopping)
 }

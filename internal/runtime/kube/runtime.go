@@ -7,6 +7,7 @@
 package kube
 
 import (
+	"time"
 	"context"
 	"fmt"
 	"sync"
@@ -90,13 +91,20 @@ type Runtime struct {
 	// applied is what the last Apply of each control plane ran, for Status
 	// and Published.
 	applied map[runtime.ControlPlaneRef][]*workload
+	// deleting is when Delete was first called for each control plane
+	// whose pods it waits for (stopping); now is the clock.
+	deleting map[runtime.ControlPlaneRef]time.Time
+	now      func() time.Time
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
 
 // New returns a kube runtime that works through c.
 func New(c client.Client, opts Options) *Runtime {
-	return &Runtime{client: c, reader: opts.APIReader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{}}
+	return &Runtime{
+		client: c, reader: opts.APIReader, opts: opts, applied: map[runtime.ControlPlaneRef][]*workload{},
+		deleting: map[runtime.ControlPlaneRef]time.Time{}, now: time.Now,
+	}
 }
 
 // Capabilities implements runtime.Runtime: runtime.Kube.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,7 @@ func TestRuntime(t *testing.T) {
 		{"StatusFromPods", testStatus},
 		{"PublishedNodePortAndLoadBalancer", testPublished},
 		{"DeleteRemovesOnlyItsOwn", testDelete},
+		{"DeleteWaitsForItsPodsAWhile", testDeleteWaitsForPods},
 		{"WatchNotifiesTheControlPlane", testWatch},
 		{"ForeignObjectsBehindALabelledCache", testForeignBehindCache},
 		{"PodsPassRestrictedPodSecurity", testRestrictedPods},
@@ -483,5 +485,45 @@ func testClaimTemplatesKept(t *testing.T, env *testenv.Env, ref runtime.ControlP
 	claim := sts.Spec.VolumeClaimTemplates[0].Spec
 	if claim.StorageClassName == nil || *claim.StorageClassName != "old-class" || !claim.Resources.Requests.Storage().Equal(DefaultEtcdStorageSize) {
 		t.Errorf("claim template %v / %v, want the class and size it was made with", claim.StorageClassName, claim.Resources.Requests.Storage())
+	}
+}
+
+// testDeleteWaitsForPods: Delete reports ErrStopping while a pod of the
+// control plane has not ended, naming it; another owner's pod and an ended
+// pod hold nothing back; and past stopWait after the first call it
+// returns nil even though a pod is left (its node gone).
+func testDeleteWaitsForPods(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
+	rt := New(env.Client, testOptions())
+	now := time.Now()
+	rt.now = func() time.Time { return now }
+	if err := rt.Apply(t.Context(), ref, clusterSpecs(ref, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// No controller here makes the namespace's service account.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ref.Namespace}}
+	if err := env.Client.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	writePod(t, env, ref, "another-owner", "kube-apiserver", "theirs", []string{"kube-apiserver"}, corev1.PodStatus{Phase: corev1.PodRunning})
+	writePod(t, env, ref, ref.Owner, "etcd", "etcd-0", []string{"etcd"}, corev1.PodStatus{Phase: corev1.PodSucceeded})
+	if err := rt.Delete(t.Context(), ref); err != nil {
+		t.Fatalf("Delete with another owner's running pod and an ended one of its own: %v, want nil", err)
+	}
+
+	writePod(t, env, ref, ref.Owner, "kube-apiserver", "kube-apiserver-1", []string{"kube-apiserver"}, corev1.PodStatus{Phase: corev1.PodRunning})
+	err := rt.Delete(t.Context(), ref)
+	if !errors.Is(err, runtime.ErrStopping) || !strings.Contains(err.Error(), "kube-apiserver-1") || strings.Contains(err.Error(), "theirs") {
+		t.Fatalf("Delete with its running pod: %v, want ErrStopping naming kube-apiserver-1 alone", err)
+	}
+	now = now.Add(stopWait - time.Second)
+	if err := rt.Delete(t.Context(), ref); !errors.Is(err, runtime.ErrStopping) {
+		t.Fatalf("Delete within stopWait of the first: %v, want ErrStopping", err)
+	}
+	now = now.Add(time.Second)
+	if err := rt.Delete(t.Context(), ref); err != nil {
+		t.Fatalf("Delete past stopWait with the pod left: %v, want nil", err)
+	}
+	if len(rt.deleting) != 0 {
+		t.Errorf("Delete keeps %v after it returned nil", rt.deleting)
 	}
 }

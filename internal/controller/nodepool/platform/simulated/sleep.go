@@ -27,6 +27,9 @@ func ownAgentOnly(s *platform.Pool, what string, err error) error {
 	case errors.Is(err, runtime.ErrNotOwner):
 		s.Log.Info("leaving node agent alone", "reason", err.Error())
 		return nil
+	case errors.Is(err, runtime.ErrStopping):
+		// Removed; its pod stops on its own, nothing waits for it.
+		return nil
 	case err != nil:
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -147,12 +148,13 @@ func testStatus(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
 			t.Errorf("Status is not sorted by name: %v", order)
 		}
 	}
-	if err := rt.Delete(t.Context(), ref); err == nil {
-		if st := rt.Status(ref); len(st) != 0 {
-			t.Errorf("Status after Delete: %v", st)
-		}
-	} else {
+	// The pods the test wrote stay (no kubelet): Delete says they are
+	// still stopping; what it ran is forgotten all the same.
+	if err := rt.Delete(t.Context(), ref); err != nil && !errors.Is(err, runtime.ErrStopping) {
 		t.Fatal(err)
+	}
+	if st := rt.Status(ref); len(st) != 0 {
+		t.Errorf("Status after Delete: %v", st)
 	}
 }
 

@@ -32,7 +32,9 @@ import (
 func TestCARotation(t *testing.T) {
 	quiet(t)
 	hs := upCLI(t)
+	start := time.Now()
 	hs.must("create", "cluster", "simulated", "--name", "c", "--node-pool-replicas", "3", "--wait", "--timeout", "4m")
+	budget := singleReplicaRestartBudget.slowMachine(time.Since(start))
 	kc := filepath.Join(hs.dataDir, "c.kubeconfig")
 	hs.must("create", "kubeconfig", "--name", "c", "-o", kc)
 	waitNodesReady(t, hostedClient(t, kc), 3, 3*time.Minute)
@@ -42,7 +44,7 @@ func TestCARotation(t *testing.T) {
 	run := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
 		return allNodesReady(ctx, cs, 3)
 	})
-	run.check(t, singleReplicaRestartBudget)
+	run.check(t, budget)
 	cas.checkReplaced(t, hs)
 	checkServingFromKubeletCA(t, hs, false)
 	// The API server reads the etcd CA once: DropOld restarts it.
@@ -63,7 +65,7 @@ func TestCARotation(t *testing.T) {
 	second := rotateWatching(t, hs, kc, func(ctx context.Context, cs *kubernetes.Clientset) error {
 		return allNodesReady(ctx, cs, 3)
 	})
-	second.check(t, singleReplicaRestartBudget)
+	second.check(t, budget)
 	checkServingFromKubeletCA(t, hs, false)
 	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got == apiPID {
 		t.Errorf("kube-apiserver pid %d unchanged: the second rotation's DropOld did not restart it", got)

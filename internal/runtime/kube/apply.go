@@ -320,7 +320,16 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 		return fmt.Errorf("control plane %s/%s (owner %s): %s belong to another owner; deleting nothing: %w",
 			ref.Namespace, ref.Name, ref.Owner, strings.Join(foreign, ", "), runtime.ErrNotOwner)
 	}
+	// What reads etcd stops before etcd does, as the process runtime's
+	// StopLast has it: an API server whose etcd was gone spent its whole
+	// grace period (30 s) at shutdown trying it. The StatefulSets (etcd)
+	// and their claims go once the other workloads' pods have ended.
+	var last []metav1.PartialObjectMetadata
 	for i := range ours {
+		if k := ours[i].Kind; k == statefulSetKind || k == claimKind.Kind {
+			last = append(last, ours[i])
+			continue
+		}
 		if err := r.deleteExactly(ctx, &ours[i]); err != nil {
 			return err
 		}
@@ -328,7 +337,23 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 	r.mu.Lock()
 	delete(r.applied, ref)
 	r.mu.Unlock()
-	return r.stopping(ctx, ref)
+	if err := r.stopping(ctx, ref, func(p *corev1.Pod) bool { return !ofStatefulSet(p) }, false); err != nil {
+		return err
+	}
+	for i := range last {
+		if err := r.deleteExactly(ctx, &last[i]); err != nil {
+			return err
+		}
+	}
+	return r.stopping(ctx, ref, func(*corev1.Pod) bool { return true }, true)
+}
+
+const statefulSetKind = "StatefulSet"
+
+// ofStatefulSet: the pod is a StatefulSet's (etcd's).
+func ofStatefulSet(p *corev1.Pod) bool {
+	c := metav1.GetControllerOf(p)
+	return c != nil && c.Kind == statefulSetKind
 }
 
 // stopWait bounds how long Delete waits for a control plane's pods: past
@@ -337,13 +362,13 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 // its kubelet cannot confirm) is left to the namespace's deletion.
 const stopWait = time.Minute
 
-// stopping reports (ErrStopping) the control plane's pods that have not
-// ended yet, for stopWait after the first Delete. The owner deletes the
-// namespace next, and the namespace controller, finding pods there, waits
-// out their whole grace period before it looks again; once they are gone
-// it removes the namespace at once (a kube-runtime destroy took 40–55 s
-// with pods left, see docs/kube-runtime.md).
-func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef) error {
+// stopping reports (ErrStopping) the control plane's pods of waitFor that
+// have not ended yet, for stopWait after the first Delete; final: the last
+// wait of Delete, after which it forgets the first call. The owner deletes
+// the namespace next, and the namespace controller, finding pods there,
+// waits out their whole grace period before it looks again; once they are
+// gone it removes the namespace at once (docs/kube-runtime.md).
+func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef, waitFor func(*corev1.Pod) bool, final bool) error {
 	now := r.now()
 	r.mu.Lock()
 	// Forget control planes past their wait that were not asked again (a
@@ -360,9 +385,11 @@ func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef) err
 	}
 	r.mu.Unlock()
 	done := func() error {
-		r.mu.Lock()
-		delete(r.deleting, ref)
-		r.mu.Unlock()
+		if final {
+			r.mu.Lock()
+			delete(r.deleting, ref)
+			r.mu.Unlock()
+		}
 		return nil
 	}
 	if now.Sub(first) >= stopWait {
@@ -374,7 +401,7 @@ func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef) err
 	}
 	var left []string
 	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && waitFor(p) {
 			left = append(left, p.Name)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -488,12 +489,15 @@ func testClaimTemplatesKept(t *testing.T, env *testenv.Env, ref runtime.ControlP
 	}
 }
 
-// testDeleteWaitsForPods: Delete reports ErrStopping while a pod of the
-// control plane has not ended, naming it; another owner's pod and an ended
-// pod hold nothing back; and past stopWait after the first call it
-// returns nil even though a pod is left (its node gone).
+// testDeleteWaitsForPods: Delete stops what reads etcd before etcd: it
+// reports ErrStopping naming a running pod of a Deployment and keeps the
+// StatefulSet meanwhile; once that pod has ended it deletes the
+// StatefulSet and reports its running pod; another owner's pod holds
+// nothing back; and past stopWait after the first call it returns nil
+// with a pod left (its node gone).
 func testDeleteWaitsForPods(t *testing.T, env *testenv.Env, ref runtime.ControlPlaneRef) {
-	rt := New(env.Client, testOptions())
+	c := env.Client
+	rt := New(c, testOptions())
 	now := time.Now()
 	rt.now = func() time.Time { return now }
 	if err := rt.Apply(t.Context(), ref, clusterSpecs(ref, 1, 1)); err != nil {
@@ -501,27 +505,50 @@ func testDeleteWaitsForPods(t *testing.T, env *testenv.Env, ref runtime.ControlP
 	}
 	// No controller here makes the namespace's service account.
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ref.Namespace}}
-	if err := env.Client.Create(t.Context(), sa); err != nil {
+	if err := c.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	etcd := &appsv1.StatefulSet{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "etcd"}, etcd); err != nil {
 		t.Fatal(err)
 	}
 	writePod(t, env, ref, "another-owner", "kube-apiserver", "theirs", []string{"kube-apiserver"}, corev1.PodStatus{Phase: corev1.PodRunning})
-	writePod(t, env, ref, ref.Owner, "etcd", "etcd-0", []string{"etcd"}, corev1.PodStatus{Phase: corev1.PodSucceeded})
-	if err := rt.Delete(t.Context(), ref); err != nil {
-		t.Fatalf("Delete with another owner's running pod and an ended one of its own: %v, want nil", err)
+	writePod(t, env, ref, ref.Owner, "kube-apiserver", "kube-apiserver-1", []string{"kube-apiserver"}, corev1.PodStatus{Phase: corev1.PodRunning})
+	writePod(t, env, ref, ref.Owner, "etcd", "etcd-0", []string{"etcd"}, corev1.PodStatus{Phase: corev1.PodRunning})
+	etcdPod := &corev1.Pod{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ref.Namespace, Name: "etcd-0"}, etcdPod); err != nil {
+		t.Fatal(err)
+	}
+	etcdPod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "etcd", UID: etcd.UID, Controller: ptr.To(true)}}
+	if err := c.Update(t.Context(), etcdPod); err != nil {
+		t.Fatal(err)
 	}
 
-	writePod(t, env, ref, ref.Owner, "kube-apiserver", "kube-apiserver-1", []string{"kube-apiserver"}, corev1.PodStatus{Phase: corev1.PodRunning})
 	err := rt.Delete(t.Context(), ref)
-	if !errors.Is(err, runtime.ErrStopping) || !strings.Contains(err.Error(), "kube-apiserver-1") || strings.Contains(err.Error(), "theirs") {
-		t.Fatalf("Delete with its running pod: %v, want ErrStopping naming kube-apiserver-1 alone", err)
+	if !errors.Is(err, runtime.ErrStopping) || !strings.Contains(err.Error(), "kube-apiserver-1") || strings.Contains(err.Error(), "theirs") || strings.Contains(err.Error(), "etcd-0") {
+		t.Fatalf("Delete with the API server's pod running: %v, want ErrStopping naming kube-apiserver-1 alone", err)
+	}
+	if gone(t, c, "StatefulSet", etcd) {
+		t.Error("Delete deleted etcd's StatefulSet while the API server's pod ran")
+	}
+	if !gone(t, c, "Deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: "kube-apiserver"}}) {
+		t.Error("Delete kept the API server's Deployment")
+	}
+	// Its pod ends (it has no node: deleted at once).
+	if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: "kube-apiserver-1"}}); err != nil {
+		t.Fatal(err)
 	}
 	now = now.Add(stopWait - time.Second)
-	if err := rt.Delete(t.Context(), ref); !errors.Is(err, runtime.ErrStopping) {
-		t.Fatalf("Delete within stopWait of the first: %v, want ErrStopping", err)
+	err = rt.Delete(t.Context(), ref)
+	if !errors.Is(err, runtime.ErrStopping) || !strings.Contains(err.Error(), "etcd-0") {
+		t.Fatalf("Delete with etcd's pod running: %v, want ErrStopping naming etcd-0", err)
+	}
+	if !gone(t, c, "StatefulSet", etcd) {
+		t.Error("Delete kept etcd's StatefulSet once the API server's pod had ended")
 	}
 	now = now.Add(time.Second)
 	if err := rt.Delete(t.Context(), ref); err != nil {
-		t.Fatalf("Delete past stopWait with the pod left: %v, want nil", err)
+		t.Fatalf("Delete past stopWait with etcd's pod left: %v, want nil", err)
 	}
 	if len(rt.deleting) != 0 {
 		t.Errorf("Delete keeps %v after it returned nil", rt.deleting)

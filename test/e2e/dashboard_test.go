@@ -110,7 +110,8 @@ func TestDashboard(t *testing.T) {
 	saveArtifact(t, "fleet.png", shot)
 
 	// The cluster's page: its conditions and components.
-	if err := doOnPage(ctx,
+	if err := doOnPage(t, ctx,
+		chromedp.Navigate(url),
 		chromedp.Click(chromedp.CSS(row("w1")+" a")),
 		chromedp.WaitVisible(chromedp.CSS(`#components tbody tr`)),
 	); err != nil {
@@ -192,7 +193,8 @@ func operateFromThePages(t *testing.T, ctx context.Context, hs *cli, fleetURL st
 	}
 	waitCondition("Available", hypershiftv1alpha1.Available, metav1.ConditionTrue)
 
-	if err := doOnPage(ctx,
+	if err := doOnPage(t, ctx,
+		chromedp.Navigate(fleetURL),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-cluster="clusters/d1"]`)),
 		chromedp.Click(chromedp.CSS(`tr[data-cluster="clusters/d1"] a`)),
 		chromedp.WaitEnabled(chromedp.CSS(`#hibernate`)),
@@ -209,7 +211,7 @@ func operateFromThePages(t *testing.T, ctx context.Context, hs *cli, fleetURL st
 	}
 
 	// The page turns Resume on once it has seen the spec change.
-	if err := doOnPage(ctx,
+	if err := doOnPage(t, ctx,
 		chromedp.WaitEnabled(chromedp.CSS(`#resume`)),
 		chromedp.Click(chromedp.CSS(`#resume`)),
 	); err != nil {
@@ -294,13 +296,17 @@ func saveArtifact(t *testing.T, name string, data []byte) {
 // node between finding and using it — the pages redraw as they poll, and
 // Chrome then answers "Could not find node with given id" — up to 5 times,
 // as a user whose click missed would click again. Any other error ends it.
-func doOnPage(ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+// The actions start from where they can be run again: a page they navigate
+// to first, or one they do not leave.
+func doOnPage(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	t.Helper()
 	var err error
-	for range 5 {
+	for try := range 5 {
 		err = chromedp.Do(ctx, actions...)
 		if err == nil || !strings.Contains(err.Error(), "Could not find node with given id") {
 			return err
 		}
+		t.Logf("try %d: %v; again", try+1, err)
 	}
 	return err
 }

@@ -337,15 +337,25 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.ControlPlaneRef) error
 	r.mu.Lock()
 	delete(r.applied, ref)
 	r.mu.Unlock()
-	if err := r.stopping(ctx, ref, func(p *corev1.Pod) bool { return !ofStatefulSet(p) }, false); err != nil {
+	readers, all, err := r.podsLeft(ctx, ref)
+	if err != nil {
 		return err
+	}
+	if len(readers) > 0 {
+		return stoppingError(ref, readers)
 	}
 	for i := range last {
 		if err := r.deleteExactly(ctx, &last[i]); err != nil {
 			return err
 		}
 	}
-	return r.stopping(ctx, ref, func(*corev1.Pod) bool { return true }, true)
+	if len(all) > 0 {
+		return stoppingError(ref, all)
+	}
+	r.mu.Lock()
+	delete(r.deleting, ref)
+	r.mu.Unlock()
+	return nil
 }
 
 const statefulSetKind = "StatefulSet"
@@ -362,13 +372,13 @@ func ofStatefulSet(p *corev1.Pod) bool {
 // its kubelet cannot confirm) is left to the namespace's deletion.
 const stopWait = time.Minute
 
-// stopping reports (ErrStopping) the control plane's pods of waitFor that
-// have not ended yet, for stopWait after the first Delete; final: the last
-// wait of Delete, after which it forgets the first call. The owner deletes
+// podsLeft lists, once, the control plane's pods that have not ended:
+// readers are those not of a StatefulSet (what reads etcd), all every one.
+// Both are empty stopWait after the first Delete of ref. The owner deletes
 // the namespace next, and the namespace controller, finding pods there,
 // waits out their whole grace period before it looks again; once they are
 // gone it removes the namespace at once (docs/kube-runtime.md).
-func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef, waitFor func(*corev1.Pod) bool, final bool) error {
+func (r *Runtime) podsLeft(ctx context.Context, ref runtime.ControlPlaneRef) (readers, all []string, err error) {
 	now := r.now()
 	r.mu.Lock()
 	// Forget control planes past their wait that were not asked again (a
@@ -384,30 +394,28 @@ func (r *Runtime) stopping(ctx context.Context, ref runtime.ControlPlaneRef, wai
 		r.deleting[ref] = now
 	}
 	r.mu.Unlock()
-	done := func() error {
-		if final {
-			r.mu.Lock()
-			delete(r.deleting, ref)
-			r.mu.Unlock()
-		}
-		return nil
-	}
 	if now.Sub(first) >= stopWait {
-		return done()
+		return nil, nil, nil
 	}
 	pods := &corev1.PodList{}
 	if err := r.apiReader().List(ctx, pods, client.InNamespace(ref.Namespace), ownLabels(ref)); err != nil {
-		return fmt.Errorf("list the pods of control plane %s: %w", ref.Namespace, err)
+		return nil, nil, fmt.Errorf("list the pods of control plane %s: %w", ref.Namespace, err)
 	}
-	var left []string
 	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && waitFor(p) {
-			left = append(left, p.Name)
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		all = append(all, p.Name)
+		if !ofStatefulSet(p) {
+			readers = append(readers, p.Name)
 		}
 	}
-	if len(left) == 0 {
-		return done()
-	}
+	return readers, all, nil
+}
+
+// stoppingError names up to three of the pods left (ErrStopping).
+func stoppingError(ref runtime.ControlPlaneRef, left []string) error {
 	more := ""
 	if len(left) > 3 {
 		more = fmt.Sprintf(" and %d more", len(left)-3)

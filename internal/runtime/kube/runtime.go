@@ -92,7 +92,7 @@ type Runtime struct {
 	// and Published.
 	applied map[runtime.ControlPlaneRef][]*workload
 	// deleting is when Delete was first called for each control plane
-	// whose pods it waits for (stopping); now is the clock.
+	// whose pods it waits for (podsLeft); now is the clock.
 	deleting map[runtime.ControlPlaneRef]time.Time
 	now      func() time.Time
 }

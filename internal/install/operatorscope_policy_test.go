@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,7 +29,8 @@ import (
 // admin kubeconfig Secret a HostedCluster owns beside it, and create and
 // delete a control-plane namespace, and the Secret of an AWS cluster's
 // identity (owner-labelled) in the namespace the AWS provider runs in, but
-// not the provider's own Secrets there.
+// not the provider's own Secrets there. EndpointSlices (the load-balancer
+// mirrors' endpoints) are held to control-plane namespaces the same way.
 func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
@@ -94,6 +96,14 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "the hypershift operator"), err
 	})
 	refused("creates a Deployment in a tenant's namespace", operator.Create(ctx, deployment))
+	slice := func(ns string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: "lb-mirror"},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
+		}
+	}
+	refused("creates an EndpointSlice in a tenant's namespace (a Service's endpoints taken over)", operator.Create(ctx, slice(tenant)))
 	refused("creates a namespace that is not a control plane's", operator.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}))
 	refused("deletes a tenant's namespace", operator.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenant}}))
 
@@ -124,6 +134,7 @@ func TestOperatorWritesOnlyControlPlaneNamespaces(t *testing.T) {
 	for what, obj := range map[string]client.Object{
 		"an AWS identity's Secret where CAPA runs":         identity,
 		"a Secret in a control-plane namespace":            secret(controlPlane, "pki", false),
+		"an EndpointSlice in a control-plane namespace":    slice(controlPlane),
 		"the admin kubeconfig Secret a HostedCluster owns": secret(tenant, "a-admin-kubeconfig", true),
 		"a control-plane namespace": &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b", Labels: map[string]string{
 			hostedref.ClusterUIDLabel: "0001", hostedref.ClusterNameLabel: "b", hostedref.ClusterNamespaceLabel: tenant,

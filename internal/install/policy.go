@@ -228,6 +228,7 @@ var operatorScopeResources = []admissionregistrationv1.Rule{
 	{APIGroups: []string{"apps"}, APIVersions: []string{"*"}, Resources: []string{"deployments", "statefulsets"}},
 	{APIGroups: []string{"policy"}, APIVersions: []string{"*"}, Resources: []string{"poddisruptionbudgets"}},
 	{APIGroups: []string{"networking.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"networkpolicies"}},
+	{APIGroups: []string{"discovery.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"endpointslices"}},
 }
 
 // operatorScopePolicy takes the kube runtime operator's writes back to

@@ -75,6 +75,10 @@ func operatorRules() []rbacv1.PolicyRule {
 		// PKI, encryption key and kubeconfig Secrets; the kube runtime's
 		// file Secrets.
 		{APIGroups: []string{""}, Resources: []string{"secrets", "services"}, Verbs: allVerbs},
+		// The load-balancer mirrors of guest Services (a Service each, in
+		// the control-plane namespace) get their endpoints written by the
+		// operator (internal/controller/lbmirror).
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: allVerbs},
 		// The kube runtime reports pods and releases volumes with the
 		// control plane. The machines of Host NodePools are privileged
 		// pods, each with its userdata Secret, in a namespace of the

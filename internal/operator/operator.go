@@ -30,6 +30,7 @@ import (
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/hostmachine"
 	"hypershift.dev/internal/controller/joinconfig"
+	"hypershift.dev/internal/controller/lbmirror"
 	"hypershift.dev/internal/controller/nodepool"
 	"hypershift.dev/internal/fleetmetrics"
 	"hypershift.dev/internal/nodes/machine"
@@ -284,6 +285,17 @@ func New(opts Options) (ctrl.Manager, error) {
 	// made.
 	if err := hostmachine.Setup(mgr, machines(opts, mgr), opts.MachineOwnerPrefix, opts.MaxMachines); err != nil {
 		return nil, err
+	}
+	// Guest LoadBalancer Services of clusters whose machines are pods of
+	// the management cluster get a load balancer of it.
+	if podsLayout(opts.Runtime) != nil {
+		lb := &lbmirror.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: lbmirror.NewGuests(clusters, mgr.GetClient()),
+			Recorder: mgr.GetEventRecorder("lbmirror-controller"),
+		}
+		if err := lb.SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,13 +30,15 @@ func loadMachineImage(t *testing.T, hs *cli, nodeDir string) {
 // gets its machines as privileged pods of the management cluster, in the
 // namespace of the cluster's machines, each a Ready node of the hosted
 // cluster; a machine pod deleted from outside is replaced with no manual
-// step; the pool scales down; destroying the cluster leaves no machine
+// step; a guest LoadBalancer Service is served at the address the
+// management cluster gives its mirror; the pool scales down; destroying
+// the cluster leaves no machine
 // pod, userdata Secret or machines namespace.
 //
 // The hosted cluster's pod and service networks are apart from the
 // management cluster's: a machine's pods and its own address share the
 // machine pod's network namespace (docs/machines.md).
-func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes string) {
+func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes, nodeIP string) {
 	makeHostPathVolume(t, mgmt, "mach-etcd-0", class, filepath.Join(volumes, "mach-etcd-0"), "mach")
 	start := time.Now()
 	hs.must("--kubeconfig", mgmt, "create", "cluster", "host", "--name", "mach",
@@ -63,6 +70,10 @@ func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes string) {
 		`jsonpath={.spec.containers[0].securityContext.privileged} {.spec.containers[0].image}`); !strings.HasPrefix(got, "true hypershift.dev/hypershift-machine:") {
 		t.Errorf("machine pod %s: privileged and image %q, want a privileged pod of the machine image", nodes[0], got)
 	}
+
+	t.Run("a guest LoadBalancer Service answers at its mirror's address", func(t *testing.T) {
+		kubeRuntimeLoadBalancer(t, mgmt, kc, machines, nodes, nodeIP)
+	})
 
 	t.Run("a machine pod deleted from outside is replaced", func(t *testing.T) {
 		mustKubectl(t, mgmt, "-n", "clusters", "annotate", "nodepool", "mach", "hypershift.dev/machine-health-check-timeout=30s")
@@ -124,4 +135,126 @@ func machinePods(t *testing.T, kc, ns string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// kubeRuntimeLoadBalancer: a guest LoadBalancer Service (Local traffic
+// policy, a pod on each machine) gets a mirror in the control-plane
+// namespace, a selector-less LoadBalancer Service whose endpoints are the
+// machine pods at the guest's node port. The management cluster has no
+// load-balancer implementation (as it has no storage provisioner): the
+// test gives the mirror its address as MetalLB would, the management
+// node's own, on which the node's kube-proxy serves it. The guest Service
+// then carries that address, a client on this host outside the guest is
+// answered by the pods of both machines through it, and deleting the
+// guest Service deletes the mirror.
+func kubeRuntimeLoadBalancer(t *testing.T, mgmt, kc, machines string, nodes []string, nodeIP string) {
+	const controlPlane, port = "clusters-mach", "18080"
+	image, err := os.Open(buildHelloImage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer image.Close()
+	for _, n := range nodes {
+		if _, err := image.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(kubectlPath(t), "--kubeconfig", mgmt, "-n", machines, "exec", "-i", n, "--",
+			"sh", "-c", "cat > /var/lib/hello.tar && hypershift node load-image /var/lib/hello.tar && rm /var/lib/hello.tar")
+		cmd.Env, cmd.Stdin = withoutKubeconfig(), image
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("load the workload image into machine %s: %v\n%s", n, err, out)
+		}
+	}
+	manifest := filepath.Join(t.TempDir(), "lb.yaml")
+	writeFile(t, manifest, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hello
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: hello}
+  template:
+    metadata:
+      labels: {app: hello}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: hello}}}
+      containers:
+      - name: hello
+        image: `+workloadImage+`
+        imagePullPolicy: Never
+        readinessProbe:
+          httpGet: {path: /, port: 8080}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: hello
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: hello}
+  ports:
+  - {name: http, port: `+port+`, targetPort: 8080}
+`)
+	start := time.Now()
+	mustKubectl(t, kc, "apply", "-f", manifest)
+	mustKubectl(t, kc, "rollout", "status", "deployment/hello", "--timeout=3m")
+	uid := strings.TrimSpace(mustKubectl(t, kc, "get", "service", "hello", "-o", "jsonpath={.metadata.uid}"))
+	var mirror string
+	eventually(t, time.Minute, "the mirror of default/hello with both machines as endpoints", func() error {
+		mirror = strings.TrimSpace(mustKubectl(t, mgmt, "-n", controlPlane, "get", "services", "-l", "hypershift.dev/guest-service-uid="+uid, "-o", "jsonpath={.items[*].metadata.name}"))
+		if mirror == "" {
+			return errorf("no mirror")
+		}
+		eps := mustKubectl(t, mgmt, "-n", controlPlane, "get", "endpointslices", "-l", "kubernetes.io/service-name="+mirror,
+			"-o", `jsonpath={range .items[*].endpoints[*]}{.hostname} {end}`)
+		if got := strings.Fields(eps); len(got) != 2 {
+			return errorf("endpoints on machines %v, want both", got)
+		}
+		return nil
+	})
+	spec := mustKubectl(t, mgmt, "-n", controlPlane, "get", "service", mirror, "-o", `jsonpath={.spec.type} {.spec.selector} {.spec.ports[0].port}`)
+	if spec != "LoadBalancer  "+port {
+		t.Errorf("mirror %s: type, selector and port %q, want a LoadBalancer on %s without a selector", mirror, spec, port)
+	}
+	mustKubectl(t, mgmt, "-n", controlPlane, "patch", "service", mirror, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"loadBalancer":{"ingress":[{"ip":"`+nodeIP+`"}]}}}`)
+	eventually(t, time.Minute, "the guest Service to carry the mirror's address", func() error {
+		if got := mustKubectl(t, kc, "get", "service", "hello", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}"); got != nodeIP {
+			return errorf("ingress %q", got)
+		}
+		return nil
+	})
+	url := "http://" + net.JoinHostPort(nodeIP, port) + "/"
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	answered := map[string]bool{}
+	eventually(t, time.Minute, "both machines' pods to answer at "+url, func() error {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		if !strings.HasPrefix(string(body), "hello from hello-") {
+			return errorf("answer %d %q", resp.StatusCode, body)
+		}
+		answered[strings.TrimSpace(string(body))] = true
+		if len(answered) < 2 {
+			return errorf("answered by %v", answered)
+		}
+		return nil
+	})
+	t.Logf("guest LoadBalancer Service applied → answered by both machines' pods at its mirror's address: %.1fs", time.Since(start).Seconds())
+
+	mustKubectl(t, kc, "delete", "service", "hello", "--timeout=1m")
+	eventually(t, time.Minute, "the mirror to be gone", func() error {
+		if out := mustKubectl(t, mgmt, "-n", controlPlane, "get", "services,endpointslices", "-l", "hypershift.dev/guest-service-uid="+uid, "-o", "name"); strings.TrimSpace(out) != "" {
+			return errorf("left:\n%s", out)
+		}
+		return nil
+	})
+	mustKubectl(t, kc, "delete", "deployment", "hello")
 }

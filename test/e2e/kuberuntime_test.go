@@ -196,7 +196,7 @@ func TestKubeRuntime(t *testing.T) {
 			case <-t.Context().Done():
 				return
 			}
-			kubeRuntimeMachines(t, hs.in(t), mgmt, class, volumes)
+			kubeRuntimeMachines(t, hs.in(t), mgmt, class, volumes, node.ip.String())
 		})
 	})
 	etcdVolume := "inner-etcd-0"

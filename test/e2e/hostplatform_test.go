@@ -129,25 +129,7 @@ func TestHostPlatform(t *testing.T) {
 			machine("exec", n, "--", "hypershift", "node", "load-image", image)
 		}
 		deployment := filepath.Join(t.TempDir(), "hello.yaml")
-		writeFile(t, deployment, `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: hello
-spec:
-  replicas: 3
-  selector:
-    matchLabels: {app: hello}
-  template:
-    metadata:
-      labels: {app: hello}
-    spec:
-      topologySpreadConstraints:
-      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: hello}}}
-      containers:
-      - name: hello
-        image: `+workloadImage+`
-        imagePullPolicy: Never
----
+		writeFile(t, deployment, helloDeployment(3)+`---
 apiVersion: v1
 kind: Service
 metadata:

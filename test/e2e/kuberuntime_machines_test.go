@@ -166,28 +166,7 @@ func kubeRuntimeLoadBalancer(t *testing.T, mgmt, kc, machines string, nodes []st
 		}
 	}
 	manifest := filepath.Join(t.TempDir(), "lb.yaml")
-	writeFile(t, manifest, `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: hello
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: hello}
-  template:
-    metadata:
-      labels: {app: hello}
-    spec:
-      topologySpreadConstraints:
-      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: hello}}}
-      containers:
-      - name: hello
-        image: `+workloadImage+`
-        imagePullPolicy: Never
-        readinessProbe:
-          httpGet: {path: /, port: 8080}
-          periodSeconds: 1
----
+	writeFile(t, manifest, helloDeployment(2)+`---
 apiVersion: v1
 kind: Service
 metadata:

@@ -78,6 +78,33 @@ func buildHelloImage(t *testing.T) string {
 	return tarPath
 }
 
+// helloDeployment is the Deployment hello of the test workload, its
+// replicas spread one per node, ready once it answers HTTP on 8080.
+func helloDeployment(replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hello
+spec:
+  replicas: %d
+  selector:
+    matchLabels: {app: hello}
+  template:
+    metadata:
+      labels: {app: hello}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: hello}}}
+      containers:
+      - name: hello
+        image: %s
+        imagePullPolicy: Never
+        readinessProbe:
+          httpGet: {path: /, port: 8080}
+          periodSeconds: 1
+`, replicas, workloadImage)
+}
+
 // testPKI is a CA and one serving certificate it signed, PEM-encoded.
 type testPKI struct{ caPEM, certPEM, keyPEM []byte }
 

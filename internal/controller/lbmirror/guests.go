@@ -2,6 +2,7 @@ package lbmirror
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,9 @@ import (
 type CachedGuests struct {
 	ext    *clustercache.Extension[kubernetes.Interface]
 	reader client.Reader
+	// used holds the keys of the clusters asked for, the only ones
+	// Forget lets go of: the other controllers' parts are never touched.
+	used sync.Map
 }
 
 // NewGuests registers the controller's part of the connections; reader
@@ -51,10 +55,15 @@ func (g *CachedGuests) Guest(ctx context.Context, hc *hypershiftv1alpha1.HostedC
 	if err != nil {
 		return nil, err
 	}
-	return g.ext.Get(ctx, hostedref.ControlPlaneKey(client.ObjectKeyFromObject(hc)), kc)
+	key := hostedref.ControlPlaneKey(client.ObjectKeyFromObject(hc))
+	g.used.Store(key, true)
+	return g.ext.Get(ctx, key, kc)
 }
 
 // Forget implements Guests: the controller's part of the connection goes.
 func (g *CachedGuests) Forget(key types.NamespacedName) {
-	g.ext.Forget(hostedref.ControlPlaneKey(key))
+	cp := hostedref.ControlPlaneKey(key)
+	if _, ok := g.used.LoadAndDelete(cp); ok {
+		g.ext.Forget(cp)
+	}
 }

@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -424,7 +425,7 @@ func copyIngress(ctx context.Context, kube kubernetes.Interface, g guestService,
 	for _, in := range ingress {
 		want = append(want, corev1.LoadBalancerIngress{IP: in.IP, Hostname: in.Hostname, IPMode: in.IPMode})
 	}
-	if apiequality.Semantic.DeepEqual(want, g.Ingress) || (len(want) == 0 && len(g.Ingress) == 0) {
+	if sameIngress(want, g.Ingress) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{
@@ -438,6 +439,26 @@ func copyIngress(ctx context.Context, kube kubernetes.Interface, g guestService,
 		return fmt.Errorf("status: %w", err)
 	}
 	return nil
+}
+
+// sameIngress compares addresses as the guest stores them: an address's
+// IP mode defaults to VIP there, and ports are not copied.
+func sameIngress(want, have []corev1.LoadBalancerIngress) bool {
+	if len(want) != len(have) {
+		return false
+	}
+	mode := func(in corev1.LoadBalancerIngress) corev1.LoadBalancerIPMode {
+		if in.IPMode == nil && in.IP != "" {
+			return corev1.LoadBalancerIPModeVIP
+		}
+		return ptr.Deref(in.IPMode, "")
+	}
+	for i := range want {
+		if want[i].IP != have[i].IP || want[i].Hostname != have[i].Hostname || mode(want[i]) != mode(have[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Reconciler) event(hc *hypershiftv1alpha1.HostedCluster, typ, reason, action, note string, args ...any) {

@@ -130,6 +130,20 @@ func (f *fixture) endpoints(t *testing.T, m *corev1.Service) []string {
 	return out
 }
 
+// versions are the resource versions of guest g, its mirror and the
+// mirror's slices.
+func (f *fixture) versions(t *testing.T, g *corev1.Service) string {
+	t.Helper()
+	m := f.mirrorOf(t, g)
+	list := &discoveryv1.EndpointSliceList{}
+	must(t, f.c.List(t.Context(), list, client.InNamespace(cpNamespace), client.MatchingLabels{discoveryv1.LabelServiceName: m.Name}))
+	out := f.get(t, g.Name).ResourceVersion + " " + m.ResourceVersion
+	for _, es := range list.Items {
+		out += " " + es.ResourceVersion
+	}
+	return out
+}
+
 func (f *fixture) get(t *testing.T, name string) *corev1.Service {
 	t.Helper()
 	s, err := f.kube.CoreV1().Services(guestNamespace).Get(t.Context(), name, metav1.GetOptions{})
@@ -182,6 +196,14 @@ func TestLoadBalancerMirror(t *testing.T) {
 		f.pass(t)
 		if in := f.get(t, "web").Status.LoadBalancer.Ingress; len(in) != 1 || in[0].IP != "192.0.2.10" {
 			t.Errorf("guest ingress %+v, want 192.0.2.10", in)
+		}
+	})
+
+	t.Run("a pass over what is in line writes nothing", func(t *testing.T) {
+		before := f.versions(t, web)
+		f.pass(t)
+		if after := f.versions(t, web); after != before {
+			t.Errorf("resource versions of the guest, the mirror and its slices %s, were %s: a pass with nothing to do wrote", after, before)
 		}
 	})
 

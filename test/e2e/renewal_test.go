@@ -75,6 +75,7 @@ func TestCertificateRenewal(t *testing.T) {
 	cancel()
 	wg.Wait()
 
+	slow := admin.timeouts()
 	ok, failed, kubeconfigs, errs := admin.result()
 	t.Logf("serving certificates seen: %d; admin kubeconfigs: %d; requests: %d ok, %d failed", len(serials), kubeconfigs, ok, failed)
 	if len(serials) < 4 {
@@ -83,8 +84,18 @@ func TestCertificateRenewal(t *testing.T) {
 	if kubeconfigs < 4 {
 		t.Errorf("the admin kubeconfig Secret changed %d times, want it to follow 3 renewals", kubeconfigs-1)
 	}
-	if failed > 0 || ok < 100 {
-		t.Errorf("%d requests failed (of %d), want none: %s", failed, ok+failed, strings.Join(errs, "; "))
+	// A renewal that did not reach the API server, the admin kubeconfig
+	// or the client fails requests with TLS or authentication errors, and
+	// one that restarted a process with refused or reset connections: no
+	// request may fail so. A request that only waited past the client's
+	// 5-s timeout (a machine too busy to answer: seen once in 627 while
+	// the other packages' tests ran) is not a renewal's failure, unless
+	// more than two did — a reload that hung the API server would time
+	// out every request for as long as it hung.
+	if failed-slow > 0 || slow > 2 || ok < 100 {
+		t.Errorf("%d requests failed (of %d; %d of them timed out), want none but at most 2 timeouts: %s", failed, ok+failed, slow, strings.Join(errs, "; "))
+	} else if slow > 0 {
+		t.Logf("%d requests timed out on a busy machine, no other failed: %s", slow, strings.Join(errs, "; "))
 	}
 	if got := instancePID(t, hs.dataDir, "c", "kube-apiserver"); got != apiPID {
 		t.Errorf("kube-apiserver pid %d, was %d: a renewal restarted it instead of a reload", got, apiPID)
@@ -244,6 +255,20 @@ func (a *adminFollower) servingSerial() (string, error) {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+}
+
+// timeouts counts the failed requests that only waited past the
+// client's timeout.
+func (a *adminFollower) timeouts() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, e := range a.errs {
+		if strings.Contains(e, "Client.Timeout exceeded") || strings.Contains(e, "context deadline exceeded") {
+			n++
+		}
+	}
+	return n
 }
 
 func (a *adminFollower) result() (ok, failed, kubeconfigs int, errs []string) {

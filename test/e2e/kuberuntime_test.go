@@ -183,7 +183,9 @@ func TestKubeRuntime(t *testing.T) {
 				if !strings.Contains(pods, releaseVersion+" ") || !strings.Contains(pods, "/releases/"+releaseVersion+"/kubernetes") {
 					t.Errorf("the API server's pod: %s, want the version annotation and the release binary as its command", pods)
 				}
-				hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "3m")
+				// Its etcd crash-looped first: a destroy passed 3 minutes
+				// on a machine twice as slow.
+				hs.must("--kubeconfig", mgmt, "destroy", "cluster", "--name", "old", "--wait", "--timeout", "6m")
 			})
 			t.Run("migrated to the embedded plane and back under writes: no acknowledged write lost, the CAs kept, the source gone", func(t *testing.T) {
 				kubeRuntimeMigrate(t, hs.in(t), mgmt, node.ip, class, volumes)

@@ -4,6 +4,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -283,19 +284,9 @@ func New(opts Options) (ctrl.Manager, error) {
 	// Cluster API's infrastructure provider for machines of this host;
 	// registered without a machines directory too, to say why nothing is
 	// made.
-	if err := hostmachine.Setup(mgr, machines(opts, mgr), opts.MachineOwnerPrefix, opts.MaxMachines); err != nil {
+	if err := errors.Join(hostmachine.Setup(mgr, machines(opts, mgr), opts.MachineOwnerPrefix, opts.MaxMachines),
+		setupLoadBalancerMirrors(mgr, opts.Runtime, clusters)); err != nil {
 		return nil, err
-	}
-	// Guest LoadBalancer Services of clusters whose machines are pods of
-	// the management cluster get a load balancer of it.
-	if podsLayout(opts.Runtime) != nil {
-		lb := &lbmirror.Reconciler{
-			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: lbmirror.NewGuests(clusters, mgr.GetClient()),
-			Recorder: mgr.GetEventRecorder("lbmirror-controller"),
-		}
-		if err := lb.SetupWithManager(mgr); err != nil {
-			return nil, err
-		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -304,6 +295,20 @@ func New(opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// setupLoadBalancerMirrors registers the load-balancer mirrors of guest
+// Services where the runtime runs pods (internal/controller/lbmirror):
+// the machines of Host clusters are then pods of the management cluster,
+// whose load balancer serves their guests' LoadBalancer Services.
+func setupLoadBalancerMirrors(mgr ctrl.Manager, rt runtime.Runtime, clusters *clustercache.Cache) error {
+	if podsLayout(rt) == nil {
+		return nil
+	}
+	return (&lbmirror.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: lbmirror.NewGuests(clusters, mgr.GetClient()),
+		Recorder: mgr.GetEventRecorder("lbmirror-controller"),
+	}).SetupWithManager(mgr)
 }
 
 // podsLayout is the runtime's layout per control-plane namespace when its

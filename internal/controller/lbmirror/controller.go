@@ -318,8 +318,10 @@ func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.Ho
 func (r *Reconciler) ensureSlices(ctx context.Context, mirror *corev1.Service, want []*discoveryv1.EndpointSlice) error {
 	have := &discoveryv1.EndpointSliceList{}
 	if err := r.APIReader.List(ctx, have, client.InNamespace(mirror.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: mirror.Name, discoveryv1.LabelManagedBy: ManagedBy,
-			hostedref.OwnerUIDLabel: mirror.Labels[hostedref.OwnerUIDLabel]}); err != nil {
+		client.MatchingLabels{
+			discoveryv1.LabelServiceName: mirror.Name, discoveryv1.LabelManagedBy: ManagedBy,
+			hostedref.OwnerUIDLabel: mirror.Labels[hostedref.OwnerUIDLabel],
+		}); err != nil {
 		return fmt.Errorf("EndpointSlices of %s: %w", mirror.Name, err)
 	}
 	byName := map[string]*discoveryv1.EndpointSlice{}

@@ -29,7 +29,8 @@ type Limits struct {
 	MaxServices int
 }
 
-// DefaultLimits: pages of 100 objects, 8 MiB a pass, 100 load balancers.
+// DefaultLimits are pages of 100 objects, 8 MiB a pass and 100 load
+// balancers.
 var DefaultLimits = Limits{PageSize: 100, MaxBytes: 8 << 20, MaxServices: 100}
 
 // errTruncated is a scan that stopped at a bound: what it read is a part
@@ -74,7 +75,7 @@ func listPages(ctx context.Context, rc rest.Interface, path string, params map[s
 			return fmt.Errorf("list %s: %w", path, err)
 		}
 		data, err := io.ReadAll(io.LimitReader(body, b.left+1))
-		body.Close()
+		_ = body.Close()
 		if err != nil {
 			return fmt.Errorf("list %s: %w", path, err)
 		}

@@ -241,7 +241,7 @@ func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCl
 	if len(want.Spec.Ports) == 0 {
 		return errors.New("no port has a node port (spec.allocateLoadBalancerNodePorts false): nothing to mirror to")
 	}
-	if !g.Finalized {
+	if !g.finalized() {
 		rv, err := addGuestFinalizer(ctx, kube, g)
 		if err != nil {
 			return err
@@ -361,7 +361,7 @@ func (r *Reconciler) release(ctx context.Context, kube kubernetes.Interface, g g
 			return err
 		}
 	}
-	if !g.Finalized {
+	if !g.finalized() {
 		return nil
 	}
 	if !g.Deleting {

@@ -50,12 +50,14 @@ type guestService struct {
 	Deleting        bool
 	LoadBalancer    bool
 	Finalizers      []string
-	Finalized       bool // carries CleanupFinalizer
 	Local           bool // externalTrafficPolicy: Local
 	Ports           []corev1.ServicePort
 	SourceRanges    []string
 	Ingress         []corev1.LoadBalancerIngress
 }
+
+// finalized reports whether g carries CleanupFinalizer.
+func (g guestService) finalized() bool { return slices.Contains(g.Finalizers, CleanupFinalizer) }
 
 // listPages GETs path page by page (limit, continue), each response read
 // through what is left of b, and calls each with every page's items. A
@@ -123,8 +125,7 @@ func scanServices(ctx context.Context, rc rest.Interface, l Limits, b *budget) (
 			Local:        s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		}
 		g.Finalizers = s.Finalizers
-		g.Finalized = slices.Contains(s.Finalizers, CleanupFinalizer)
-		if !g.LoadBalancer && !g.Finalized {
+		if !g.LoadBalancer && !g.finalized() {
 			return nil
 		}
 		if g.LoadBalancer {

@@ -91,9 +91,9 @@ func createNodeDir(dir string) error {
 }
 
 // Preflight checks, before anything is created, that a join may use this
-// host and dir: dir is new, empty or an earlier join's, and no other
-// kubelet runs here (two kubelets fight over ports, the CNI bridge and
-// cgroups). It returns dir made canonical, which the join then uses
+// host and dir: dir is new, empty or an earlier join's, no other kubelet
+// runs here (two kubelets fight over ports, the CNI bridge and cgroups) and
+// no other node's pod bridge is left here. It returns dir made canonical, which the join then uses
 // everywhere.
 func Preflight(dir string, kubeletPort int) (string, error) {
 	canonical, err := CanonicalDir(dir)
@@ -106,5 +106,22 @@ func Preflight(dir string, kubeletPort int) (string, error) {
 	if err := checkNoKubelet("/proc", kubeletPort); err != nil {
 		return "", err
 	}
+	if err := checkNoPodBridge("/sys/class/net"); err != nil {
+		return "", err
+	}
 	return canonical, nil
+}
+
+// checkNoPodBridge refuses a host that has a node's pod bridge already
+// (read from sysClassNet, /sys/class/net): another node runs here, or one
+// stopped without its reset (killed, or its directory removed by hand). A
+// join beside it would record the bridge, the CNI chains of its pods and
+// kube-proxy's rules as the host's own, and its reset would keep them; the
+// other node's pods' addresses would clash with this one's.
+func checkNoPodBridge(sysClassNet string) error {
+	if _, err := os.Lstat(filepath.Join(sysClassNet, Bridge)); err != nil {
+		return nil
+	}
+	return fmt.Errorf("this host has the pod bridge %s of another node: a node runs here, or one was stopped without `hypershift join --reset --node-dir DIR`; "+
+		"reset that node with its directory (if the directory is gone, remove what it left by hand: docs/real-nodes.md, \"A node left without its reset\")", Bridge)
 }

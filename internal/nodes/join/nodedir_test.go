@@ -98,3 +98,25 @@ func TestNodeDirMarker(t *testing.T) {
 		t.Errorf("checkNodeDir(file) = %v", err)
 	}
 }
+
+// A host with another node's pod bridge is refused, naming the bridge and
+// how to undo the other node; other links do not count.
+func TestPreflightRefusesAnotherNodesBridge(t *testing.T) {
+	sys := t.TempDir()
+	for _, link := range []string{"lo", "eth0", "cni0", "hs-cni0x"} {
+		if err := os.Mkdir(filepath.Join(sys, link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checkNoPodBridge(sys); err != nil {
+		t.Fatalf("links of others: %v", err)
+	}
+	// /sys/class/net holds links as symlinks.
+	if err := os.Symlink("../../devices/virtual/net/"+Bridge, filepath.Join(sys, Bridge)); err != nil {
+		t.Fatal(err)
+	}
+	err := checkNoPodBridge(sys)
+	if err == nil || !strings.Contains(err.Error(), "pod bridge "+Bridge+" of another node") || !strings.Contains(err.Error(), "join --reset") {
+		t.Fatalf("with %s: %v; want a refusal naming it and the reset", Bridge, err)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/addons"
 	"hypershift.dev/internal/clustercache"
+	"hypershift.dev/internal/controller/guestpass"
 	"hypershift.dev/internal/controller/hostedcluster"
 	"hypershift.dev/internal/controller/hostedcontrolplane"
 	"hypershift.dev/internal/controller/hostmachine"
@@ -306,7 +307,7 @@ func setupLoadBalancerMirrors(mgr ctrl.Manager, rt runtime.Runtime, clusters *cl
 		return nil
 	}
 	return (&lbmirror.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: lbmirror.NewGuests(clusters, mgr.GetClient()),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: guestpass.NewGuests(clusters, mgr.GetClient(), "lbmirror"),
 		Recorder: mgr.GetEventRecorder("lbmirror-controller"),
 	}).SetupWithManager(mgr)
 }

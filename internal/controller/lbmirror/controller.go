@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/guestpass"
 	"hypershift.dev/internal/controller/hostmachine"
 	"hypershift.dev/internal/hostedref"
 )
@@ -64,13 +64,6 @@ const (
 	MirrorFailedReason = "LoadBalancerMirrorFailed"
 )
 
-// Guests opens the operator's connection to a hosted cluster.
-type Guests interface {
-	Guest(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, hcp *hypershiftv1alpha1.HostedControlPlane) (kubernetes.Interface, error)
-	// Forget drops the connection to the HostedCluster at key.
-	Forget(key types.NamespacedName)
-}
-
 // Reconciler mirrors the guest LoadBalancer Services of HostedClusters of
 // platform Host.
 type Reconciler struct {
@@ -80,7 +73,7 @@ type Reconciler struct {
 	// APIReader reads mirrors and their EndpointSlices from the API
 	// server: they are written on conditions of what was read.
 	APIReader client.Reader
-	Guests    Guests
+	Guests    guestpass.Guests
 	// Limits bound each pass; zero: DefaultLimits.
 	Limits Limits
 	// Interval between passes; zero: DefaultInterval.
@@ -149,9 +142,9 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	if err != nil {
 		return err
 	}
-	b := &budget{left: r.Limits.MaxBytes}
+	b := &guestpass.Budget{Left: r.Limits.MaxBytes}
 	guests, scanErr := scanServices(ctx, kube.CoreV1().RESTClient(), r.Limits, b)
-	truncated := errors.Is(scanErr, errTruncated)
+	truncated := errors.Is(scanErr, guestpass.ErrTruncated)
 	if scanErr != nil && !truncated {
 		return scanErr
 	}
@@ -191,7 +184,7 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 		if keep[uid] {
 			continue
 		}
-		if err := deleteOwned(ctx, r.Client, m); err != nil {
+		if err := guestpass.DeleteOwned(ctx, r.Client, m); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -235,7 +228,7 @@ func (r *Reconciler) machines(ctx context.Context, ns string) ([]machine, error)
 // ensure keeps g's finalizer, its mirror, the mirror's endpoints and g's
 // status.
 func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, ns string, kube kubernetes.Interface,
-	g guestService, mirror *corev1.Service, machines []machine, b *budget,
+	g guestService, mirror *corev1.Service, machines []machine, b *guestpass.Budget,
 ) error {
 	want := mirrorService(hc, ns, g)
 	if len(want.Spec.Ports) == 0 {
@@ -346,7 +339,7 @@ func (r *Reconciler) ensureSlices(ctx context.Context, mirror *corev1.Service, w
 		}
 	}
 	for _, h := range byName {
-		if err := deleteOwned(ctx, r.Client, h); err != nil {
+		if err := guestpass.DeleteOwned(ctx, r.Client, h); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -357,7 +350,7 @@ func (r *Reconciler) ensureSlices(ctx context.Context, mirror *corev1.Service, w
 // being deleted, or no longer a LoadBalancer.
 func (r *Reconciler) release(ctx context.Context, kube kubernetes.Interface, g guestService, mirror *corev1.Service) error {
 	if mirror != nil {
-		if err := deleteOwned(ctx, r.Client, mirror); err != nil {
+		if err := guestpass.DeleteOwned(ctx, r.Client, mirror); err != nil {
 			return err
 		}
 	}
@@ -371,17 +364,6 @@ func (r *Reconciler) release(ctx context.Context, kube kubernetes.Interface, g g
 		}
 	}
 	return removeGuestFinalizer(ctx, kube, g)
-}
-
-// deleteOwned deletes obj under the precondition of its UID: an object
-// made again under its name meanwhile is not touched.
-func deleteOwned(ctx context.Context, c client.Client, obj client.Object) error {
-	uid := obj.GetUID()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", obj.GetName(), err)
-	}
-	return nil
 }
 
 // addGuestFinalizer adds the cleanup finalizer to g, conditional on the
@@ -404,12 +386,7 @@ func addGuestFinalizer(ctx context.Context, kube kubernetes.Interface, g guestSe
 // that removes it where the pass read it, tested there first, so that
 // no other finalizer is dropped whatever was written since.
 func removeGuestFinalizer(ctx context.Context, kube kubernetes.Interface, g guestService) error {
-	i := slices.Index(g.Finalizers, CleanupFinalizer)
-	path := "/metadata/finalizers/" + strconv.Itoa(i)
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": path, "value": CleanupFinalizer},
-		{"op": "remove", "path": path},
-	})
+	patch, err := guestpass.FinalizerRemoval(g.Finalizers, CleanupFinalizer)
 	if err != nil {
 		return err
 	}

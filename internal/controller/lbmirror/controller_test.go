@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/controller/guestpass"
 	"hypershift.dev/internal/controller/hostmachine"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/testenv"
@@ -269,7 +270,7 @@ func TestLoadBalancerMirror(t *testing.T) {
 		} {
 			r := *f.r
 			r.Limits = l
-			if err := r.Pass(ctx, f.hc, f.kube); !errors.Is(err, errTruncated) {
+			if err := r.Pass(ctx, f.hc, f.kube); !errors.Is(err, guestpass.ErrTruncated) {
 				t.Errorf("pass with %+v: %v, want it truncated", l, err)
 			}
 			if f.mirrorOf(t, gone) == nil {

@@ -3,16 +3,14 @@ package lbmirror
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"hypershift.dev/internal/controller/guestpass"
 )
 
 // Limits bound what one pass reads of a hosted cluster, whose admin
@@ -33,14 +31,6 @@ type Limits struct {
 // balancers.
 var DefaultLimits = Limits{PageSize: 100, MaxBytes: 8 << 20, MaxServices: 100}
 
-// errTruncated is a scan that stopped at a bound: what it read is a part
-// of the cluster's objects, so nothing may be deleted for being missing
-// from it.
-var errTruncated = errors.New("truncated")
-
-// budget is what is left of a pass's bytes.
-type budget struct{ left int64 }
-
 // guestService is what the mirror needs of a guest Service; the rest of
 // the object is not kept.
 type guestService struct {
@@ -59,59 +49,14 @@ type guestService struct {
 // finalized reports whether g carries CleanupFinalizer.
 func (g guestService) finalized() bool { return slices.Contains(g.Finalizers, CleanupFinalizer) }
 
-// listPages GETs path page by page (limit, continue), each response read
-// through what is left of b, and calls each with every page's items. A
-// response past the budget stops the scan with errTruncated.
-func listPages(ctx context.Context, rc rest.Interface, path string, params map[string]string, pageSize int, b *budget, each func(raw json.RawMessage) error) error {
-	cont := ""
-	for {
-		req := rc.Get().AbsPath(path).Param("limit", strconv.Itoa(pageSize)).SetHeader("Accept", "application/json")
-		for k, v := range params {
-			req = req.Param(k, v)
-		}
-		if cont != "" {
-			req = req.Param("continue", cont)
-		}
-		body, err := req.Stream(ctx)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", path, err)
-		}
-		data, err := io.ReadAll(io.LimitReader(body, b.left+1))
-		_ = body.Close()
-		if err != nil {
-			return fmt.Errorf("list %s: %w", path, err)
-		}
-		if int64(len(data)) > b.left {
-			b.left = 0
-			return fmt.Errorf("list %s: %w", path, errTruncated)
-		}
-		b.left -= int64(len(data))
-		var page struct {
-			Metadata metav1.ListMeta   `json:"metadata"`
-			Items    []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal(data, &page); err != nil {
-			return fmt.Errorf("list %s: %w", path, err)
-		}
-		for _, raw := range page.Items {
-			if err := each(raw); err != nil {
-				return err
-			}
-		}
-		if cont = page.Metadata.Continue; cont == "" {
-			return nil
-		}
-	}
-}
-
 // scanServices reads the hosted cluster's Services and returns the
 // LoadBalancer ones and those still carrying the cleanup finalizer, by
 // namespace and name. A scan cut short by the limits returns what it read
-// with an error wrapping errTruncated.
-func scanServices(ctx context.Context, rc rest.Interface, l Limits, b *budget) ([]guestService, error) {
+// with an error wrapping guestpass.ErrTruncated.
+func scanServices(ctx context.Context, rc rest.Interface, l Limits, b *guestpass.Budget) ([]guestService, error) {
 	var out []guestService
 	lbs := 0
-	err := listPages(ctx, rc, "/api/v1/services", nil, l.PageSize, b, func(raw json.RawMessage) error {
+	err := guestpass.ListPages(ctx, rc, "/api/v1/services", nil, l.PageSize, b, func(raw json.RawMessage) error {
 		var s corev1.Service
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return fmt.Errorf("a Service: %w", err)
@@ -130,7 +75,7 @@ func scanServices(ctx context.Context, rc rest.Interface, l Limits, b *budget) (
 		}
 		if g.LoadBalancer {
 			if lbs++; lbs > l.MaxServices {
-				return fmt.Errorf("more than %d LoadBalancer Services: %w", l.MaxServices, errTruncated)
+				return fmt.Errorf("more than %d LoadBalancer Services: %w", l.MaxServices, guestpass.ErrTruncated)
 			}
 		}
 		g.Ports, g.SourceRanges, g.Ingress = s.Spec.Ports, s.Spec.LoadBalancerSourceRanges, s.Status.LoadBalancer.Ingress
@@ -143,9 +88,9 @@ func scanServices(ctx context.Context, rc rest.Interface, l Limits, b *budget) (
 // readyNodes is the set of node names with a ready endpoint of the guest
 // Service, read from its EndpointSlices: where an externalTrafficPolicy
 // Local Service is served.
-func readyNodes(ctx context.Context, rc rest.Interface, s guestService, l Limits, b *budget) (map[string]bool, error) {
+func readyNodes(ctx context.Context, rc rest.Interface, s guestService, l Limits, b *guestpass.Budget) (map[string]bool, error) {
 	nodes := map[string]bool{}
-	err := listPages(ctx, rc, "/apis/discovery.k8s.io/v1/namespaces/"+s.Namespace+"/endpointslices",
+	err := guestpass.ListPages(ctx, rc, "/apis/discovery.k8s.io/v1/namespaces/"+s.Namespace+"/endpointslices",
 		map[string]string{"labelSelector": discoveryv1.LabelServiceName + "=" + s.Name}, l.PageSize, b, func(raw json.RawMessage) error {
 			var es discoveryv1.EndpointSlice
 			if err := json.Unmarshal(raw, &es); err != nil {

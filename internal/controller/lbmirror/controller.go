@@ -36,10 +36,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/guestpass"
@@ -82,7 +79,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller: a pass for each
+// HostedCluster of platform Host every Interval.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Limits == (Limits{}) {
 		r.Limits = DefaultLimits
@@ -90,46 +88,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Interval == 0 {
 		r.Interval = DefaultInterval
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("lbmirror").
-		// A pass every Interval; the cluster's status changes bring none.
-		For(&hypershiftv1alpha1.HostedCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
-}
-
-// Reconcile runs one pass for a HostedCluster and comes back after
-// Interval while the cluster is of platform Host.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Guests.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	// A destroyed cluster's mirrors go with its control-plane namespace.
-	if hc.DeletionTimestamp != nil || hc.Spec.Platform.Type != hypershiftv1alpha1.HostPlatform {
-		r.Guests.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	again := ctrl.Result{RequeueAfter: r.Interval}
-	hcp := &hypershiftv1alpha1.HostedControlPlane{}
-	if err := r.Client.Get(ctx, hostedref.ControlPlaneKey(req.NamespacedName), hcp); err != nil {
-		return again, client.IgnoreNotFound(err)
-	}
-	if !meta.IsStatusConditionTrue(hcp.Status.Conditions, string(hypershiftv1alpha1.Available)) {
-		return again, nil
-	}
-	kube, err := r.Guests.Guest(ctx, hc, hcp)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("hosted cluster not reachable; load balancers not mirrored this pass", "error", err.Error())
-		return again, nil
-	}
-	if err := r.Pass(ctx, hc, kube); err != nil {
-		ctrl.LoggerFrom(ctx).Info("load-balancer mirroring pass", "error", err.Error())
-	}
-	return again, nil
+	return (&guestpass.Loop{
+		Name: "lbmirror", Client: r.Client, Guests: r.Guests, Interval: r.Interval,
+		Applies: func(hc *hypershiftv1alpha1.HostedCluster) bool {
+			return hc.Spec.Platform.Type == hypershiftv1alpha1.HostPlatform
+		},
+		Pass: r.Pass,
+	}).SetupWithManager(mgr)
 }
 
 // Pass reads the hosted cluster's LoadBalancer Services and brings their

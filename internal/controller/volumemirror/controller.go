@@ -30,16 +30,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/guestpass"
@@ -79,7 +75,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 }
 
-// SetupWithManager registers the controller.
+// SetupWithManager registers the controller: a pass for each
+// HostedCluster of platform Host that maps classes every Interval.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Limits == (Limits{}) {
 		r.Limits = DefaultLimits
@@ -87,49 +84,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Interval == 0 {
 		r.Interval = DefaultInterval
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("volumemirror").
-		For(&hypershiftv1alpha1.HostedCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+	return (&guestpass.Loop{
+		Name: "volumemirror", Client: r.Client, Guests: r.Guests, Interval: r.Interval,
+		Applies: func(hc *hypershiftv1alpha1.HostedCluster) bool {
+			return hc.Spec.Platform.Type == hypershiftv1alpha1.HostPlatform && len(r.mapping(hc)) > 0
+		},
+		Pass: func(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface) error {
+			return r.Pass(ctx, hc, kube, r.mapping(hc))
+		},
+	}).SetupWithManager(mgr)
 }
 
-// Reconcile runs one pass for a HostedCluster and comes back after
-// Interval while the cluster maps classes.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	hc := &hypershiftv1alpha1.HostedCluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Guests.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+func (r *Reconciler) mapping(hc *hypershiftv1alpha1.HostedCluster) []ClassMapping {
+	if r.Classes == nil {
+		return nil
 	}
-	var mapping []ClassMapping
-	if r.Classes != nil {
-		mapping = r.Classes(hc)
-	}
-	// A destroyed cluster's claims go with its control-plane namespace.
-	if hc.DeletionTimestamp != nil || hc.Spec.Platform.Type != hypershiftv1alpha1.HostPlatform || len(mapping) == 0 {
-		r.Guests.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-	again := ctrl.Result{RequeueAfter: r.Interval}
-	hcp := &hypershiftv1alpha1.HostedControlPlane{}
-	if err := r.Client.Get(ctx, hostedref.ControlPlaneKey(req.NamespacedName), hcp); err != nil {
-		return again, client.IgnoreNotFound(err)
-	}
-	if !meta.IsStatusConditionTrue(hcp.Status.Conditions, string(hypershiftv1alpha1.Available)) {
-		return again, nil
-	}
-	kube, err := r.Guests.Guest(ctx, hc, hcp)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("hosted cluster not reachable; volumes not mirrored this pass", "error", err.Error())
-		return again, nil
-	}
-	if err := r.Pass(ctx, hc, kube, mapping); err != nil {
-		ctrl.LoggerFrom(ctx).Info("volume mirroring pass", "error", err.Error())
-	}
-	return again, nil
+	return r.Classes(hc)
 }
 
 // Pass reads the hosted cluster's claims of the mapped classes and its

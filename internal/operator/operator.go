@@ -223,6 +223,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	}
 	hc := &hostedcluster.Reconciler{
 		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
 		APIServerIPs:      ips,
 		APIServerDNSNames: names,
 		Layout:            podsLayout(opts.Runtime),

@@ -48,6 +48,10 @@ func ControlPlaneNamespace(hc *hypershiftv1alpha1.HostedCluster) string {
 // Reconciler reconciles HostedClusters.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads past the cache where a stale read would lose
+	// something: a cluster deleted right after its first pass must find
+	// the namespace that pass created. Nil: Client.
+	APIReader client.Reader
 	// APIServerIPs and APIServerDNSNames are put into every hosted API
 	// server's serving certificate, besides the in-cluster names.
 	APIServerIPs      []net.IP

@@ -106,7 +106,7 @@ func (s *scope) conflictMessage(ns *corev1.Namespace) string {
 // another owner is refused: s.conflict says why and no later phase runs.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: s.ns}, ns)
+	err := r.liveReader().Get(ctx, client.ObjectKey{Name: s.ns}, ns)
 	if apierrors.IsNotFound(err) {
 		labels := s.labels()
 		labels[podSecurityEnforceLabel] = podSecurityRestricted
@@ -152,11 +152,22 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
+// liveReader reads from the API server, not the cache (APIReader).
+func (r *Reconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 // ownedNamespace returns the control-plane namespace when this cluster owns
-// it (or adopts it, see ownership), nil when it is absent or foreign.
+// it (or adopts it, see ownership), nil when it is absent or foreign. It
+// reads past the cache: a namespace created by a pass just before the
+// cluster's deletion may not be in the cache yet, and a cluster that finds
+// none removes its finalizer, leaving the namespace and its data behind.
 func (r *Reconciler) ownedNamespace(ctx context.Context, s *scope) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: s.ns}, ns)
+	err := r.liveReader().Get(ctx, client.ObjectKey{Name: s.ns}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

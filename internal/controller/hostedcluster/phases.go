@@ -306,7 +306,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // and reports (by a requeue) until both are gone.
 func (r *Reconciler) deleteControlPlane(ctx context.Context, s *scope, ns *corev1.Namespace) (ctrl.Result, error) {
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: s.hc.Name}, hcp)
+	err := r.liveReader().Get(ctx, client.ObjectKey{Namespace: s.ns, Name: s.hc.Name}, hcp)
 	switch {
 	case err == nil:
 		if hcp.DeletionTimestamp.IsZero() {

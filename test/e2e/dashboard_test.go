@@ -170,7 +170,7 @@ func operateFromThePages(t *testing.T, ctx context.Context, hs *cli, fleetURL st
 
 	create := []chromedp.Action[chromedp.Void]{
 		chromedp.Navigate(fleetURL),
-		chromedp.WaitVisible(chromedp.CSS(`#create`)),
+		chromedp.WaitEnabled(chromedp.CSS(`#create button[type=submit]`)),
 		chromedp.SetValue(chromedp.CSS(`#create input[name=name]`), "d1"),
 		chromedp.SetValue(chromedp.CSS(`#create select[name=platform]`), "none"),
 		chromedp.Click(chromedp.CSS(`#create button[type=submit]`)),

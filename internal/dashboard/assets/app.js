@@ -142,6 +142,9 @@ function setupFleet() {
     if (f.nodePoolReplicas.value !== '') body.nodePoolReplicas = Number(f.nodePoolReplicas.value);
     return body;
   });
+  // Disabled in the page until here: a submit without the listener would
+  // be the browser's own, a reload that creates nothing.
+  document.querySelector('#create button[type=submit]').disabled = false;
 }
 
 function setupCluster(ref) {
@@ -154,10 +157,14 @@ function setupCluster(ref) {
 }
 
 // renderOps keeps the operation controls in step with the cluster, without
-// touching what the user is typing.
+// touching what the user is typing. The page starts with them disabled: a
+// click before the script has its listeners, or before the page knows the
+// cluster's state, would be lost or wrong.
 function renderOps(d) {
   document.getElementById('hibernate').disabled = d.hibernationEnabled;
   document.getElementById('resume').disabled = !d.hibernationEnabled;
+  document.getElementById('rotate-ca').disabled = false;
+  document.querySelectorAll('#upgrade button, #scale button').forEach((b) => { b.disabled = false; });
   const version = document.querySelector('#upgrade input');
   version.placeholder = d.desiredVersion || '';
   const select = document.querySelector('#scale select');

@@ -126,7 +126,11 @@ type rotationRun struct {
 	// oldBefore: outcomes of requests with the kubeconfig saved before the
 	// rotation, by the phase they were made in.
 	oldOK, oldFailed map[string]int
-	oldErrs          []string
+	// oldTimeouts counts the old kubeconfig's requests that only waited
+	// past the client's timeout: on a busy machine an answer can take
+	// longer, and no answer is not a refusal.
+	oldTimeouts map[string]int
+	oldErrs     []string
 	// nodeProblems: samples (one a second) where the node check failed,
 	// spanning notReady; unreachable: samples where the API server did not
 	// answer it.
@@ -213,7 +217,7 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 	go func() { defer wg.Done(); admin.follow(ctx) }()
 	go func() { defer wg.Done(); admin.request(ctx) }()
 
-	run := &rotationRun{oldOK: map[string]int{}, oldFailed: map[string]int{}, dataDir: hs.dataDir}
+	run := &rotationRun{oldOK: map[string]int{}, oldFailed: map[string]int{}, oldTimeouts: map[string]int{}, dataDir: hs.dataDir}
 	var mu sync.Mutex
 	wg.Add(1)
 	go func() {
@@ -300,7 +304,11 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 			if after, afterToken := rotationPhase(ctx, mgmt); afterToken != previousToken {
 				phase = after
 			}
-			run.oldFailed[phase]++
+			if isClientTimeout(err) {
+				run.oldTimeouts[phase]++
+			} else {
+				run.oldFailed[phase]++
+			}
 			if len(run.oldErrs) < 10 {
 				run.oldErrs = append(run.oldErrs, phase+": "+err.Error())
 			}
@@ -314,8 +322,10 @@ func rotateWatching(t *testing.T, hs *cli, kc string, nodeCheck func(context.Con
 	}
 	t.Logf("hypershift rotate ca --wait (%.1fs):\n%s", run.took.Seconds(), rotateResult.stdout)
 	// The old kubeconfig once more, now that the rotation is Done.
-	if err := requestWithFreshConnection(ctx, oldConfig); err != nil {
+	if err := requestWithFreshConnection(ctx, oldConfig); err != nil && !isClientTimeout(err) {
 		run.oldFailed["after"]++
+	} else if err != nil {
+		run.oldTimeouts["after"]++
 	} else {
 		run.oldOK["after"]++
 	}
@@ -369,10 +379,19 @@ func (run *rotationRun) check(t *testing.T, budget restartBudget) {
 			t.Errorf("no event says the rotation entered phase %s: %v", p, run.entered)
 		}
 	}
+	timeouts := 0
 	for _, p := range []string{"", "TrustBoth", "ReissueLeaves", "DistributeBundle"} {
 		if run.oldFailed[p] > 0 {
 			t.Errorf("the admin kubeconfig saved before the rotation failed %d times in phase %q, before DropOld: %s", run.oldFailed[p], p, strings.Join(run.oldErrs, "; "))
 		}
+		timeouts += run.oldTimeouts[p]
+	}
+	// A request or two that waited past its 5 s on a busy machine is
+	// not a refusal; more say the API server stopped answering.
+	if timeouts > 2 {
+		t.Errorf("the admin kubeconfig saved before the rotation waited past its timeout %d times before DropOld (timeouts by phase %v): %s", timeouts, run.oldTimeouts, strings.Join(run.oldErrs, "; "))
+	} else if timeouts > 0 {
+		t.Logf("the admin kubeconfig saved before the rotation waited past its timeout %d times before DropOld (at most 2 allowed)", timeouts)
 	}
 	if run.oldOK["Done"] > 0 || run.oldOK["after"] > 0 || run.oldFailed["after"] == 0 {
 		t.Errorf("the admin kubeconfig saved before the rotation still works after DropOld (ok by phase %v)", run.oldOK)
@@ -420,6 +439,12 @@ func (w window) String() string {
 
 // requestWithFreshConnection lists ConfigMaps with cfg over a new
 // connection: a kept-alive one was verified when it was opened.
+// isClientTimeout: the request got no answer within the client's timeout.
+func isClientTimeout(err error) bool {
+	e := err.Error()
+	return strings.Contains(e, "Client.Timeout exceeded") || strings.Contains(e, "context deadline exceeded")
+}
+
 func requestWithFreshConnection(ctx context.Context, cfg *rest.Config) error {
 	c := *cfg
 	c.Timeout = 5 * time.Second

@@ -179,6 +179,16 @@ func TestIdleWake(t *testing.T) {
 
 	start := time.Now()
 	out, err := kubectl(t, kc, "get", "ns")
+	// The proxy holds the connection, TLS untouched: a client waits for
+	// the server's half of the handshake, and client-go gives up on it
+	// after 10 s (and the test's kubectl on a request after 20 s). A wake
+	// longer than that on a busy machine fails the first request; the
+	// wake goes on, and the next is answered.
+	if err != nil && time.Since(start) >= 10*time.Second &&
+		(strings.Contains(out, "TLS handshake timeout") || strings.Contains(out, "Timeout exceeded") || strings.Contains(out, "deadline exceeded")) {
+		t.Logf("kubectl get ns gave up after %.1fs while the cluster woke (%s); asking again", time.Since(start).Seconds(), lastLines(out, 1))
+		out, err = kubectl(t, kc, "get", "ns")
+	}
 	if err != nil || !strings.Contains(out, "woken") {
 		t.Fatalf("kubectl get ns on an idle-hibernated cluster: %v\n%s", err, out)
 	}

@@ -81,10 +81,11 @@ func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes, nodeIP str
 		victim := nodes[0]
 		start := time.Now()
 		mustKubectl(t, mgmt, "-n", machines, "delete", "pod", victim, "--wait=false")
-		// 119 s on an idle machine, 202 s beside a compile; on a machine
-		// twice as slow it passed 5 minutes. A bound on liveness, not on
-		// speed (docs/performance.md measures that).
-		eventually(t, 9*time.Minute, "machine "+victim+" replaced by a new Ready node", func() error {
+		// 119 s on an idle machine, 202 s beside a compile, 247 s in a
+		// full run on a slow day; on a machine twice as slow it passed 5
+		// minutes. A bound on liveness, not on speed (docs/performance.md
+		// measures that).
+		eventually(t, 15*time.Minute, "machine "+victim+" replaced by a new Ready node", func() error {
 			now := readyHostNodes(t, kc, "mach")
 			if len(now) != 2 || slices.Contains(now, victim) {
 				return errorf("Ready nodes %v", now)

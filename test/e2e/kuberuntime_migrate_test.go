@@ -100,7 +100,9 @@ func (m *runtimeMigration) run(t *testing.T, what, kc, fromMgmt, toMgmt, via str
 	})
 	args := append([]string{
 		"--kubeconfig", fromMgmt, "migrate", "cluster", "--name", "moved", "--to-kubeconfig", toMgmt,
-		"--via", via, "--key-file", m.key, "--timeout", "5m",
+		// Each step's bound: the removal of the fenced source on the kube
+		// runtime took 192 s in a run where every test took twice its time.
+		"--via", via, "--key-file", m.key, "--timeout", "10m",
 	}, flags...)
 	out := m.hs.mustEnv(m.env, args...)
 	t.Logf("migrate output:\n%s", out)

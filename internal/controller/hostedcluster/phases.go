@@ -281,6 +281,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return res, err
 		}
 	}
+	if remaining, err := r.deleteClusterNamespaces(ctx, s); err != nil || remaining {
+		return ctrl.Result{RequeueAfter: time.Second}, err
+	}
 	if done, err := r.unpublishIssuer(ctx, s); err != nil || !done {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, err
 	}
@@ -335,6 +338,28 @@ func (r *Reconciler) deleteControlPlane(ctx context.Context, s *scope, ns *corev
 		}
 	}
 	return ctrl.Result{RequeueAfter: time.Second}, nil
+}
+
+// deleteClusterNamespaces deletes, once the control plane is gone, the
+// other namespaces made for this cluster — labelled with its UID, as only
+// this operator labels them: on the kube runtime, its machines' namespace,
+// which outlives the last machine while it holds the guest's volumes. It
+// reports whether any is left.
+func (r *Reconciler) deleteClusterNamespaces(ctx context.Context, s *scope) (bool, error) {
+	list := &corev1.NamespaceList{}
+	if err := r.liveReader().List(ctx, list, client.MatchingLabels{ClusterUIDLabel: string(s.hc.UID)}); err != nil {
+		return false, fmt.Errorf("list the cluster's namespaces: %w", err)
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		if !ns.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return false, fmt.Errorf("delete namespace %s: %w", ns.Name, err)
+		}
+	}
+	return len(list.Items) > 0, nil
 }
 
 // firstServiceIP is the `kubernetes` Service's ClusterIP: the first address

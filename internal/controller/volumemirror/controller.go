@@ -2,8 +2,10 @@
 // are pods of the management cluster (platform Host on the kube runtime)
 // volumes of the management cluster: KubeVirt CSI's design. A guest
 // PersistentVolumeClaim of a StorageClass the HostedCluster maps to an
-// infrastructure StorageClass gets a claim of that class in the cluster's
-// control-plane namespace and a guest PersistentVolume of CSI driver
+// infrastructure StorageClass gets a claim of that class in the namespace
+// of the cluster's machines (the attachment pods that will mount it are
+// privileged, as the machine pods are, which the control-plane namespace's
+// Pod Security Standard refuses) and a guest PersistentVolume of CSI driver
 // csi.hypershift.dev whose volume handle names it. Growing the guest
 // claim grows the infrastructure claim; releasing the guest volume
 // (reclaim policy Delete) deletes it.
@@ -40,6 +42,7 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/guestpass"
 	"hypershift.dev/internal/hostedref"
+	kuberuntime "hypershift.dev/internal/runtime/kube"
 )
 
 // DefaultInterval is how often a cluster's claims are read again.
@@ -108,7 +111,7 @@ func (r *Reconciler) mapping(hc *hypershiftv1alpha1.HostedCluster) []ClassMappin
 // conditional on the resource version (or, for a delete, the UID) read in
 // the pass.
 func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface, mapping []ClassMapping) error {
-	ns := hostedref.ControlPlaneNamespace(hc)
+	ns := kuberuntime.MachinesNamespace(hostedref.ControlPlaneNamespace(hc))
 	mapped, err := classes(ctx, kube, mapping)
 	if err != nil {
 		return err
@@ -208,6 +211,9 @@ func (r *Reconciler) provision(ctx context.Context, hc *hypershiftv1alpha1.Hoste
 		return errors.New("no spec.resources.requests.storage")
 	}
 	if have == nil {
+		if _, err := kuberuntime.EnsureMachinesNamespace(ctx, r.Client, r.APIReader, hostedref.ControlPlaneNamespace(hc), string(hc.UID)); err != nil {
+			return err
+		}
 		want := infraClaim(hc, ns, c.Infra, g)
 		err := r.Client.Create(ctx, want)
 		if apierrors.IsAlreadyExists(err) {

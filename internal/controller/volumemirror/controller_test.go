@@ -17,13 +17,14 @@ import (
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/guestpass"
 	"hypershift.dev/internal/hostedref"
+	kuberuntime "hypershift.dev/internal/runtime/kube"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
 
 // fixture: two real API servers, the management cluster (the
-// control-plane namespace clusters-vol) and the hosted cluster (claims in
-// apps). Neither runs a controller manager: where Kubernetes' volume
+// control-plane namespace clusters-vol, the machines' clusters-vol-machines)
+// and the hosted cluster (claims in apps). Neither runs a controller manager: where Kubernetes' volume
 // controllers would bind or release, the test writes what they write.
 type fixture struct {
 	c    client.Client
@@ -34,6 +35,7 @@ type fixture struct {
 
 const (
 	cpNamespace    = "clusters-vol"
+	infraNamespace = "clusters-vol-machines"
 	guestNamespace = "apps"
 	mappedClass    = "infra-backed"
 	infraClass     = "fast"
@@ -95,12 +97,20 @@ func (f *fixture) pass(t *testing.T) {
 func (f *fixture) infra(t *testing.T, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := f.c.Get(t.Context(), types.NamespacedName{Namespace: cpNamespace, Name: name}, pvc)
+	err := f.c.Get(t.Context(), types.NamespacedName{Namespace: infraNamespace, Name: name}, pvc)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	must(t, err)
 	return pvc
+}
+
+// infraNamespace makes the machines' namespace, as the mirror does, for
+// the claims a test makes there itself.
+func (f *fixture) infraNamespace(t *testing.T) {
+	t.Helper()
+	_, err := kuberuntime.EnsureMachinesNamespace(t.Context(), f.c, f.c, cpNamespace, string(f.hc.UID))
+	must(t, err)
 }
 
 func (f *fixture) volume(t *testing.T, name string) *corev1.PersistentVolume {
@@ -183,6 +193,13 @@ func provisionGrowReclaim(t *testing.T, f *fixture) {
 	if in == nil {
 		t.Fatal("no infrastructure claim")
 	}
+	// In the machines' namespace, made for this cluster: its attachment
+	// pods are to be privileged, as the machines are.
+	ns := &corev1.Namespace{}
+	must(t, f.c.Get(ctx, types.NamespacedName{Name: infraNamespace}, ns))
+	if ns.Labels[hostedref.OwnerUIDLabel] != string(f.hc.UID) || ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace %s: labels %v, want the cluster's UID and Pod Security privileged", infraNamespace, ns.Labels)
+	}
 	if ptr.Deref(in.Spec.StorageClassName, "") != infraClass || in.Spec.Resources.Requests.Storage().String() != "1Gi" ||
 		in.Labels[hostedref.OwnerUIDLabel] != string(f.hc.UID) || in.Labels[GuestClaimUIDLabel] != string(g.UID) ||
 		in.Annotations[GuestClaimAnnotation] != guestNamespace+"/data" {
@@ -263,8 +280,9 @@ func onlyThisClustersClaims(t *testing.T, f *fixture) {
 		},
 	}
 	must(t, f.c.Create(ctx, etcd))
+	f.infraNamespace(t)
 	another := etcd.DeepCopy()
-	another.ResourceVersion, another.Name = "", infraName("11111111-2222-3333-4444-555555555555")
+	another.ResourceVersion, another.Namespace, another.Name = "", infraNamespace, infraName("11111111-2222-3333-4444-555555555555")
 	another.Labels = infraLabels(&hypershiftv1alpha1.HostedCluster{ObjectMeta: metav1.ObjectMeta{UID: "another", Name: "b", Namespace: "clusters"}},
 		"11111111-2222-3333-4444-555555555555")
 	must(t, f.c.Create(ctx, another))
@@ -284,13 +302,14 @@ func onlyThisClustersClaims(t *testing.T, f *fixture) {
 	// A claim whose infrastructure name is taken by a claim not labelled
 	// as this cluster's.
 	g := f.claim(t, "taken", mappedClass, "1Gi")
-	taken := etcd.DeepCopy()
-	taken.ResourceVersion, taken.Name = "", infraName(string(g.UID))
+	taken := another.DeepCopy()
+	taken.ResourceVersion, taken.Name, taken.Labels = "", infraName(string(g.UID)), nil
 	must(t, f.c.Create(ctx, taken))
 	f.pass(t)
-	for _, name := range []string{etcd.Name, another.Name, taken.Name} {
-		if in := f.infra(t, name); in == nil || in.DeletionTimestamp != nil {
-			t.Errorf("claim %s, not this cluster's, was deleted", name)
+	for _, c := range []*corev1.PersistentVolumeClaim{etcd, another, taken} {
+		in := &corev1.PersistentVolumeClaim{}
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(c), in); err != nil || in.DeletionTimestamp != nil {
+			t.Errorf("claim %s/%s, not this cluster's, was deleted (%v)", c.Namespace, c.Name, err)
 		}
 	}
 	if f.volume(t, volumeName(string(g.UID))) != nil {
@@ -325,7 +344,8 @@ func onlyThisClustersClaims(t *testing.T, f *fixture) {
 // deletes one whose guest claim went before its volume was made.
 func truncatedPassSweepsNothing(t *testing.T, f *fixture) {
 	ctx := t.Context()
-	orphan := infraClaim(f.hc, cpNamespace, infraClass, guestClaim{
+	f.infraNamespace(t)
+	orphan := infraClaim(f.hc, infraNamespace, infraClass, guestClaim{
 		Namespace: guestNamespace, Name: "gone", UID: "99999999-8888-7777-6666-555555555555",
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Request: resource.MustParse("1Gi"),
 	})

@@ -50,7 +50,7 @@ func infraLabels(hc *hypershiftv1alpha1.HostedCluster, guestUID string) map[stri
 	}
 }
 
-// infraClaim is the claim in the control-plane namespace ns that holds
+// infraClaim is the claim in the machines namespace ns that holds
 // the data of guest claim g, of class infraClass.
 func infraClaim(hc *hypershiftv1alpha1.HostedCluster, ns, infraClass string, g guestClaim) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{

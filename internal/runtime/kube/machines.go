@@ -189,12 +189,12 @@ func (m *Machines) Create(ctx context.Context, ref runtime.MachineRef, userdata 
 	if err := m.Check(ctx); err != nil {
 		return runtime.Machine{}, err
 	}
-	ns := MachinesNamespace(ref.Namespace)
-	if err := m.ensureNamespace(ctx, ns, ref.Cluster); err != nil {
+	ns, err := EnsureMachinesNamespace(ctx, m.client, m.reader, ref.Namespace, ref.Cluster)
+	if err != nil {
 		return runtime.Machine{}, err
 	}
 	pod := &corev1.Pod{}
-	err := m.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, pod)
+	err = m.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, pod)
 	switch {
 	case err == nil && pod.Labels[OwnerUIDLabel] != ref.Owner:
 		return runtime.Machine{}, fmt.Errorf("pod %s/%s (owner %q): %w", ns, ref.Name, pod.Labels[OwnerUIDLabel], runtime.ErrMachineExists)
@@ -219,20 +219,24 @@ func (m *Machines) Create(ctx context.Context, ref runtime.MachineRef, userdata 
 	return machineOf(pod), nil
 }
 
-// ensureNamespace makes the namespace of the machines, or checks that the
-// one there is this cluster's.
-func (m *Machines) ensureNamespace(ctx context.Context, name, cluster string) error {
+// EnsureMachinesNamespace makes the namespace of the machines of the
+// control plane in namespace cpNamespace, of HostedCluster UID cluster, or
+// checks that the one there is this cluster's, and returns its name. The
+// volume mirror keeps its infrastructure claims there too: the attachment
+// pods that mount them are privileged, as the machines are.
+func EnsureMachinesNamespace(ctx context.Context, c client.Client, reader client.Reader, cpNamespace, cluster string) (string, error) {
+	name := MachinesNamespace(cpNamespace)
 	ns := &corev1.Namespace{}
-	err := m.reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	err := reader.Get(ctx, client.ObjectKey{Name: name}, ns)
 	switch {
 	case err == nil && ns.Labels[OwnerUIDLabel] != cluster:
-		return fmt.Errorf("namespace %s exists and is not this cluster's machines' (label %s is %q): %w", name, OwnerUIDLabel, ns.Labels[OwnerUIDLabel], runtime.ErrMachineExists)
+		return "", fmt.Errorf("namespace %s exists and is not this cluster's machines' (label %s is %q): %w", name, OwnerUIDLabel, ns.Labels[OwnerUIDLabel], runtime.ErrMachineExists)
 	case err == nil && ns.DeletionTimestamp != nil:
-		return fmt.Errorf("namespace %s is being deleted (its last machine went); the machine is made once it is gone", name)
+		return "", fmt.Errorf("namespace %s is being deleted (its last machine and volume went); it is made again once it is gone", name)
 	case err == nil:
-		return nil
+		return name, nil
 	case !apierrors.IsNotFound(err):
-		return err
+		return "", err
 	}
 	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		ManagedByLabel: ManagedBy,
@@ -244,10 +248,10 @@ func (m *Machines) ensureNamespace(ctx context.Context, name, cluster string) er
 		// A machine is a privileged pod: it runs containerd and a kubelet.
 		"pod-security.kubernetes.io/enforce": "privileged",
 	}}}
-	if err := m.client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", name, err)
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create namespace %s: %w", name, err)
 	}
-	return nil
+	return name, nil
 }
 
 // ensureServiceAccount makes the machines' service account: a pod names
@@ -384,7 +388,8 @@ func (m *Machines) Delete(ctx context.Context, ref runtime.MachineRef) (bool, er
 }
 
 // deleteNamespaceIfEmpty deletes the cluster's machines namespace once no
-// machine pod is left in it.
+// machine pod and no claim (the volume mirror's: a guest volume's data)
+// is left in it; one that holds claims goes with the HostedCluster.
 func (m *Machines) deleteNamespaceIfEmpty(ctx context.Context, name, cluster string) error {
 	ns := &corev1.Namespace{}
 	if err := m.reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
@@ -398,6 +403,13 @@ func (m *Machines) deleteNamespaceIfEmpty(ctx context.Context, name, cluster str
 		return err
 	}
 	if len(pods.Items) > 0 {
+		return nil
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := m.reader.List(ctx, claims, client.InNamespace(name), client.Limit(1)); err != nil {
+		return err
+	}
+	if len(claims.Items) > 0 {
 		return nil
 	}
 	if err := m.client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); err != nil && !apierrors.IsNotFound(err) {

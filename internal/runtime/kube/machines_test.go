@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,6 +135,31 @@ func testMachines(t *testing.T, env *testenv.Env, cp runtime.ControlPlaneRef) {
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(foreignNS.Name)); err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods made in a foreign namespace: %d, %v", len(pods.Items), err)
+	}
+
+	// A namespace that holds a claim (a guest volume's, the volume
+	// mirror's) outlives its last machine: it goes with the cluster.
+	withClaim := runtime.MachineRef{Namespace: cp.Namespace + "-v", Cluster: "cluster-uid", Name: "m1", Owner: "owner-1"}
+	if _, err := m.Create(ctx, withClaim, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	claimNS := MachinesNamespace(withClaim.Namespace)
+	if err := c.Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: claimNS, Name: "vol-1"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := m.Delete(ctx, withClaim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: claimNS}, namespace); err != nil || namespace.DeletionTimestamp != nil {
+		t.Errorf("namespace %s with a claim in it after its last machine went: %v, deleting %v; want it kept", claimNS, err, namespace.DeletionTimestamp)
 	}
 
 	// Deleting: the pod first (its first process resets the node), then

@@ -106,7 +106,7 @@ func (s *scope) conflictMessage(ns *corev1.Namespace) string {
 // another owner is refused: s.conflict says why and no later phase runs.
 func (r *Reconciler) reconcileNamespace(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
-	err := r.liveReader().Get(ctx, client.ObjectKey{Name: s.ns}, ns)
+	err := r.Client.Get(ctx, client.ObjectKey{Name: s.ns}, ns)
 	if apierrors.IsNotFound(err) {
 		labels := s.labels()
 		labels[podSecurityEnforceLabel] = podSecurityRestricted

@@ -166,7 +166,8 @@ type adminFollower struct {
 	kubeconfigs int
 	ok, failed  int
 	errs        []string
-	// failures is the window from the first failed request to the last.
+	// failures is the window from the first failed request to the last,
+	// leaving out those that only waited past the client's timeout.
 	failures window
 }
 
@@ -226,7 +227,9 @@ func (a *adminFollower) request(ctx context.Context) {
 		a.mu.Lock()
 		if err != nil {
 			a.failed++
-			a.failures.add(time.Now())
+			if !isClientTimeout(err) {
+				a.failures.add(time.Now())
+			}
 			a.errs = append(a.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
 		} else {
 			a.ok++

@@ -454,9 +454,12 @@ func (w window) String() string {
 }
 
 // isClientTimeout: the request got no answer within the client's timeout.
-func isClientTimeout(err error) bool {
-	e := err.Error()
-	return strings.Contains(e, "Client.Timeout exceeded") || strings.Contains(e, "context deadline exceeded")
+func isClientTimeout(err error) bool { return saysTimedOut(err.Error()) }
+
+// saysTimedOut: an error's text (or a client's output) says the request
+// got no answer within the client's timeout.
+func saysTimedOut(text string) bool {
+	return strings.Contains(text, "Client.Timeout exceeded") || strings.Contains(text, "context deadline exceeded")
 }
 
 // requestWithFreshConnection lists ConfigMaps with cfg over a new

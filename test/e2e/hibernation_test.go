@@ -185,7 +185,7 @@ func TestIdleWake(t *testing.T) {
 	// longer than that on a busy machine fails the first request; the
 	// wake goes on, and the next is answered.
 	if err != nil && time.Since(start) >= 10*time.Second &&
-		(strings.Contains(out, "TLS handshake timeout") || strings.Contains(out, "Timeout exceeded") || strings.Contains(out, "deadline exceeded")) {
+		(strings.Contains(out, "TLS handshake timeout") || saysTimedOut(out)) {
 		t.Logf("kubectl get ns gave up after %.1fs while the cluster woke (%s); asking again", time.Since(start).Seconds(), lastLines(out, 1))
 		out, err = kubectl(t, kc, "get", "ns")
 	}

@@ -278,7 +278,7 @@ func (a *adminFollower) timeouts() int {
 	defer a.mu.Unlock()
 	n := 0
 	for _, e := range a.errs {
-		if strings.Contains(e, "Client.Timeout exceeded") || strings.Contains(e, "context deadline exceeded") {
+		if saysTimedOut(e) {
 			n++
 		}
 	}

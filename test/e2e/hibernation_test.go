@@ -156,9 +156,9 @@ func TestHibernation(t *testing.T) {
 // admin kubeconfig wakes it and succeeds.
 func TestIdleWake(t *testing.T) {
 	ownDirAndPorts(t)
-	// 30 s idle: long enough that `create --wait` sees the cluster
-	// Available before it sleeps, on a machine busy with other tests (at
-	// 10 s it slept first).
+	// 30 s idle from when the cluster became Available: `create --wait`
+	// then publishes the join command (a request to the hosted API server)
+	// before it sleeps, however long the start took on a busy machine.
 	hs := upCLI(t)
 	mgmt := filepath.Join(hs.dataDir, "management.kubeconfig")
 	hs.must("create", "cluster", "none", "--name", "idle", "--idle-hibernate-after", "30s", "--wait", "--timeout", "3m")

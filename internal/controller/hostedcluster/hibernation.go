@@ -42,7 +42,7 @@ func decideHibernation(s *scope, hcp *hypershiftv1alpha1.HostedControlPlane, now
 	if spec == nil {
 		return nil, nil
 	}
-	in := hibernation.Inputs{Spec: spec, Now: now, AwakeSince: awakeSince(s.hc)}
+	in := hibernation.Inputs{Spec: spec, Now: now, AwakeSince: awakeSince(s.hc, now)}
 	if a := hcp.Status.Activity; a != nil {
 		if a.LastActivityTime != nil {
 			in.LastActivity = a.LastActivityTime.Time
@@ -69,16 +69,29 @@ func decideHibernation(s *scope, hcp *hypershiftv1alpha1.HostedControlPlane, now
 	return out, nil
 }
 
-// awakeSince is when the control plane last started: when its Hibernated
-// condition last became False, else the cluster's creation; zero while it
-// sleeps.
-func awakeSince(hc *hypershiftv1alpha1.HostedCluster) time.Time {
-	c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String())
-	switch {
+// awakeSince is when the idle clock of a running control plane starts: the
+// later of when it last started running (its Hibernated condition last
+// became False, else the cluster's creation) and when it last became
+// Available. A control plane that is not Available yet is not idle: no
+// client could have used it, so the clock starts now (a start slower than
+// idleAfter would otherwise put it to sleep the moment it serves). Zero
+// while it sleeps.
+func awakeSince(hc *hypershiftv1alpha1.HostedCluster, now time.Time) time.Time {
+	var started time.Time
+	switch c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Hibernated.String()); {
 	case c == nil || c.Status == metav1.ConditionUnknown:
-		return hc.CreationTimestamp.Time
+		started = hc.CreationTimestamp.Time
 	case c.Status == metav1.ConditionFalse:
-		return c.LastTransitionTime.Time
+		started = c.LastTransitionTime.Time
+	default:
+		return time.Time{}
 	}
-	return time.Time{}
+	avail := meta.FindStatusCondition(hc.Status.Conditions, hypershiftv1alpha1.Available.String())
+	if avail == nil || avail.Status != metav1.ConditionTrue {
+		return now
+	}
+	if avail.LastTransitionTime.After(started) {
+		return avail.LastTransitionTime.Time
+	}
+	return started
 }

@@ -169,6 +169,9 @@ type adminFollower struct {
 	// failures is the window from the first failed request to the last,
 	// leaving out those that only waited past the client's timeout.
 	failures window
+	// timedOutAt is when each request that only waited past the client's
+	// timeout gave up.
+	timedOutAt []time.Time
 }
 
 // refresh reads the admin kubeconfig Secret through the management plane
@@ -227,7 +230,9 @@ func (a *adminFollower) request(ctx context.Context) {
 		a.mu.Lock()
 		if err != nil {
 			a.failed++
-			if !isClientTimeout(err) {
+			if isClientTimeout(err) {
+				a.timedOutAt = append(a.timedOutAt, time.Now())
+			} else {
 				a.failures.add(time.Now())
 			}
 			a.errs = append(a.errs, time.Now().Format("15:04:05.000")+" "+err.Error())

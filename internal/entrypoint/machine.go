@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"hypershift.dev/internal/hotplug"
 	"hypershift.dev/internal/nodes/machine"
 )
 
@@ -49,7 +50,7 @@ func newMachineCommand() *cobra.Command {
 		return machine.Host{Dir: abs}, nil
 	}
 	cmd.AddCommand(newMachineNetworkCommand(host), newMachineCreateCommand(host), newMachineListCommand(host),
-		newMachineDeleteCommand(host), newMachineExecCommand(host), newMachineBootCommand())
+		newMachineDeleteCommand(host), newMachineExecCommand(host), newMachineBootCommand(), newMachineAttachCommand())
 	return cmd
 }
 
@@ -79,6 +80,46 @@ func newMachineBootCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.Booted, "booted-file", machine.BootedFile, "where the userdata's success is recorded")
 	cmd.Flags().DurationVar(&o.ResetTimeout, "reset-timeout", machine.DefaultResetTimeout, "bound of the node's reset when the machine stops")
 	cmd.Flags().BoolVar(&check, "check", false, "only say whether the userdata succeeded (the pod's readiness probe)")
+	return cmd
+}
+
+// newMachineAttachCommand is the process of an attachment pod
+// (docs/volumes.md): it holds a bind mount of the pod's claim in the
+// machine's hot-plug directory until stopped. Not a command people run.
+func newMachineAttachCommand() *cobra.Command {
+	var source, dir, name string
+	var check bool
+	cmd := &cobra.Command{
+		Use:    "attach --source DIR --hotplug-dir DIR --name HANDLE",
+		Short:  "Hold a volume in a pod machine's hot-plug directory until stopped (the process of an attachment pod)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" || name == "" {
+				return errors.New("--hotplug-dir and --name are required")
+			}
+			if check {
+				held, err := hotplug.Held(dir, name)
+				if err != nil {
+					return err
+				}
+				if !held {
+					return fmt.Errorf("%s is not held yet", filepath.Join(dir, name))
+				}
+				return nil
+			}
+			if source == "" {
+				return errors.New("--source is required")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return hotplug.Hold(ctx, source, dir, name)
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "the volume's mount in this pod")
+	cmd.Flags().StringVar(&dir, "hotplug-dir", "", "the machine's hot-plug directory, mounted with bidirectional propagation")
+	cmd.Flags().StringVar(&name, "name", "", "the volume's name there (its handle)")
+	cmd.Flags().BoolVar(&check, "check", false, "only say whether the volume is held (the pod's readiness probe)")
 	return cmd
 }
 

@@ -34,13 +34,13 @@ func TestIdleClock(t *testing.T) {
 		},
 		{
 			name:      "Available after a 34 s start, idle for 6 s",
-			conds:     []metav1.Condition{cond(hypershiftv1alpha1.Hibernated, metav1.ConditionFalse, created.Add(time.Second)), cond(hypershiftv1alpha1.Available, metav1.ConditionTrue, created.Add(34 * time.Second))},
+			conds:     []metav1.Condition{cond(hypershiftv1alpha1.Hibernated, metav1.ConditionFalse, created.Add(time.Second)), cond(hypershiftv1alpha1.Available, metav1.ConditionTrue, created.Add(34*time.Second))},
 			now:       created.Add(40 * time.Second),
 			wantSince: created.Add(34 * time.Second),
 		},
 		{
 			name:          "Available after a 34 s start, idle for idleAfter",
-			conds:         []metav1.Condition{cond(hypershiftv1alpha1.Hibernated, metav1.ConditionFalse, created.Add(time.Second)), cond(hypershiftv1alpha1.Available, metav1.ConditionTrue, created.Add(34 * time.Second))},
+			conds:         []metav1.Condition{cond(hypershiftv1alpha1.Hibernated, metav1.ConditionFalse, created.Add(time.Second)), cond(hypershiftv1alpha1.Available, metav1.ConditionTrue, created.Add(34*time.Second))},
 			now:           created.Add(64 * time.Second),
 			wantHibernate: true,
 			wantSince:     created.Add(34 * time.Second),

@@ -10,9 +10,10 @@
 // claim grows the infrastructure claim; releasing the guest volume
 // (reclaim policy Delete) deletes it.
 //
-// Attaching the infrastructure claim to the machine that runs a pod and
-// publishing it to the pod (the attachment pod, mount propagation and the
-// node plugin) are not here yet: docs/volumes.md.
+// With Attach set, a guest VolumeAttachment of the driver gets an
+// attachment pod beside the claim that holds it in the machine's hot-plug
+// directory (attach.go); the node plugin in the machine publishes it to
+// the pod (internal/nodes/csinode): docs/volumes.md.
 //
 // What the hosted cluster's admin writes — its claims, volumes and
 // StorageClasses — is input: it is read in bounded pages under a byte
@@ -76,6 +77,9 @@ type Reconciler struct {
 	Interval time.Duration
 	// Recorder may be nil.
 	Recorder events.EventRecorder
+	// Attach, set, attaches the volumes to the machines that use them
+	// (attach.go); nil: volumes are provisioned, never attached.
+	Attach *Attach
 }
 
 // SetupWithManager registers the controller: a pass for each
@@ -116,7 +120,7 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	if err != nil {
 		return err
 	}
-	claims, volumes, scanErr := scan(ctx, kube, mapped, r.Limits)
+	claims, volumes, attachments, scanErr := scan(ctx, kube, mapped, r.Limits, r.Attach != nil)
 	truncated := errors.Is(scanErr, guestpass.ErrTruncated)
 	if scanErr != nil && !truncated {
 		return scanErr
@@ -127,8 +131,10 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	}
 	volumeOf := map[string]guestVolume{} // by claim UID
 	handles := map[string]bool{}
+	handleOf := map[string]string{} // by volume name
 	for _, v := range volumes {
 		handles[v.Handle] = true
+		handleOf[v.Name] = v.Handle
 		if v.Handle == infraName(v.ClaimUID) {
 			volumeOf[v.ClaimUID] = v
 		}
@@ -157,6 +163,9 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 		if err := r.reclaim(ctx, kube, v, byName[v.Handle]); err != nil {
 			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 		}
+	}
+	if r.Attach != nil {
+		errs = append(errs, r.attach(ctx, hc, kube, ns, attachments, handleOf, byName, !truncated)...)
 	}
 	if truncated {
 		r.event(hc, corev1.EventTypeWarning, ScanTruncatedReason, "Scan",

@@ -106,17 +106,23 @@ func reclaimOf(sc *storagev1.StorageClass) corev1.PersistentVolumeReclaimPolicy 
 	return corev1.PersistentVolumeReclaimDelete
 }
 
-// scan reads the guest's claims of the mapped classes and its volumes of
-// this driver under one budget; the first read that fails (or is
-// truncated) ends it.
-func scan(ctx context.Context, kube kubernetes.Interface, mapped map[string]class, l Limits) ([]guestClaim, []guestVolume, error) {
+// scan reads the guest's claims of the mapped classes, its volumes of
+// this driver and, with attachments, its VolumeAttachments of this
+// driver under one budget; the first read that fails (or is truncated)
+// ends it.
+func scan(ctx context.Context, kube kubernetes.Interface, mapped map[string]class, l Limits, attachments bool,
+) ([]guestClaim, []guestVolume, []guestAttachment, error) {
 	b := &guestpass.Budget{Left: l.MaxBytes}
 	claims, err := scanClaims(ctx, kube, mapped, l, b)
 	if err != nil {
-		return claims, nil, err
+		return claims, nil, nil, err
 	}
 	volumes, err := scanVolumes(ctx, kube, l, b)
-	return claims, volumes, err
+	if err != nil || !attachments {
+		return claims, volumes, nil, err
+	}
+	atts, err := scanAttachments(ctx, kube, l, b)
+	return claims, volumes, atts, err
 }
 
 // scanClaims reads the guest's claims and returns those of the mapped

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,23 @@ const (
 	machineGracePeriod = 90
 	// machineServiceAccount runs the machine pods, with no token.
 	machineServiceAccount = "machine"
+	// MachineHotplugDir is where a machine pod has its hot-plug
+	// directory (HotplugDir on its management node), with host-to-container
+	// mount propagation: the volumes attachment pods hold there show in
+	// the machine, for its node's CSI plugin (docs/volumes.md).
+	MachineHotplugDir = "/var/lib/hypershift/hotplug"
+	// hotplugPlugin names the hot-plug directories' root in a management
+	// node's kubelet plugins directory.
+	hotplugPlugin = "hotplug.hypershift.dev"
 )
+
+// HotplugDir is machine's hot-plug directory, of the machines namespace
+// ns, on a management node whose kubelet root directory is kubeletDir:
+// under the kubelet's directory, which the kubelet makes a shared mount,
+// as bidirectional propagation needs.
+func HotplugDir(kubeletDir, ns, machine string) string {
+	return path.Join(kubeletDir, "plugins", hotplugPlugin, ns, machine)
+}
 
 // DefaultMaxMachines bounds the machine pods of a cluster unless the
 // operator is told otherwise (--max-machines): whoever may write NodePools
@@ -55,6 +72,10 @@ type MachinesOptions struct {
 	// APIReader reads from the API server; nil: the client. A machine's
 	// owner is checked with it before anything is deleted.
 	APIReader client.Reader
+	// KubeletDir is the kubelet's root directory on the management
+	// cluster's nodes; set, each machine pod has its hot-plug directory
+	// (HotplugDir) at MachineHotplugDir, for mirrored volumes.
+	KubeletDir string
 }
 
 // Machines is the kube runtime's runtime.Machines: each machine is a
@@ -302,6 +323,20 @@ func machineLabels(ref runtime.MachineRef) map[string]string {
 
 // machinePod is the machine's pod.
 func (m *Machines) machinePod(ns string, ref runtime.MachineRef) *corev1.Pod {
+	pod := m.basePod(ns, ref)
+	if m.opts.KubeletDir != "" {
+		c := &pod.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
+			Name: "hotplug", MountPath: MachineHotplugDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer),
+		})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "hotplug", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: HotplugDir(m.opts.KubeletDir, ns, ref.Name), Type: ptr.To(corev1.HostPathDirectoryOrCreate),
+		}}})
+	}
+	return pod
+}
+
+func (m *Machines) basePod(ns string, ref runtime.MachineRef) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name, Labels: machineLabels(ref)},
 		Spec: corev1.PodSpec{

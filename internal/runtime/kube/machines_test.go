@@ -199,3 +199,36 @@ func TestMachinesNamespace(t *testing.T) {
 		t.Errorf("MachinesNamespace of a long name: %s (%d)", got, len(got))
 	}
 }
+
+// TestMachineHotplugDir: with the management nodes' kubelet directory, a
+// machine pod has its hot-plug directory there at MachineHotplugDir with
+// host-to-container propagation, where attachment pods hold its volumes;
+// without it, none.
+func TestMachineHotplugDir(t *testing.T) {
+	ref := runtime.MachineRef{Namespace: "clusters-a", Cluster: "cluster-uid", Name: "m1", Owner: "owner-1"}
+	pod := NewMachines(nil, MachinesOptions{Image: "i", KubeletDir: "/var/lib/kubelet"}).machinePod("clusters-a-machines", ref)
+	var path string
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			path = v.HostPath.Path
+		}
+	}
+	if path != "/var/lib/kubelet/plugins/hotplug.hypershift.dev/clusters-a-machines/m1" {
+		t.Errorf("host path %q", path)
+	}
+	var mounted bool
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		if m.Name == "hotplug" {
+			mounted = m.MountPath == MachineHotplugDir && m.MountPropagation != nil && *m.MountPropagation == corev1.MountPropagationHostToContainer
+		}
+	}
+	if !mounted {
+		t.Errorf("mounts %+v, want the hot-plug directory at %s, HostToContainer", pod.Spec.Containers[0].VolumeMounts, MachineHotplugDir)
+	}
+	pod = NewMachines(nil, MachinesOptions{Image: "i"}).machinePod("clusters-a-machines", ref)
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("a host path %s without the kubelet directory", v.HostPath.Path)
+		}
+	}
+}

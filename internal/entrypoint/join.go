@@ -49,6 +49,7 @@ func newJoinCommand() *cobra.Command {
 	f.StringVar(&o.NodeName, "node-name", "", "name of the Node (default: the host name)")
 	f.StringVar(&o.NodeIP, "node-ip", "", "address the API server reaches the kubelet on (default: the host's first global IPv4)")
 	f.StringVar(&o.ProviderID, "provider-id", os.Getenv(machine.ProviderIDEnv), "the Node's spec.providerID, PROVIDER://ID as the machine's provider names it (default: $"+machine.ProviderIDEnv+", set in a machine's userdata)")
+	f.StringVar(&o.VolumesDir, "volumes-dir", os.Getenv(machine.VolumesDirEnv), "directory where the machine has the volumes its infrastructure attaches to it, one mount point per volume: the node runs the CSI plugin of csi.hypershift.dev on it (default: $"+machine.VolumesDirEnv+", set in a pod machine)")
 	f.StringVar(&o.ProviderIDFrom, "provider-id-from", "", "learn the Node's name and provider ID from what the machine's infrastructure provider reports: aws (EC2 instance metadata), azure (Azure instance metadata) or kubevirt (the host name); instead of --node-name and --provider-id (the userdata of KubeVirt, AWS and Azure machines passes it)")
 	f.StringVar(&o.Metadata.Endpoint, "metadata-endpoint", cloudmeta.DefaultEndpoint, "base URL of the instance metadata service (tests)")
 	_ = f.MarkHidden("metadata-endpoint")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"hypershift.dev/internal/nodes/cloudmeta"
@@ -19,8 +20,11 @@ type Options struct {
 	NodeDir, NodeName     string
 	NodeIP, CNIBinDir     string
 	ProviderID            string
-	KubeletPort           int
-	KubernetesVersion     string
+	// VolumesDir is where the machine has its attached volumes (a pod
+	// machine's hot-plug directory); set, the node runs the CSI plugin.
+	VolumesDir        string
+	KubeletPort       int
+	KubernetesVersion string
 	// ProviderIDFrom (aws, azure, kubevirt; empty: none) is where the
 	// Node's name and provider ID come from instead of NodeName and
 	// ProviderID: what the machine's provider reports (cloudmeta).
@@ -65,7 +69,7 @@ func Join(ctx context.Context, opts Options, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n, err := NewNode(cluster, prereq, NodeOptions{Name: opts.NodeName, IP: opts.NodeIP, DataDir: opts.NodeDir, KubeletPort: opts.KubeletPort, ProviderID: opts.ProviderID})
+	n, err := NewNode(cluster, prereq, NodeOptions{Name: opts.NodeName, IP: opts.NodeIP, DataDir: opts.NodeDir, KubeletPort: opts.KubeletPort, ProviderID: opts.ProviderID, VolumesDir: opts.VolumesDir})
 	if err != nil {
 		return err
 	}
@@ -109,5 +113,23 @@ func (opts Options) check() error {
 	if err := CheckProviderID(opts.ProviderID); err != nil {
 		return err
 	}
+	if err := checkVolumesDir(opts.VolumesDir); err != nil {
+		return err
+	}
 	return CheckProviderIDFrom(opts)
+}
+
+// checkVolumesDir refuses a volumes directory that is not an absolute
+// path of an existing directory (empty: none).
+func checkVolumesDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("--volumes-dir %s must be an absolute path", dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--volumes-dir %s is not a directory: it is where the machine has its attached volumes", dir)
+	}
+	return nil
 }

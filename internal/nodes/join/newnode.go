@@ -24,6 +24,9 @@ type NodeOptions struct {
 	// ProviderID is the Node's spec.providerID, as the machine's provider
 	// names it; empty: none.
 	ProviderID string
+	// VolumesDir is where the machine has its attached volumes; set, the
+	// node runs the CSI plugin. Empty: none.
+	VolumesDir string
 }
 
 // NewNode describes this host as a node of cluster c.
@@ -55,5 +58,6 @@ func NewNode(c *Cluster, prereq Prerequisites, opts NodeOptions) (*Node, error) 
 		Ports:      map[string]int{portKubelet: port},
 		DataDir:    opts.DataDir,
 		ProviderID: opts.ProviderID,
+		VolumesDir: opts.VolumesDir,
 	}, nil
 }

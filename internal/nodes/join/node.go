@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"hypershift.dev/internal/atomicfile"
 	"hypershift.dev/internal/endpointproxy"
 	"hypershift.dev/internal/nodes/bootstrap"
+	"hypershift.dev/internal/nodes/csinode"
 	"hypershift.dev/internal/runtime"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -41,6 +44,7 @@ const (
 	portContainerdMetrics = "containerd-metrics"
 	portAPIServerProxy    = "kube-apiserver-proxy-healthz"
 	portPodNetwork        = "pod-network-healthz"
+	portCSINode           = "csi-node-healthz"
 )
 
 // Ref is the process runtime's name for a node's processes.
@@ -50,7 +54,7 @@ var Ref = runtime.ControlPlaneRef{Namespace: "components", Name: "node"}
 // picks; the kubelet's is chosen by join (--kubelet-port), kube-proxy's
 // are its well-known ones.
 func allocatedPorts() []string {
-	return []string{portKubeletHealthz, portContainerdMetrics, portAPIServerProxy, portPodNetwork}
+	return []string{portKubeletHealthz, portContainerdMetrics, portAPIServerProxy, portPodNetwork, portCSINode}
 }
 
 // Node is a joined node's configuration, kept in DATA_DIR/node.json: every
@@ -88,8 +92,12 @@ type Node struct {
 	// trusts or its client certificate (trust.go); the kubelet and
 	// kube-proxy, which read them at start, restart then. Empty until the
 	// first rotation, so that older nodes' specs keep their hash.
-	Trust   string `json:"trust,omitempty"`
-	DataDir string `json:"-"`
+	Trust string `json:"trust,omitempty"`
+	// VolumesDir is where the machine has the volumes its infrastructure
+	// attached to it (docs/volumes.md); set, the node runs the CSI plugin
+	// of csi.hypershift.dev that publishes them to pods. Empty: none.
+	VolumesDir string `json:"volumesDir,omitempty"`
+	DataDir    string `json:"-"`
 }
 
 func statePath(dataDir string) string { return filepath.Join(dataDir, "node.json") }
@@ -162,9 +170,32 @@ func (n *Node) LogPath(instance string) string {
 func (n *Node) BootstrapKubeconfigPath() string { return n.path("bootstrap-kubeconfig") }
 
 // Specs renders the node's processes: containerd, the kubelet, the API
-// server proxy and kube-proxy.
+// server proxy, kube-proxy, the pod network and, with VolumesDir, the CSI
+// plugin.
 func (n *Node) Specs() []runtime.Spec {
-	return []runtime.Spec{n.ContainerdSpec(), n.runRelease(n.kubeletSpec()), n.apiServerProxySpec(), n.runRelease(n.kubeProxySpec()), n.podNetworkSpec()}
+	specs := []runtime.Spec{n.ContainerdSpec(), n.runRelease(n.kubeletSpec()), n.apiServerProxySpec(), n.runRelease(n.kubeProxySpec()), n.podNetworkSpec()}
+	if n.VolumesDir != "" {
+		specs = append(specs, n.csiNodeSpec())
+	}
+	return specs
+}
+
+// csiNodeSpec renders the node plugin of csi.hypershift.dev
+// (internal/nodes/csinode): it registers with the kubelet through its
+// plugin directory, once the kubelet runs.
+func (n *Node) csiNodeSpec() runtime.Spec {
+	o := csinode.Options{
+		NodeID: n.Name, AttachedDir: n.VolumesDir, KubeletDir: n.KubeletRootDir(),
+		HealthListen: net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Ports[portCSINode])),
+	}
+	return runtime.Spec{
+		Name:      csinode.Name,
+		Component: csinode.Name,
+		Args:      o.Args(),
+		Ports:     map[string]int{portCSINode: n.Ports[portCSINode]},
+		Readiness: runtime.Probe{Scheme: "http", Port: n.Ports[portCSINode], Path: "/healthz"},
+		After:     []string{Kubelet},
+	}
 }
 
 // ContainerdSpec renders the node's containerd alone.

@@ -24,13 +24,43 @@ func testNode() *Node {
 	return &Node{
 		Cluster: "clusters/r", NodePool: "r", Name: "host-1", Server: "https://192.0.2.10:6443", NodeIP: "192.0.2.20",
 		ContainerdPath: "/usr/bin/containerd", CNIBinDir: "/usr/lib/cni", CA: "CLUSTER-CA", ClientCA: "CLIENT-CA",
-		Ports: map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260, portAPIServerProxy: 10270},
+		Ports: map[string]int{portKubelet: 10250, portKubeletHealthz: 10248, portContainerdMetrics: 10260, portAPIServerProxy: 10270, portCSINode: 10280},
 		Network: bootstrap.Network{
 			ServiceCIDR: "172.31.0.0/16", ClusterCIDR: "10.132.0.0/14", ClusterDNS: "172.31.0.10", ClusterDomain: "cluster.local",
 			APIServerAdvertiseAddress: "172.20.0.1", APIServerPort: 6443,
 		},
 		CgroupRoot: "/hypershift-node-0123456789ab",
+		VolumesDir: "/var/lib/hypershift/hotplug",
 		DataDir:    "/var/lib/hypershift-node",
+	}
+}
+
+// A node runs the CSI plugin only when its machine has a volumes
+// directory; join refuses one that is not an absolute directory.
+func TestNodeCSIPlugin(t *testing.T) {
+	n := testNode()
+	last := n.Specs()[len(n.Specs())-1]
+	if last.Name != "csi-node" || strings.Join(last.After, ",") != Kubelet ||
+		!strings.Contains(strings.Join(last.Args, " "), "--attached-dir=/var/lib/hypershift/hotplug --kubelet-dir=/var/lib/hypershift-node/kubelet") {
+		t.Errorf("last spec %s after %v with %v, want the CSI plugin after the kubelet on the volumes directory", last.Name, last.After, last.Args)
+	}
+	n.VolumesDir = ""
+	for _, s := range n.Specs() {
+		if s.Name == "csi-node" {
+			t.Error("a node without a volumes directory runs the CSI plugin")
+		}
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"relative/dir", file, filepath.Join(t.TempDir(), "missing")} {
+		if err := checkVolumesDir(dir); err == nil || !strings.Contains(err.Error(), "--volumes-dir") {
+			t.Errorf("checkVolumesDir(%s): %v, want an error naming --volumes-dir", dir, err)
+		}
+	}
+	if err := checkVolumesDir(t.TempDir()); err != nil {
+		t.Errorf("checkVolumesDir of a directory: %v", err)
 	}
 }
 

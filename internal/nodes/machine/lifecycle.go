@@ -199,6 +199,11 @@ func (h Host) CommandContext(ctx context.Context, name, program string, args ...
 // in (Record.ProviderID); `hypershift join` registers the Node with it.
 const ProviderIDEnv = "HYPERSHIFT_PROVIDER_ID"
 
+// VolumesDirEnv is the variable a pod machine finds its hot-plug
+// directory in (docs/volumes.md); `hypershift join` runs the CSI plugin
+// on it.
+const VolumesDirEnv = "HYPERSHIFT_VOLUMES_DIR"
+
 // runUserdata writes the userdata where cloud-init keeps it and runs it
 // with sh, the running hypershift's directory first on PATH.
 func (h Host) runUserdata(ctx context.Context, r Record, userdata []byte, out io.Writer) error {

@@ -326,6 +326,8 @@ func (m *Machines) machinePod(ns string, ref runtime.MachineRef) *corev1.Pod {
 	pod := m.basePod(ns, ref)
 	if m.opts.KubeletDir != "" {
 		c := &pod.Spec.Containers[0]
+		// join runs the node's CSI plugin on it (machine.VolumesDirEnv).
+		c.Env = append(c.Env, corev1.EnvVar{Name: "HYPERSHIFT_VOLUMES_DIR", Value: MachineHotplugDir})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{
 			Name: "hotplug", MountPath: MachineHotplugDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer),
 		})

@@ -225,6 +225,9 @@ func TestMachineHotplugDir(t *testing.T) {
 	if !mounted {
 		t.Errorf("mounts %+v, want the hot-plug directory at %s, HostToContainer", pod.Spec.Containers[0].VolumeMounts, MachineHotplugDir)
 	}
+	if env := envOf(pod.Spec.Containers[0]); env["HYPERSHIFT_VOLUMES_DIR"] != MachineHotplugDir {
+		t.Errorf("environment %v, want HYPERSHIFT_VOLUMES_DIR=%s for join", env, MachineHotplugDir)
+	}
 	pod = NewMachines(nil, MachinesOptions{Image: "i"}).machinePod("clusters-a-machines", ref)
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath != nil {

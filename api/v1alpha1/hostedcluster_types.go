@@ -57,6 +57,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="(self.type == 'AWS') == has(self.aws)",message="spec.platform.aws is required with spec.platform.type AWS, and only with it"
 // +kubebuilder:validation:XValidation:rule="(self.type == 'Azure') == has(self.azure)",message="spec.platform.azure is required with spec.platform.type Azure, and only with it"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.kubevirt) || has(oldSelf.kubevirt.credentials) == (has(self.kubevirt) && has(self.kubevirt.credentials))",message="spec.platform.kubevirt.credentials can be neither set nor removed after creation: the VirtualMachines live on the infrastructure cluster chosen then"
+// +kubebuilder:validation:XValidation:rule="!has(self.host) || self.type == 'Host'",message="spec.platform.host is only for spec.platform.type Host"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.host) && has(oldSelf.host.storageDriver)) == (has(self.host) && has(self.host.storageDriver))",message="spec.platform.host.storageDriver can be neither set nor removed after creation: the hosted cluster's StorageClasses are made from it once"
 type PlatformSpec struct {
 	// type is the platform the cluster's nodes run on. Immutable.
 	//
@@ -72,6 +74,9 @@ type PlatformSpec struct {
 	// azure is the Azure infrastructure, with type Azure.
 	// +optional
 	Azure *AzurePlatformSpec `json:"azure,omitempty"`
+	// host configures platform Host.
+	// +optional
+	Host *HostPlatformSpec `json:"host,omitempty"`
 }
 
 // EtcdSpec configures a hosted cluster's etcd.

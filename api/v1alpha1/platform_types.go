@@ -1,7 +1,11 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Platforms whose machines are made by a Cluster API infrastructure
@@ -381,4 +385,111 @@ type AzureOSDisk struct {
 	// +kubebuilder:validation:Enum=Premium_LRS;Standard_LRS;StandardSSD_LRS
 	// +optional
 	DiskStorageAccountType string `json:"diskStorageAccountType,omitempty"`
+}
+
+// HostPlatformSpec configures platform Host: nodes are machines of the
+// management plane's host (hypershift up) or pods of the management
+// cluster (hypershift install).
+type HostPlatformSpec struct {
+	// storageDriver gives the hosted cluster volumes of the management
+	// cluster's storage, as KubeVirt CSI gives a KubeVirt guest the
+	// infrastructure cluster's (docs/volumes.md): only where machines are
+	// pods of the management cluster (the kube runtime). Immutable: the
+	// StorageClasses it makes in the hosted cluster are made once.
+	//
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.platform.host.storageDriver is immutable: the hosted cluster's StorageClasses are made from it once"
+	StorageDriver *HostStorageDriverSpec `json:"storageDriver,omitempty"`
+}
+
+// HostStorageDriverType says which volumes a Host cluster gets from the
+// management cluster.
+//
+// +kubebuilder:validation:Enum=None;Manual
+type HostStorageDriverType string
+
+const (
+	// NoneStorageDriver gives no volumes of the management cluster.
+	NoneStorageDriver HostStorageDriverType = "None"
+	// ManualStorageDriver gives the StorageClasses of manual.storageClassMapping.
+	ManualStorageDriver HostStorageDriverType = "Manual"
+)
+
+// MirrorsVolumes says whether a cluster of platform p gets volumes of the
+// management cluster's storage (storageDriver type Manual).
+func MirrorsVolumes(p PlatformSpec) bool {
+	return p.Type == HostPlatform && p.Host != nil && p.Host.StorageDriver != nil &&
+		p.Host.StorageDriver.Type == ManualStorageDriver && p.Host.StorageDriver.Manual != nil
+}
+
+// ManualStorageDriverOf is the Manual storage driver of GUEST=INFRA pairs
+// of StorageClass names, at most 16, each guest class once.
+func ManualStorageDriverOf(pairs []string) (*HostStorageDriverSpec, error) {
+	if len(pairs) > 16 {
+		return nil, fmt.Errorf("given %d times: at most 16 StorageClasses", len(pairs))
+	}
+	manual := &ManualStorageDriverSpec{}
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		guest, infra, ok := strings.Cut(p, "=")
+		if !ok || len(validation.IsDNS1123Subdomain(guest)) > 0 || len(validation.IsDNS1123Subdomain(infra)) > 0 {
+			return nil, fmt.Errorf("%q: use GUEST=INFRA, two StorageClass names (the hosted cluster's, made of the management cluster's)", p)
+		}
+		if seen[guest] {
+			return nil, fmt.Errorf("%q: the hosted cluster's StorageClass %s is mapped twice", p, guest)
+		}
+		seen[guest] = true
+		manual.StorageClassMapping = append(manual.StorageClassMapping, StorageClassMapping{GuestStorageClassName: guest, InfraStorageClassName: infra})
+	}
+	return &HostStorageDriverSpec{Type: ManualStorageDriver, Manual: manual}, nil
+}
+
+// HostStorageDriverSpec is a Host cluster's volumes of the management
+// cluster's storage.
+//
+// +kubebuilder:validation:XValidation:rule="(self.type == 'Manual') == has(self.manual)",message="spec.platform.host.storageDriver.manual is required with type Manual, and only with it"
+type HostStorageDriverSpec struct {
+	// type: None or Manual.
+	//
+	// +kubebuilder:default=None
+	// +optional
+	Type HostStorageDriverType `json:"type,omitempty"`
+	// manual maps the hosted cluster's StorageClasses to the management
+	// cluster's, with type Manual.
+	//
+	// +optional
+	Manual *ManualStorageDriverSpec `json:"manual,omitempty"`
+}
+
+// ManualStorageDriverSpec lists the StorageClasses a hosted cluster gets.
+type ManualStorageDriverSpec struct {
+	// storageClassMapping: for each, the control plane makes StorageClass
+	// guestStorageClassName in the hosted cluster (provisioner
+	// csi.hypershift.dev), and a claim of it gets a claim of
+	// infraStorageClassName in the management cluster.
+	//
+	// +listType=map
+	// +listMapKey=guestStorageClassName
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	StorageClassMapping []StorageClassMapping `json:"storageClassMapping"`
+}
+
+// StorageClassMapping ties a hosted cluster's StorageClass to one of the
+// management cluster.
+type StorageClassMapping struct {
+	// infraStorageClassName is the management cluster's StorageClass the
+	// volumes are made of.
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="infraStorageClassName must be a DNS subdomain: lower-case letters, digits, '-' and '.'"
+	InfraStorageClassName string `json:"infraStorageClassName"`
+	// guestStorageClassName is the StorageClass made in the hosted
+	// cluster.
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="guestStorageClassName must be a DNS subdomain: lower-case letters, digits, '-' and '.'"
+	GuestStorageClassName string `json:"guestStorageClassName"`
 }

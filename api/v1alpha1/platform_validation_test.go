@@ -3,12 +3,16 @@ package v1alpha1_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/testenv"
 	"hypershift.dev/internal/version"
 )
@@ -72,6 +76,25 @@ func platformPool(name string, typ hypershiftv1alpha1.PlatformType) *hypershiftv
 func TestPlatformAdmission(t *testing.T) {
 	c := testenv.Start(t).Client
 	createNamespace(t, c, "platforms")
+	// The CRD's rules are tested here, not the runtime's admission
+	// policy (internal/install): the process runtime's, which testenv
+	// installs, refuses spec.platform.host.storageDriver before an update
+	// reaches the rules of immutability.
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: install.RuntimePolicyName}}
+	if err := c.Delete(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	probe := platformCluster("probe", hypershiftv1alpha1.HostPlatform)
+	probe.Spec.Platform.Host = hostStorage("fast", "standard")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := c.Create(t.Context(), probe.DeepCopy(), client.DryRunAll)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime policy still applies after its binding was deleted: %v", err)
+		}
+	}
 
 	clusters := []struct {
 		name    string
@@ -119,6 +142,22 @@ func TestPlatformAdmission(t *testing.T) {
 		{name: "azure-bad-cloud", typ: hypershiftv1alpha1.AzurePlatform, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Platform.Azure.Cloud = "AzureStack"
 		}, wantErr: "spec.platform.azure.cloud"},
+		{name: "host-storage", typ: hypershiftv1alpha1.HostPlatform, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Platform.Host = hostStorage("fast", "standard")
+		}},
+		{name: "host-storage-none", typ: hypershiftv1alpha1.HostPlatform, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Platform.Host = &hypershiftv1alpha1.HostPlatformSpec{StorageDriver: &hypershiftv1alpha1.HostStorageDriverSpec{}}
+		}},
+		{name: "none-with-host-block", typ: hypershiftv1alpha1.NonePlatform, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Platform.Host = hostStorage("fast", "standard")
+		}, wantErr: "spec.platform.host is only for spec.platform.type Host"},
+		{name: "host-manual-without-mapping", typ: hypershiftv1alpha1.HostPlatform, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Platform.Host = hostStorage("fast", "standard")
+			hc.Spec.Platform.Host.StorageDriver.Manual = nil
+		}, wantErr: "spec.platform.host.storageDriver.manual is required with type Manual, and only with it"},
+		{name: "host-bad-class", typ: hypershiftv1alpha1.HostPlatform, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Platform.Host = hostStorage("Fast_SSD", "standard")
+		}, wantErr: "infraStorageClassName must be a DNS subdomain"},
 	}
 	for _, tc := range clusters {
 		t.Run("HostedCluster/"+tc.name, func(t *testing.T) {
@@ -129,6 +168,18 @@ func TestPlatformAdmission(t *testing.T) {
 			wantAdmission(t, c.Create(t.Context(), hc), tc.wantErr)
 		})
 	}
+
+	t.Run("HostedCluster/host-storage-immutable", func(t *testing.T) {
+		hc := platformCluster("host-later", hypershiftv1alpha1.HostPlatform)
+		wantAdmission(t, c.Create(t.Context(), hc), "")
+		hc.Spec.Platform.Host = hostStorage("fast", "standard")
+		wantAdmission(t, c.Update(t.Context(), hc), "spec.platform.host.storageDriver can be neither set nor removed after creation")
+		hc = platformCluster("host-changed", hypershiftv1alpha1.HostPlatform)
+		hc.Spec.Platform.Host = hostStorage("fast", "standard")
+		wantAdmission(t, c.Create(t.Context(), hc), "")
+		hc.Spec.Platform.Host.StorageDriver.Manual.StorageClassMapping[0].InfraStorageClassName = "slow"
+		wantAdmission(t, c.Update(t.Context(), hc), "spec.platform.host.storageDriver is immutable")
+	})
 
 	t.Run("HostedCluster/immutable", func(t *testing.T) {
 		hc := platformCluster("immutable", hypershiftv1alpha1.AzurePlatform)
@@ -242,6 +293,16 @@ func TestPlatformAdmission(t *testing.T) {
 			t.Errorf("azure os disk defaults: %+v, want 30 GiB Premium_LRS", got)
 		}
 	})
+}
+
+// hostStorage maps guest class guest to the management cluster's infra.
+func hostStorage(infra, guest string) *hypershiftv1alpha1.HostPlatformSpec {
+	return &hypershiftv1alpha1.HostPlatformSpec{StorageDriver: &hypershiftv1alpha1.HostStorageDriverSpec{
+		Type: hypershiftv1alpha1.ManualStorageDriver,
+		Manual: &hypershiftv1alpha1.ManualStorageDriverSpec{StorageClassMapping: []hypershiftv1alpha1.StorageClassMapping{
+			{InfraStorageClassName: infra, GuestStorageClassName: guest},
+		}},
+	}}
 }
 
 // wantAdmission checks an API server's answer: accepted when want is "",

@@ -40,12 +40,13 @@ type createClusterOptions struct {
 	singleProcess      bool
 	// How the API server (and the Konnectivity server with it) is
 	// published, and etcd's volumes (kube runtime).
-	publishing        string
-	apiServerAddress  string
-	apiServerNodePort int32
-	etcdStorageClass  string
-	etcdStorageSize   string
-	idleAfter         time.Duration
+	publishing           string
+	apiServerAddress     string
+	apiServerNodePort    int32
+	etcdStorageClass     string
+	storageClassMappings []string
+	etcdStorageSize      string
+	idleAfter            time.Duration
 	// The service-account issuer.
 	oidcIssuerURL, oidcStorage, oidcCredentialsSecret string
 	oidcKeepOnDelete                                  bool
@@ -113,6 +114,7 @@ func newCreateClusterCommand(g *clusterclient.Management) *cobra.Command {
 	f.StringVar(&o.apiServerAddress, "api-server-address", "", "with NodePort: the address of the management cluster's nodes clients use; with LoadBalancer: the DNS name clients use")
 	f.Int32Var(&o.apiServerNodePort, "api-server-node-port", 0, "with NodePort: the node port of the API server (default: the management cluster chooses)")
 	f.StringVar(&o.etcdStorageClass, "etcd-storage-class", "", "StorageClass of etcd's volumes (kube runtime; default: the operator's)")
+	f.StringArrayVar(&o.storageClassMappings, "storage-class-mapping", nil, "host, kube runtime: GUEST=INFRA, the hosted cluster's StorageClass GUEST whose volumes are claims of the management cluster's StorageClass INFRA, attached to the machine pods that use them (repeatable; docs/volumes.md)")
 	f.DurationVar(&o.idleAfter, "idle-hibernate-after", 0, "hibernate the control plane after this long without a client request (at least 10s; the next request wakes it; process runtime only); 0: never")
 	f.StringVar(&o.etcdStorageSize, "etcd-storage-size", "", "size of each etcd member's volume, e.g. 8Gi (kube runtime; default: the operator's)")
 	f.StringVar(&o.oidcIssuerURL, "oidc-issuer-url", "", "issuer of the cluster's service-account tokens, an https URL where relying parties (cloud identity federation) fetch its discovery document (default: https://kubernetes.default.svc, discovered in-cluster)")
@@ -136,7 +138,7 @@ func (o *createClusterOptions) cluster(cmd *cobra.Command, platform hypershiftv1
 		KubernetesVersion: o.kubernetesVersion, ServiceCIDR: o.serviceCIDR, ClusterCIDR: o.clusterCIDR,
 		AvailabilityPolicy: o.availabilityPolicy, SingleProcess: o.singleProcess, IdleAfter: o.idleAfter,
 		Publishing: o.publishing, APIServerAddress: o.apiServerAddress, APIServerNodePort: o.apiServerNodePort,
-		EtcdStorageClass: o.etcdStorageClass, EtcdStorageSize: o.etcdStorageSize,
+		EtcdStorageClass: o.etcdStorageClass, EtcdStorageSize: o.etcdStorageSize, StorageClassMappings: o.storageClassMappings,
 		OIDCIssuerURL: o.oidcIssuerURL, OIDCStorage: o.oidcStorage, OIDCCredentialsSecret: o.oidcCredentialsSecret,
 		OIDCKeepOnDelete: o.oidcKeepOnDelete, SigningKeySecret: o.signingKeySecret,
 		WorkloadIdentityWebhook: o.workloadIdentityWebhook, AzureTenantID: o.azureTenantID, AWSRegion: o.awsRegion,
@@ -224,4 +226,31 @@ func printYAML(cmd *cobra.Command, objs ...any) error {
 		fmt.Fprint(cmd.OutOrStdout(), string(data))
 	}
 	return nil
+}
+
+// validateIdleHibernation checks --idle-hibernate-after.
+func (o *ClusterSpec) validateIdleHibernation() error {
+	if o.IdleAfter != 0 && o.IdleAfter < 10*time.Second {
+		return fmt.Errorf("--idle-hibernate-after %s is too short: give at least 10s, such as 30m", o.IdleAfter)
+	}
+	if o.IdleAfter > 0 && o.SingleProcess {
+		return fmt.Errorf("--idle-hibernate-after cannot be combined with --single-process-control-plane: waking on a request puts the endpoint proxy in front of a separate API server")
+	}
+	return nil
+}
+
+// storageDriver is spec.platform.host.storageDriver of
+// --storage-class-mapping; nil without it.
+func (o *ClusterSpec) storageDriver() (*hypershiftv1alpha1.HostStorageDriverSpec, error) {
+	if len(o.StorageClassMappings) == 0 {
+		return nil, nil
+	}
+	if o.Platform != hypershiftv1alpha1.HostPlatform {
+		return nil, fmt.Errorf("--storage-class-mapping is for platform host: its machines are pods of the management cluster, whose storage it maps")
+	}
+	d, err := hypershiftv1alpha1.ManualStorageDriverOf(o.StorageClassMappings)
+	if err != nil {
+		return nil, fmt.Errorf("--storage-class-mapping %w", err)
+	}
+	return d, nil
 }

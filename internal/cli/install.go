@@ -76,6 +76,7 @@ func newInstallCommand(g *clusterclient.Management) *cobra.Command {
 	f.BoolVar(&render, "render", false, "print the objects as YAML and create nothing")
 	f.StringVar(&opts.Image, "image", "", "image of the operator and the control planes (default: this version's image, which hypershift image save writes)")
 	f.StringVar(&opts.AWSProviderNamespace, "aws-provider-namespace", "", "namespace cluster-api-provider-aws runs in, where the operator writes the Secrets of AWS clusters' identities (default: capa-system)")
+	f.StringVar(&opts.KubeletDir, "kubelet-dir", "", "the kubelet's root directory on the cluster's nodes, where machine pods get the hot-plug directories volumes are attached in (docs/volumes.md; default "+install.DefaultKubeletDir+")")
 	f.StringVar(&opts.MachineImage, "machine-image", "", "image of the machines of Host NodePools, privileged pods of the cluster (default: this version's machine image, which hypershift image save --machine writes)")
 	f.StringVar(&opts.Namespace, "namespace", install.DefaultNamespace, "namespace of the operator")
 	f.StringVar(&opts.StorageClassName, "storage-class", "", "StorageClass of etcd's volumes (default: the cluster's default StorageClass)")

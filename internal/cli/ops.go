@@ -43,6 +43,10 @@ type ClusterSpec struct {
 	APIServerNodePort int32
 	EtcdStorageClass  string
 	EtcdStorageSize   string
+	// StorageClassMappings are GUEST=INFRA pairs: the hosted cluster's
+	// StorageClass GUEST is made of the management cluster's INFRA
+	// (platform Host on the kube runtime, docs/volumes.md).
+	StorageClassMappings []string
 	// NodePoolReplicas, when set, adds a NodePool of this many nodes; a
 	// none cluster without it gets a pool that takes as many as join.
 	NodePoolReplicas *int32
@@ -107,6 +111,9 @@ func (o *ClusterSpec) Validate() error {
 	if err := o.validatePlatform(); err != nil {
 		return err
 	}
+	if _, err := o.storageDriver(); err != nil {
+		return err
+	}
 	return o.validateIssuer()
 }
 
@@ -164,17 +171,6 @@ func (o *ClusterSpec) checkSecrets(ctx context.Context, c client.Reader) error {
 // namedSecret is a Secret a flag names, and how to make it.
 type namedSecret struct{ flag, name, fix string }
 
-// validateIdleHibernation checks --idle-hibernate-after.
-func (o *ClusterSpec) validateIdleHibernation() error {
-	if o.IdleAfter != 0 && o.IdleAfter < 10*time.Second {
-		return fmt.Errorf("--idle-hibernate-after %s is too short: give at least 10s, such as 30m", o.IdleAfter)
-	}
-	if o.IdleAfter > 0 && o.SingleProcess {
-		return fmt.Errorf("--idle-hibernate-after cannot be combined with --single-process-control-plane: waking on a request puts the endpoint proxy in front of a separate API server")
-	}
-	return nil
-}
-
 // DefaultPublishing sets the publishing to what the management plane
 // implies (install.DefaultPublishing) and returns that choice, or nil when
 // HostPort stays; fix is the error's advice when it cannot choose.
@@ -199,6 +195,9 @@ func (o *ClusterSpec) Objects() (*corev1.Namespace, *hypershiftv1alpha1.HostedCl
 	hc.Spec.Networking.ServiceNetwork[0].CIDR = o.ServiceCIDR
 	hc.Spec.ControllerAvailabilityPolicy = hypershiftv1alpha1.AvailabilityPolicy(o.AvailabilityPolicy)
 	hc.Spec.Platform, _ = o.Infra.Spec(o.Platform, o.AWSRegion) // checked in Validate
+	if driver, _ := o.storageDriver(); driver != nil {          // checked in Validate
+		hc.Spec.Platform.Host = &hypershiftv1alpha1.HostPlatformSpec{StorageDriver: driver}
+	}
 	if o.SingleProcess {
 		hc.Annotations = map[string]string{hypershiftv1alpha1.SingleProcessControlPlaneAnnotation: "true"}
 	}

@@ -49,6 +49,10 @@ type Config struct {
 	// plane (spec.workloadIdentityWebhook); nil renders none of its
 	// objects.
 	WorkloadIdentityWebhook *WorkloadIdentityWebhook
+	// Volumes makes the CSI driver and StorageClasses of the management
+	// cluster's storage (spec.platform.host.storageDriver); nil renders
+	// none of them.
+	Volumes *Volumes
 }
 
 // Konnectivity is what the agent needs to dial the control plane's
@@ -103,6 +107,9 @@ func Render(cfg Config) ([]client.Object, error) {
 			return nil, err
 		}
 		objs = append(objs, webhook...)
+	}
+	if v := cfg.Volumes; v != nil {
+		objs = append(objs, volumesObjects(*v)...)
 	}
 	for _, o := range objs {
 		// A new map: workloads share theirs with selectors and pod

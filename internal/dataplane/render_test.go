@@ -35,7 +35,9 @@ func TestRenderGolden(t *testing.T) {
 	withReleases.Releases = &Releases{URL: "https://192.0.2.10:31090", SHA256: map[string]string{
 		"v1.37.1": strings.Repeat("ab", 32), "v1.36.3": strings.Repeat("cd", 32),
 	}}
-	for name, cfg := range map[string]Config{"with-konnectivity": sampleConfig(), "without-konnectivity": noAgent, "with-releases": withReleases} {
+	withVolumes := sampleConfig()
+	withVolumes.Volumes = &Volumes{StorageClasses: []string{"standard", "fast"}}
+	for name, cfg := range map[string]Config{"with-konnectivity": sampleConfig(), "without-konnectivity": noAgent, "with-releases": withReleases, "with-volumes": withVolumes} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := Render(cfg)
 			if err != nil {

@@ -30,7 +30,7 @@ type operatorFlags struct {
 	metricsAddress, healthAddress, endpointHost string
 	metricsSecure                               bool
 	installAPI                                  bool
-	runtime, image, machineImage                string
+	runtime, image, machineImage, kubeletDir    string
 	leaderElect                                 bool
 	leaderElectionNamespace                     string
 	awsProviderNamespace                        string
@@ -42,7 +42,7 @@ type operatorFlags struct {
 }
 
 // kubeOnly are the flags that mean something only with --runtime=kube.
-var kubeOnly = []string{"image", "machine-image", "leader-elect", "leader-election-namespace", "etcd-storage-class", "etcd-storage-size"}
+var kubeOnly = []string{"image", "machine-image", "kubelet-dir", "leader-elect", "leader-election-namespace", "etcd-storage-class", "etcd-storage-size"}
 
 // validate checks the flags before anything starts and returns the kube
 // runtime's options (for --runtime=kube).
@@ -74,7 +74,7 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 		return kube.Options{}, fmt.Errorf("--runtime %q: use %s (control planes as processes of this host) or %s (as pods of the management cluster)",
 			f.runtime, install.RuntimeProcess, install.RuntimeKube)
 	}
-	if err := (install.Options{Image: f.image, MachineImage: f.machineImage}).Validate(); err != nil {
+	if err := (install.Options{Image: f.image, MachineImage: f.machineImage, KubeletDir: f.kubeletDir}).Validate(); err != nil {
 		return kube.Options{}, err
 	}
 	if f.etcdStorageClass != "" {
@@ -101,6 +101,7 @@ func (f *operatorFlags) validate(cmd *cobra.Command) (kube.Options, error) {
 		Image:             f.image,
 		MachineImage:      f.machineImage,
 		MaxMachines:       maxMachines,
+		KubeletDir:        f.kubeletDir,
 		StorageClassName:  f.etcdStorageClass,
 		EtcdStorageSize:   size,
 		PriorityClassName: install.PriorityClassName,
@@ -188,6 +189,7 @@ func newOperatorCommand(g *clusterclient.Management) *cobra.Command {
 	f.BoolVar(&o.installAPI, "install-crds", true, "install or upgrade the hypershift.dev CRDs and the runtime's admission policies at start")
 	f.StringVar(&o.runtime, "runtime", install.RuntimeProcess, "where hosted control planes run: process (this host) or kube (pods of the management cluster)")
 	f.StringVar(&o.image, "image", image.Ref(), "with --runtime=kube: the image of control-plane pods")
+	f.StringVar(&o.kubeletDir, "kubelet-dir", install.DefaultKubeletDir, "with --runtime=kube: the kubelet's root directory on the management cluster's nodes, where machine pods get the hot-plug directories their volumes are attached in (docs/volumes.md); empty: volumes are not attached")
 	f.StringVar(&o.machineImage, "machine-image", "", "with --runtime=kube: the image of the machines of Host NodePools, privileged pods (hypershift image save --machine); empty: no machines are made")
 	f.StringVar(&o.awsProviderNamespace, "aws-provider-namespace", aws.DefaultProviderNamespace, "namespace cluster-api-provider-aws runs in, where the Secrets of AWS clusters' identities are written (docs/platforms.md)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "with --runtime=kube: elect a leader among replicas (Lease "+operator.LeaderElectionID+")")

@@ -73,6 +73,9 @@ func OperatorArgs(o Options) []string {
 	if o.StorageClassName != "" {
 		args = append(args, "--etcd-storage-class="+o.StorageClassName)
 	}
+	if o.KubeletDir != "" {
+		args = append(args, "--kubelet-dir="+o.KubeletDir)
+	}
 	if o.AWSProviderNamespace != "" {
 		args = append(args, "--aws-provider-namespace="+o.AWSProviderNamespace)
 	}

@@ -2,6 +2,7 @@ package install
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -41,6 +42,10 @@ type Options struct {
 	// of the cluster (docs/machines.md); default image.MachineRef(), the
 	// image `hypershift image save --machine` writes.
 	MachineImage string
+	// KubeletDir is the kubelet's root directory on the cluster's nodes,
+	// passed to the operator (volumes are attached to machines there);
+	// default DefaultKubeletDir.
+	KubeletDir string
 	// AWSProviderNamespace is where cluster-api-provider-aws runs, passed
 	// to the operator; empty: its default, capa-system.
 	AWSProviderNamespace string
@@ -69,6 +74,10 @@ type Options struct {
 // DefaultNamespace is the operator's namespace unless told otherwise.
 const DefaultNamespace = "hypershift"
 
+// DefaultKubeletDir is the kubelet's root directory on a node unless told
+// otherwise (the kubelet's own default).
+const DefaultKubeletDir = "/var/lib/kubelet"
+
 func (o Options) withDefaults() Options {
 	if o.Runtime == "" {
 		o.Runtime = RuntimeKube
@@ -81,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
+	}
+	if o.KubeletDir == "" {
+		o.KubeletDir = DefaultKubeletDir
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 2
@@ -112,6 +124,9 @@ func (o Options) Validate() error {
 	}
 	if _, err := name.ParseReference(o.MachineImage); err != nil {
 		return fmt.Errorf("--machine-image %q is not an image reference (e.g. %s): %w", o.MachineImage, image.MachineRef(), err)
+	}
+	if !path.IsAbs(o.KubeletDir) {
+		return fmt.Errorf("--kubelet-dir %q must be an absolute path: the kubelet's root directory on the cluster's nodes", o.KubeletDir)
 	}
 	if o.Replicas < 1 {
 		return fmt.Errorf("--replicas %d: the operator needs at least 1", o.Replicas)

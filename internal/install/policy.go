@@ -99,6 +99,7 @@ const (
 	// the test OK, which names the type as t.
 	publishedTypes = `(has(object.spec.services) ? object.spec.services : []).filter(s, has(s.servicePublishingStrategy) && has(s.servicePublishingStrategy.type) && !(%s)).map(s, s.service + '=' + s.servicePublishingStrategy.type)`
 	etcdStorage    = `has(object.spec.etcd) && has(object.spec.etcd.managed) && has(object.spec.etcd.managed.storage)`
+	volumeMirror   = `has(object.spec.platform) && has(object.spec.platform.host) && has(object.spec.platform.host.storageDriver) && has(object.spec.platform.host.storageDriver.type) && object.spec.platform.host.storageDriver.type == 'Manual'`
 )
 
 // capabilitiesOf is what runtime (RuntimeProcess or RuntimeKube) can do.
@@ -136,6 +137,14 @@ func runtimePolicy(rt string, versions []string) (*admissionregistrationv1.Valid
 	}
 	if !caps.WakeOnRequest {
 		validations = append(validations, idleWakeRefused())
+	}
+	if !caps.Pods {
+		validations = append(validations, admissionregistrationv1.Validation{
+			Expression: "!(" + volumeMirror + ")",
+			Message: "spec.platform.host.storageDriver type Manual is not supported: the " + caps.Name + " runtime's machines are not pods of a management cluster, to which volumes are attached;" +
+				" remove spec.platform.host.storageDriver (volumes of the management cluster need the kube runtime of `hypershift install`)",
+			Reason: ptr(metav1.StatusReasonInvalid),
+		})
 	}
 	if !caps.HostFiles {
 		validations = append(validations, fileRestoreRefused())

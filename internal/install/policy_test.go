@@ -143,6 +143,11 @@ func TestRuntimePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	refusedWith(t, c, storage, "spec.etcd.managed.storage is not supported: the process runtime keeps etcd's data in the operator's data dir; remove spec.etcd.managed.storage")
+	volumes := hostedCluster(t, "volumes", "HostPort")
+	if err := unstructured.SetNestedField(volumes.Object, hostStorage(), "spec", "platform"); err != nil {
+		t.Fatal(err)
+	}
+	refusedWith(t, c, volumes, "spec.platform.host.storageDriver type Manual is not supported: the process runtime's machines are not pods of a management cluster")
 	old := hostedCluster(t, "made-under-process", "HostPort")
 	admitted(t, c, old)
 	// Real nodes get their kubelet from the installation's releases.
@@ -162,6 +167,11 @@ func TestRuntimePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitted(t, c, storageKube)
+	volumesKube := hostedCluster(t, "volumes-kube", "NodePort")
+	if err := unstructured.SetNestedField(volumesKube.Object, hostStorage(), "spec", "platform"); err != nil {
+		t.Fatal(err)
+	}
+	admitted(t, c, volumesKube)
 	idle := hostedCluster(t, "idle", "NodePort")
 	if err := unstructured.SetNestedField(idle.Object, "30m", "spec", "hibernation", "idleAfter"); err != nil {
 		t.Fatal(err)
@@ -219,4 +229,14 @@ func nonePool(name, version string) *unstructured.Unstructured {
 		panic(err)
 	}
 	return u
+}
+
+// hostStorage is platform Host with a guest class mapped to the management
+// cluster's, as unstructured data.
+func hostStorage() map[string]any {
+	return map[string]any{"type": "Host", "host": map[string]any{"storageDriver": map[string]any{
+		"type": "Manual", "manual": map[string]any{"storageClassMapping": []any{
+			map[string]any{"infraStorageClassName": "fast", "guestStorageClassName": "standard"},
+		}},
+	}}}
 }

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"hypershift.dev/internal/controller/volumemirror"
 	"hypershift.dev/internal/install"
 	"hypershift.dev/internal/runtime"
 	"hypershift.dev/internal/runtime/kube"
@@ -39,7 +40,10 @@ func WithKubeRuntime(opts Options, kubeOpts kube.Options) Options {
 		opts.Machines = nil
 		opts.MaxMachines = kubeOpts.MaxMachines
 		opts.NewMachines = func(mgr ctrl.Manager) runtime.Machines {
-			return kube.NewMachines(mgr.GetClient(), kube.MachinesOptions{Image: kubeOpts.MachineImage, APIReader: mgr.GetAPIReader()})
+			return kube.NewMachines(mgr.GetClient(), kube.MachinesOptions{Image: kubeOpts.MachineImage, APIReader: mgr.GetAPIReader(), KubeletDir: kubeOpts.KubeletDir})
+		}
+		if kubeOpts.KubeletDir != "" {
+			opts.VolumeAttach = &volumemirror.Attach{Image: kubeOpts.MachineImage, KubeletDir: kubeOpts.KubeletDir}
 		}
 	}
 	opts.NewRuntime = func(mgr ctrl.Manager) (runtime.Runtime, error) {

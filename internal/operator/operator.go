@@ -34,6 +34,7 @@ import (
 	"hypershift.dev/internal/controller/joinconfig"
 	"hypershift.dev/internal/controller/lbmirror"
 	"hypershift.dev/internal/controller/nodepool"
+	"hypershift.dev/internal/controller/volumemirror"
 	"hypershift.dev/internal/fleetmetrics"
 	"hypershift.dev/internal/nodes/machine"
 	"hypershift.dev/internal/release"
@@ -108,6 +109,11 @@ type Options struct {
 	AWSProviderNamespace string
 	// MaxMachines bounds the machines of Machines' directory; zero: none.
 	MaxMachines int
+	// VolumeAttach, set, attaches the volumes of the management cluster's
+	// storage to machines that are its pods (the kube runtime with a
+	// machine image and the nodes' kubelet directory); nil: the volume
+	// mirror provisions, never attaches.
+	VolumeAttach *volumemirror.Attach
 	// LeafCertificateValidity and CAValidity are how long new certificates
 	// of hosted clusters (and of `up`'s management plane) are valid; zero:
 	// a year and ten years. Leaves renew two thirds into their life.
@@ -287,7 +293,7 @@ func New(opts Options) (ctrl.Manager, error) {
 	// registered without a machines directory too, to say why nothing is
 	// made.
 	if err := errors.Join(hostmachine.Setup(mgr, machines(opts, mgr), opts.MachineOwnerPrefix, opts.MaxMachines),
-		setupLoadBalancerMirrors(mgr, opts.Runtime, clusters)); err != nil {
+		setupLoadBalancerMirrors(mgr, opts.Runtime, clusters), setupVolumeMirrors(mgr, opts, clusters)); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -310,6 +316,23 @@ func setupLoadBalancerMirrors(mgr ctrl.Manager, rt runtime.Runtime, clusters *cl
 	return (&lbmirror.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: guestpass.NewGuests(clusters, mgr.GetClient(), "lbmirror"),
 		Recorder: mgr.GetEventRecorder("lbmirror-controller"),
+	}).SetupWithManager(mgr)
+}
+
+// setupVolumeMirrors registers the volume mirror of Host clusters whose
+// spec.platform.host.storageDriver maps StorageClasses, where the runtime
+// runs pods (internal/controller/volumemirror): their claims become claims
+// of the management cluster and, with opts.VolumeAttach, are attached to
+// the machines that use them.
+func setupVolumeMirrors(mgr ctrl.Manager, opts Options, clusters *clustercache.Cache) error {
+	if podsLayout(opts.Runtime) == nil {
+		return nil
+	}
+	return (&volumemirror.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: guestpass.NewGuests(clusters, mgr.GetClient(), "volumemirror"),
+		Recorder: mgr.GetEventRecorder("volumemirror-controller"),
+		Classes:  volumemirror.ClassesOf,
+		Attach:   opts.VolumeAttach,
 	}).SetupWithManager(mgr)
 }
 

@@ -60,6 +60,13 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 		{name: "etcd storage on the process runtime", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
 		}, wantErr: "spec.etcd.managed.storage is not supported by this operator's runtime"},
+		{name: "volumes of the management cluster on the process runtime", mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Platform = hostStoragePlatform()
+		}, wantErr: "spec.platform.host.storageDriver type Manual is not supported by this operator's runtime"},
+		{name: "volumes of the management cluster on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
+			hc.Spec.Services[0].Type = "NodePort"
+			hc.Spec.Platform = hostStoragePlatform()
+		}},
 		{name: "node port on the kube runtime", supports: kube, mutate: func(hc *hypershiftv1alpha1.HostedCluster) {
 			hc.Spec.Services[0].Type = "NodePort"
 			hc.Spec.Etcd.Managed = &hypershiftv1alpha1.ManagedEtcdSpec{}
@@ -95,4 +102,17 @@ func TestValidateSpecRefusesWhatIsNotRun(t *testing.T) {
 			testenv.ExpectError(t, validateSpec(hc, tt.supports), tt.wantErr)
 		})
 	}
+}
+
+// hostStoragePlatform is platform Host with a guest class mapped to the
+// management cluster's.
+func hostStoragePlatform() hypershiftv1alpha1.PlatformSpec {
+	return hypershiftv1alpha1.PlatformSpec{Type: hypershiftv1alpha1.HostPlatform, Host: &hypershiftv1alpha1.HostPlatformSpec{
+		StorageDriver: &hypershiftv1alpha1.HostStorageDriverSpec{
+			Type: hypershiftv1alpha1.ManualStorageDriver,
+			Manual: &hypershiftv1alpha1.ManualStorageDriverSpec{StorageClassMapping: []hypershiftv1alpha1.StorageClassMapping{
+				{InfraStorageClassName: "fast", GuestStorageClassName: "standard"},
+			}},
+		},
+	}}
 }

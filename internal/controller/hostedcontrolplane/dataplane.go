@@ -90,6 +90,13 @@ func (r *Reconciler) reconcileDataPlaneInputs(ctx context.Context, s *scope) (ct
 			}
 		}
 	}
+	if hypershiftv1alpha1.MirrorsVolumes(hcp.Spec.Platform) {
+		v := &dataplane.Volumes{}
+		for _, m := range hcp.Spec.Platform.Host.StorageDriver.Manual.StorageClassMapping {
+			v.StorageClasses = append(v.StorageClasses, m.GuestStorageClassName)
+		}
+		s.dataPlane.Volumes = v
+	}
 	if len(missing) > 0 {
 		s.notApplied = "the Konnectivity agent (kube-system/konnectivity-agent), waiting for " + strings.Join(missing, ", ")
 		s.notAppliedComing = len(missing) < konnectivityInputCount

@@ -122,6 +122,8 @@ func (h *hostedClusters) connect(ctx context.Context, key types.NamespacedName, 
 		"ClusterRoleBinding": managed.Rbac().V1().ClusterRoleBindings().Informer(),
 		"Role":               managed.Rbac().V1().Roles().Informer(),
 		"RoleBinding":        managed.Rbac().V1().RoleBindings().Informer(),
+		"StorageClass":       managed.Storage().V1().StorageClasses().Informer(),
+		"CSIDriver":          managed.Storage().V1().CSIDrivers().Informer(),
 	}
 	cached := map[string]cache.Indexer{}
 	synced := []cache.InformerSynced{}

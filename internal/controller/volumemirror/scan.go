@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
 	"hypershift.dev/internal/controller/guestpass"
 )
 
@@ -36,6 +37,19 @@ var DefaultLimits = Limits{PageSize: 100, MaxBytes: 8 << 20, MaxVolumes: 100}
 // StorageClass the volumes of its claims are made of.
 type ClassMapping struct {
 	Guest, Infra string
+}
+
+// ClassesOf is a HostedCluster's mapping, from its
+// spec.platform.host.storageDriver (type Manual); none otherwise.
+func ClassesOf(hc *hypershiftv1alpha1.HostedCluster) []ClassMapping {
+	if !hypershiftv1alpha1.MirrorsVolumes(hc.Spec.Platform) {
+		return nil
+	}
+	var out []ClassMapping
+	for _, m := range hc.Spec.Platform.Host.StorageDriver.Manual.StorageClassMapping {
+		out = append(out, ClassMapping{Guest: m.GuestStorageClassName, Infra: m.InfraStorageClassName})
+	}
+	return out
 }
 
 // class is a mapped guest StorageClass as the pass found it.

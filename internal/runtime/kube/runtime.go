@@ -44,6 +44,10 @@ type Options struct {
 	// MaxMachines bounds the machine pods of the cluster, any control
 	// plane's; zero: no bound.
 	MaxMachines int
+	// KubeletDir is the kubelet's root directory on the cluster's nodes,
+	// where machines have their hot-plug directories (MachinesOptions);
+	// empty: machines get none and volumes are not attached.
+	KubeletDir string
 	// StorageClassName of the etcd volumes; empty: the cluster's default.
 	StorageClassName string
 	// EtcdStorageSize of each etcd member's volume; zero: 8Gi.

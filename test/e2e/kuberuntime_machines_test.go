@@ -31,8 +31,10 @@ func loadMachineImage(t *testing.T, hs *cli, nodeDir string) {
 // namespace of the cluster's machines, each a Ready node of the hosted
 // cluster; a machine pod deleted from outside is replaced with no manual
 // step; a guest LoadBalancer Service is served at the address the
-// management cluster gives its mirror; the pool scales down; destroying
-// the cluster leaves no machine
+// management cluster gives its mirror; a guest claim of a StorageClass
+// mapped to the management cluster's is written on one machine and read
+// back on the other, and deleting it deletes the management cluster's
+// claim; the pool scales down; destroying the cluster leaves no machine
 // pod, userdata Secret or machines namespace.
 //
 // The hosted cluster's pod and service networks are apart from the
@@ -40,10 +42,14 @@ func loadMachineImage(t *testing.T, hs *cli, nodeDir string) {
 // machine pod's network namespace (docs/machines.md).
 func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes, nodeIP string) {
 	makeHostPathVolume(t, mgmt, "mach-etcd-0", class, filepath.Join(volumes, "mach-etcd-0"), "mach")
+	// The guest's claims are made of the management cluster's class
+	// guestVolumeClass, whose one volume the test makes (no provisioner).
+	makeGuestBackingVolume(t, mgmt, filepath.Join(volumes, "mach-guest-0"))
 	start := time.Now()
 	hs.must("--kubeconfig", mgmt, "create", "cluster", "host", "--name", "mach",
 		"--cluster-cidr", "10.220.0.0/16", "--service-cidr", "172.29.0.0/16",
 		"--etcd-storage-class", class, "--etcd-storage-size", "1Gi",
+		"--storage-class-mapping", "standard="+guestVolumeClass,
 		"--node-pool-replicas", "2", "--wait", "--timeout", "6m")
 	t.Logf("create cluster host with 2 machines on the kube runtime → pool Ready: %.1fs", time.Since(start).Seconds())
 	kc := filepath.Join(hs.dataDir, "mach.kubeconfig")
@@ -73,6 +79,10 @@ func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes, nodeIP str
 
 	t.Run("a guest LoadBalancer Service answers at its mirror's address", func(t *testing.T) {
 		kubeRuntimeLoadBalancer(t, mgmt, kc, machines, nodes, nodeIP)
+	})
+
+	t.Run("a guest claim written on one machine is read back on the other; deleting it deletes the management cluster's", func(t *testing.T) {
+		kubeRuntimeVolumes(t, mgmt, kc, machines, nodes)
 	})
 
 	t.Run("a machine pod deleted from outside is replaced", func(t *testing.T) {
@@ -240,4 +250,130 @@ spec:
 		return nil
 	})
 	mustKubectl(t, kc, "delete", "deployment", "hello")
+}
+
+// guestVolumeClass is the management cluster's class of the guest's
+// claims in TestKubeRuntime.
+const guestVolumeClass = "hypershift-e2e-guest"
+
+// makeGuestBackingVolume makes the management cluster's one volume of
+// guestVolumeClass, on a directory of this host, for any claim of the
+// class (the volume mirror's claim is named after the guest claim's UID).
+func makeGuestBackingVolume(t *testing.T, kc, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "guest-volume.yaml")
+	writeFile(t, manifest, fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: mach-guest-0
+spec:
+  capacity:
+    storage: 1Gi
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: %s
+  hostPath:
+    path: %s
+    type: Directory
+`, guestVolumeClass, dir))
+	mustKubectl(t, kc, "apply", "-f", manifest)
+}
+
+// kubeRuntimeVolumes: a guest claim of class standard (mapped to
+// guestVolumeClass) becomes a claim of the management cluster in the
+// machines' namespace; a pod on the first machine writes a file to it
+// (the claim attached to that machine by an attachment pod, published by
+// the node's CSI plugin); deleted, the pod is made again on the other
+// machine and reads the file back; deleting the guest claim deletes the
+// management cluster's.
+func kubeRuntimeVolumes(t *testing.T, mgmt, kc, machines string, nodes []string) {
+	const text = "kept across machines"
+	pod := func(name, node string, args ...string) string {
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = fmt.Sprintf("%q", a)
+		}
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  restartPolicy: Never
+  nodeSelector: {kubernetes.io/hostname: %s}
+  containers:
+  - name: main
+    image: %s
+    command: ["/hello", %s]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data}
+`, name, node, workloadImage, strings.Join(quoted, ", "))
+	}
+	manifest := filepath.Join(t.TempDir(), "claim.yaml")
+	writeFile(t, manifest, `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+spec:
+  storageClassName: standard
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 100Mi}}
+---
+`+pod("writer", nodes[0], "write", "/data/f", text))
+	start := time.Now()
+	mustKubectl(t, kc, "apply", "-f", manifest)
+	uid := strings.TrimSpace(mustKubectl(t, kc, "get", "pvc", "data", "-o", "jsonpath={.metadata.uid}"))
+	infra := "vol-" + uid
+	waitPodDone(t, kc, "writer")
+	t.Logf("guest claim applied → written by a pod on %s: %.1fs", nodes[0], time.Since(start).Seconds())
+	if got := mustKubectl(t, mgmt, "-n", machines, "get", "pvc", infra, "-o", "jsonpath={.spec.storageClassName} {.status.phase}"); got != guestVolumeClass+" Bound" {
+		t.Errorf("the management cluster's claim %s/%s: class and phase %q, want %s Bound", machines, infra, got, guestVolumeClass)
+	}
+
+	start = time.Now()
+	mustKubectl(t, kc, "delete", "pod", "writer", "--timeout=2m")
+	readerManifest := filepath.Join(t.TempDir(), "reader.yaml")
+	writeFile(t, readerManifest, pod("reader", nodes[1], "cat", "/data/f"))
+	mustKubectl(t, kc, "apply", "-f", readerManifest)
+	waitPodDone(t, kc, "reader")
+	if out := mustKubectl(t, kc, "logs", "reader"); !strings.Contains(out, text) {
+		t.Errorf("the pod on %s read %q, want %q", nodes[1], out, text)
+	}
+	t.Logf("pod deleted → made again on %s and read the file back: %.1fs", nodes[1], time.Since(start).Seconds())
+
+	mustKubectl(t, kc, "delete", "pod", "reader", "--timeout=2m")
+	mustKubectl(t, kc, "delete", "pvc", "data", "--timeout=2m")
+	eventually(t, 2*time.Minute, "the management cluster's claim and the guest volume to be gone", func() error {
+		if out, err := kubectl(t, mgmt, "-n", machines, "get", "pvc", infra); err == nil {
+			return errorf("claim still there:\n%s", out)
+		}
+		if out := mustKubectl(t, kc, "get", "pv", "-o", "name"); strings.TrimSpace(out) != "" {
+			return errorf("guest volumes left:\n%s", out)
+		}
+		return nil
+	})
+	if out := mustKubectl(t, mgmt, "-n", machines, "get", "pods", "-l", "hypershift.dev/volume-attachment-uid", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("attachment pods left:\n%s", out)
+	}
+}
+
+// waitPodDone waits until a pod that runs once has succeeded.
+func waitPodDone(t *testing.T, kc, name string) {
+	t.Helper()
+	eventually(t, 4*time.Minute, "pod "+name+" to succeed", func() error {
+		phase := mustKubectl(t, kc, "get", "pod", name, "-o", "jsonpath={.status.phase}")
+		switch phase {
+		case "Succeeded":
+			return nil
+		case "Failed":
+			out, _ := kubectl(t, kc, "logs", name)
+			t.Fatalf("pod %s failed:\n%s", name, out)
+		}
+		events, _ := kubectl(t, kc, "get", "events", "--field-selector", "involvedObject.name="+name, "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+		return errorf("phase %q; events:\n%s", phase, lastLines(events, 3))
+	})
 }

@@ -46,8 +46,15 @@ func TestKubeRuntime(t *testing.T) {
 	const class = "hypershift-e2e-static"
 	makeHostPathVolume(t, mgmt, "inner-etcd-0", class, filepath.Join(volumes, "etcd-0"), "inner")
 
+	// The node's kubelet keeps its root directory in the node directory:
+	// machine pods get their hot-plug directories there (docs/volumes.md).
+	kubeletDir, err := filepath.EvalSymlinks(nodeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletDir = filepath.Join(kubeletDir, "kubelet")
 	start := time.Now()
-	hs.must("--kubeconfig", mgmt, "install", "--timeout", "3m")
+	hs.must("--kubeconfig", mgmt, "install", "--kubelet-dir", kubeletDir, "--timeout", "3m")
 	t.Logf("install → operator available: %.1fs", time.Since(start).Seconds())
 
 	start = time.Now()

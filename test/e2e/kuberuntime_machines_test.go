@@ -44,7 +44,7 @@ func kubeRuntimeMachines(t *testing.T, hs *cli, mgmt, class, volumes, nodeIP str
 	makeHostPathVolume(t, mgmt, "mach-etcd-0", class, filepath.Join(volumes, "mach-etcd-0"), "mach")
 	// The guest's claims are made of the management cluster's class
 	// guestVolumeClass, whose one volume the test makes (no provisioner).
-	makeGuestBackingVolume(t, mgmt, filepath.Join(volumes, "mach-guest-0"))
+	makeHostPathVolume(t, mgmt, "mach-guest-0", guestVolumeClass, filepath.Join(volumes, "mach-guest-0"), "")
 	start := time.Now()
 	hs.must("--kubeconfig", mgmt, "create", "cluster", "host", "--name", "mach",
 		"--cluster-cidr", "10.220.0.0/16", "--service-cidr", "172.29.0.0/16",
@@ -255,32 +255,6 @@ spec:
 // guestVolumeClass is the management cluster's class of the guest's
 // claims in TestKubeRuntime.
 const guestVolumeClass = "hypershift-e2e-guest"
-
-// makeGuestBackingVolume makes the management cluster's one volume of
-// guestVolumeClass, on a directory of this host, for any claim of the
-// class (the volume mirror's claim is named after the guest claim's UID).
-func makeGuestBackingVolume(t *testing.T, kc, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	manifest := filepath.Join(t.TempDir(), "guest-volume.yaml")
-	writeFile(t, manifest, fmt.Sprintf(`apiVersion: v1
-kind: PersistentVolume
-metadata:
-  name: mach-guest-0
-spec:
-  capacity:
-    storage: 1Gi
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: %s
-  hostPath:
-    path: %s
-    type: Directory
-`, guestVolumeClass, dir))
-	mustKubectl(t, kc, "apply", "-f", manifest)
-}
 
 // kubeRuntimeVolumes: a guest claim of class standard (mapped to
 // guestVolumeClass) becomes a claim of the management cluster in the

@@ -252,7 +252,8 @@ func TestKubeRuntime(t *testing.T) {
 // class on a directory of this host (the one node), owned by the pods'
 // user, pre-bound to etcd's claim of cluster (clusters-CLUSTER/data-etcd-0):
 // a class binds a claim to any of its unbound volumes, and clusters made
-// side by side would otherwise take each other's.
+// side by side would otherwise take each other's. With cluster "" it is
+// bound to no claim: the first of its class takes it.
 func makeHostPathVolume(t *testing.T, kc, name, class, dir, cluster string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -260,6 +261,10 @@ func makeHostPathVolume(t *testing.T, kc, name, class, dir, cluster string) {
 	}
 	if err := os.Chown(dir, kubeRuntimeUID, kubeRuntimeUID); err != nil {
 		t.Fatal(err)
+	}
+	claimRef := ""
+	if cluster != "" {
+		claimRef = fmt.Sprintf("  claimRef:\n    namespace: clusters-%s\n    name: data-etcd-0\n", cluster)
 	}
 	manifest := filepath.Join(t.TempDir(), name+".yaml")
 	writeFile(t, manifest, fmt.Sprintf(`apiVersion: v1
@@ -272,13 +277,10 @@ spec:
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
   storageClassName: %s
-  claimRef:
-    namespace: clusters-%s
-    name: data-etcd-0
-  hostPath:
+%s  hostPath:
     path: %s
     type: Directory
-`, name, class, cluster, dir))
+`, name, class, claimRef, dir))
 	mustKubectl(t, kc, "apply", "-f", manifest)
 }
 

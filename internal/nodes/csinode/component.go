@@ -3,17 +3,14 @@ package csinode
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/nodes/health"
 )
 
 // Name is the component the node daemon runs the plugin as.
@@ -70,33 +67,15 @@ func main(ctx context.Context, args []string) error {
 // Run serves the plugin until ctx ends.
 func Run(ctx context.Context, o Options, log logr.Logger) error {
 	p := &Plugin{NodeID: o.NodeID, AttachedDir: o.AttachedDir, PodsDir: o.KubeletDir + "/pods", Log: log}
-	srv, err := serveHealth(o.HealthListen, o.Endpoint())
+	srv, err := health.Serve(o.HealthListen, func() error {
+		if fi, err := os.Stat(o.Endpoint()); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return errors.New("the plugin's socket is not there yet")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	return Serve(ctx, p, o.Endpoint(), o.KubeletDir+"/plugins_registry")
-}
-
-// serveHealth answers /healthz with ok while a socket is at endpoint.
-func serveHealth(addr, endpoint string) (*http.Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if fi, err := os.Stat(endpoint); err != nil || fi.Mode()&os.ModeSocket == 0 {
-			http.Error(w, "the plugin's socket is not there yet", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "csi-node health:", err)
-		}
-	}()
-	return srv, nil
 }

@@ -6,13 +6,9 @@ package podnet
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/flannel-io/flannel/pkg/backend"
 	_ "github.com/flannel-io/flannel/pkg/backend/hostgw" // the host-gw backend registers itself
@@ -21,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"hypershift.dev/internal/components"
+	"hypershift.dev/internal/nodes/health"
 )
 
 // Name is the component's name.
@@ -90,7 +87,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := serveHealth(o.HealthListen)
+	srv, err := health.Serve(o.HealthListen, func() error { return nil })
 	if err != nil {
 		return err
 	}
@@ -98,20 +95,4 @@ func Run(ctx context.Context, o Options) error {
 	bn.Run(ctx)
 	wg.Wait()
 	return nil
-}
-
-func serveHealth(addr string) (*http.Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "pod network health:", err)
-		}
-	}()
-	return srv, nil
 }

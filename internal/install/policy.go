@@ -138,7 +138,7 @@ func runtimePolicy(rt string, versions []string) (*admissionregistrationv1.Valid
 	if !caps.WakeOnRequest {
 		validations = append(validations, idleWakeRefused())
 	}
-	if !caps.Pods {
+	if !caps.AttachesVolumes {
 		validations = append(validations, admissionregistrationv1.Validation{
 			Expression: "!(" + volumeMirror + ")",
 			Message: "spec.platform.host.storageDriver type Manual is not supported: the " + caps.Name + " runtime's machines are not pods of a management cluster, to which volumes are attached;" +

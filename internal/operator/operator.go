@@ -321,11 +321,11 @@ func setupLoadBalancerMirrors(mgr ctrl.Manager, rt runtime.Runtime, clusters *cl
 
 // setupVolumeMirrors registers the volume mirror of Host clusters whose
 // spec.platform.host.storageDriver maps StorageClasses, where the runtime
-// runs pods (internal/controller/volumemirror): their claims become claims
-// of the management cluster and, with opts.VolumeAttach, are attached to
-// the machines that use them.
+// attaches volumes to its machines (internal/controller/volumemirror):
+// their claims become claims of the management cluster and, with
+// opts.VolumeAttach, are attached to the machines that use them.
 func setupVolumeMirrors(mgr ctrl.Manager, opts Options, clusters *clustercache.Cache) error {
-	if podsLayout(opts.Runtime) == nil {
+	if opts.Runtime == nil || !opts.Runtime.Capabilities().AttachesVolumes {
 		return nil
 	}
 	return (&volumemirror.Reconciler{

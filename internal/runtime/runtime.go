@@ -134,6 +134,10 @@ type Capabilities struct {
 	// admission webhooks on loopback (the workload-identity webhook,
 	// spec.workloadIdentityWebhook).
 	LoopbackWebhooks bool
+	// AttachesVolumes: the machines of Host clusters are pods of the
+	// management cluster, to which volumes of its storage are attached
+	// (spec.platform.host.storageDriver, docs/volumes.md).
+	AttachesVolumes bool
 }
 
 // Named is want for Runtime.Ports of ports that have no upstream default
@@ -163,7 +167,7 @@ var (
 	// and fenced in place.
 	Kube = Capabilities{
 		Name: "kube", Pods: true, InPlace: true, RollsComponents: true,
-		Publishing: []string{"NodePort", "LoadBalancer"}, Volumes: true,
+		Publishing: []string{"NodePort", "LoadBalancer"}, Volumes: true, AttachesVolumes: true,
 	}
 )
 

@@ -74,7 +74,7 @@ func validateSpec(hc *hypershiftv1alpha1.HostedCluster, supports Capabilities) e
 	if hc.Spec.Etcd.Managed != nil && !supports.Volumes {
 		return errors.New("spec.etcd.managed.storage is not supported by this operator's runtime: the process runtime keeps etcd's data on the management host's disk; remove it")
 	}
-	if hypershiftv1alpha1.MirrorsVolumes(hc.Spec.Platform) && !supports.Pods {
+	if hypershiftv1alpha1.MirrorsVolumes(hc.Spec.Platform) && !supports.AttachesVolumes {
 		return errors.New("spec.platform.host.storageDriver type Manual is not supported by this operator's runtime: volumes are attached to machines that are pods of the management cluster (hypershift install); remove it")
 	}
 	return validateHibernation(hc, supports)

@@ -136,6 +136,24 @@ func (r *Reconciler) attach(ctx context.Context, hc *hypershiftv1alpha1.HostedCl
 	return errs
 }
 
+// NoAttachMessage is the attach error of every VolumeAttachment when this
+// operator attaches nothing.
+const NoAttachMessage = "this operator attaches no volumes: it runs without a machine image or --kubelet-dir (docs/volumes.md)"
+
+// refuseAttach says in each VolumeAttachment that is not being deleted
+// that nothing will attach it: the pod that waits for it says why.
+func (r *Reconciler) refuseAttach(ctx context.Context, kube kubernetes.Interface, attachments []guestAttachment) []error {
+	var errs []error
+	for i := range attachments {
+		if a := &attachments[i]; !a.deleting {
+			if err := r.setStatus(ctx, kube, a, false, NoAttachMessage); err != nil {
+				errs = append(errs, fmt.Errorf("VolumeAttachment %s: %w", a.va.Name, err))
+			}
+		}
+	}
+	return errs
+}
+
 // attachmentPods are the attachment pods of this cluster, by the UID of
 // their VolumeAttachment.
 func (r *Reconciler) attachmentPods(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, ns string) (map[string]*corev1.Pod, error) {

@@ -87,7 +87,6 @@ func (f *fixture) attachmentPods(t *testing.T) map[string]*corev1.Pod {
 // stays.
 func TestVolumeAttach(t *testing.T) {
 	f := setUp(t)
-	f.r.Attach = &Attach{Image: attachImage, KubeletDir: kubeletDir}
 	ctx := t.Context()
 	g := f.claim(t, "data", mappedClass, "1Gi")
 	f.pass(t)
@@ -96,6 +95,15 @@ func TestVolumeAttach(t *testing.T) {
 	if f.infra(t, handle) == nil || f.volume(t, pv) == nil {
 		t.Fatal("the claim was not provisioned")
 	}
+	// An operator that attaches nothing says so where the pod's events
+	// show it, and makes nothing.
+	early := f.attachment(t, "csi-early", pv, "m1")
+	f.pass(t)
+	if got := f.getAttachment(t, early.Name); got.Status.AttachError == nil || got.Status.AttachError.Message != NoAttachMessage || hasFinalizer(got, AttachFinalizer) {
+		t.Fatalf("without Attach: status %+v, finalizers %v; want the attach error %q and no finalizer", got.Status, got.Finalizers, NoAttachMessage)
+	}
+	must(t, f.kube.StorageV1().VolumeAttachments().Delete(ctx, early.Name, metav1.DeleteOptions{}))
+	f.r.Attach = &Attach{Image: attachImage, KubeletDir: kubeletDir}
 	// What the management cluster's controller manager would make.
 	must(t, f.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: infraNamespace, Name: "default"}}))
 	f.machinePod(t, "m1", true)

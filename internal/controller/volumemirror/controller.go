@@ -120,7 +120,7 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	if err != nil {
 		return err
 	}
-	claims, volumes, attachments, scanErr := scan(ctx, kube, mapped, r.Limits, r.Attach != nil)
+	claims, volumes, attachments, scanErr := scan(ctx, kube, mapped, r.Limits)
 	truncated := errors.Is(scanErr, guestpass.ErrTruncated)
 	if scanErr != nil && !truncated {
 		return scanErr
@@ -166,6 +166,8 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	}
 	if r.Attach != nil {
 		errs = append(errs, r.attach(ctx, hc, kube, ns, attachments, handleOf, byName, !truncated)...)
+	} else {
+		errs = append(errs, r.refuseAttach(ctx, kube, attachments)...)
 	}
 	if truncated {
 		r.event(hc, corev1.EventTypeWarning, ScanTruncatedReason, "Scan",

@@ -121,18 +121,16 @@ func reclaimOf(sc *storagev1.StorageClass) corev1.PersistentVolumeReclaimPolicy 
 }
 
 // scan reads the guest's claims of the mapped classes, its volumes of
-// this driver and, with attachments, its VolumeAttachments of this
-// driver under one budget; the first read that fails (or is truncated)
-// ends it.
-func scan(ctx context.Context, kube kubernetes.Interface, mapped map[string]class, l Limits, attachments bool,
-) ([]guestClaim, []guestVolume, []guestAttachment, error) {
+// this driver and its VolumeAttachments of this driver under one budget;
+// the first read that fails (or is truncated) ends it.
+func scan(ctx context.Context, kube kubernetes.Interface, mapped map[string]class, l Limits) ([]guestClaim, []guestVolume, []guestAttachment, error) {
 	b := &guestpass.Budget{Left: l.MaxBytes}
 	claims, err := scanClaims(ctx, kube, mapped, l, b)
 	if err != nil {
 		return claims, nil, nil, err
 	}
 	volumes, err := scanVolumes(ctx, kube, l, b)
-	if err != nil || !attachments {
+	if err != nil {
 		return claims, volumes, nil, err
 	}
 	atts, err := scanAttachments(ctx, kube, l, b)

@@ -206,7 +206,9 @@ func TestNodePools(t *testing.T) {
 
 	t.Run("an autoscaled pool grows for pods that do not fit", func(t *testing.T) {
 		hs.must("create", "nodepool", "--cluster-name", "s", "--name", "auto", "--autoscaling-min", "1", "--autoscaling-max", "3")
-		eventually(t, time.Minute, "one node (the minimum) running the 6 pending web pods", func() error { return podsRunning(t, kc, 6, 6) })
+		// A bound on liveness: in a full run on a slow day one simulated
+		// pod was still Pending after a minute.
+		eventually(t, 3*time.Minute, "one node (the minimum) running the 6 pending web pods", func() error { return podsRunning(t, kc, 6, 6) })
 		manifest := filepath.Join(hs.dataDir, "big.yaml")
 		writeFile(t, manifest, `apiVersion: apps/v1
 kind: Deployment

@@ -311,6 +311,13 @@ func (r *Reconciler) report(ctx context.Context, kube kubernetes.Interface, a *g
 			return r.setStatus(ctx, kube, a, false, fmt.Sprintf("attachment pod %s: %s", pod.Name, lastLine(t.Message)))
 		}
 	}
+	// Not scheduled: its claim does not bind, or its node is full; the
+	// scheduler's message says which, where the guest's pod shows it.
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return r.setStatus(ctx, kube, a, false, fmt.Sprintf("attachment pod %s is not scheduled: %s", pod.Name, lastLine(c.Message)))
+		}
+	}
 	return nil
 }
 

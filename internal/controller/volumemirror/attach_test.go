@@ -125,6 +125,15 @@ func TestVolumeAttach(t *testing.T) {
 	}
 	checkAttachmentPod(t, f, pod, va, handle)
 
+	// The scheduler cannot place it: the guest sees why.
+	const unschedulable = "0/1 nodes are available: 1 node(s) had volume node affinity conflict"
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: unschedulable}}
+	must(t, f.c.Status().Update(ctx, pod))
+	f.pass(t)
+	if va = f.getAttachment(t, va.Name); va.Status.Attached || va.Status.AttachError == nil || !strings.Contains(va.Status.AttachError.Message, unschedulable) {
+		t.Fatalf("status %+v of an unschedulable attachment pod, want its message", va.Status)
+	}
+
 	// The kubelet reports the pod Ready: its process holds the volume.
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	must(t, f.c.Status().Update(ctx, pod))

@@ -38,8 +38,10 @@ func Hold(ctx context.Context, source, dir, name string) error {
 	}
 	<-ctx.Done()
 	if err := unix.Unmount(target, 0); err != nil {
-		// Busy (a pod of the machine still has it): detach it, so that it
-		// goes once the last user lets go.
+		// Busy (a process has a file open in it): detach it, so that it
+		// goes once the last user lets go. A pod's own bind of the volume
+		// (the node plugin's publish) is a mount of its own: it does not
+		// make this one busy, and outlives it.
 		if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
 			return fmt.Errorf("unmount %s: %w", target, err)
 		}

@@ -96,41 +96,68 @@ func attachmentPodName(handle, machine string) string {
 	return "attach-" + hex.EncodeToString(sum[:])[:20]
 }
 
+// attachScope is what one pass knows for attaching.
+type attachScope struct {
+	hc   *hypershiftv1alpha1.HostedCluster
+	kube kubernetes.Interface
+	ns   string
+	// handles are the guest volumes' handles by volume name; byName this
+	// cluster's infrastructure claims.
+	handles map[string]string
+	byName  map[string]*corev1.PersistentVolumeClaim
+	// volumesComplete: every guest volume of the driver was read, so a
+	// volume missing from handles is not one (otherwise it may be one
+	// the pass did not reach: it waits).
+	volumesComplete bool
+	// pods are this cluster's attachment pods by their VolumeAttachment's
+	// UID.
+	pods map[string]*corev1.Pod
+}
+
 // attach brings attachment pods in line with the guest's
 // VolumeAttachments of this driver: a pod for each one that is not being
 // deleted, Ready once it holds the volume in the machine, when the
 // attachment is reported; deleted for each that is, and the finalizer
-// then let go. byName are this cluster's infrastructure claims, handles
-// the guest volumes' handles by volume name. What a VolumeAttachment
-// names — volume, node — is the guest's to write: only this cluster's
-// claims are attached, and only to machine pods of this cluster's
-// machines namespace.
-func (r *Reconciler) attach(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface, ns string,
-	attachments []guestAttachment, handles map[string]string, byName map[string]*corev1.PersistentVolumeClaim, complete bool,
-) []error {
-	pods, err := r.attachmentPods(ctx, hc, ns)
+// then let go. What a VolumeAttachment names — volume, node — is the
+// guest's to write: only this cluster's claims are attached, only to
+// machine pods of this cluster's machines namespace that have the hot-plug
+// directory, and never more than Limits.MaxAttachmentPods attachment pods at
+// once. Without Attach, nothing new is attached (the VolumeAttachment
+// says why), and what was attached is still detached.
+func (r *Reconciler) attach(ctx context.Context, sc *attachScope, attachments []guestAttachment, attachmentsComplete bool) []error {
+	pods, err := r.attachmentPods(ctx, sc.hc, sc.ns)
 	if err != nil {
 		return []error{err}
 	}
+	sc.pods = pods
 	var errs []error
 	wanted := map[string]bool{}
 	for i := range attachments {
 		a := &attachments[i]
 		wanted[string(a.va.UID)] = true
-		if err := r.attachOne(ctx, hc, kube, ns, a, handles, byName, pods[string(a.va.UID)]); err != nil {
+		if err := r.attachOne(ctx, sc, a); err != nil {
 			errs = append(errs, fmt.Errorf("VolumeAttachment %s: %w", a.va.Name, err))
 		}
 	}
-	if !complete {
-		return errs
-	}
 	// A pod whose VolumeAttachment is gone (deleted past its finalizer)
-	// holds a volume no node asked for.
+	// holds a volume no node asked for. After a pass cut short, each such
+	// pod's VolumeAttachment is asked for by name.
 	for uid, p := range pods {
-		if !wanted[uid] && p.DeletionTimestamp == nil {
-			if err := guestpass.DeleteOwned(ctx, r.Client, p); err != nil {
+		if wanted[uid] || p.DeletionTimestamp != nil {
+			continue
+		}
+		if !attachmentsComplete {
+			va, err := sc.kube.StorageV1().VolumeAttachments().Get(ctx, p.Annotations[AttachmentAnnotation], metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, err)
+				continue
 			}
+			if err == nil && string(va.UID) == uid {
+				continue
+			}
+		}
+		if err := guestpass.DeleteOwned(ctx, r.Client, p); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errs
@@ -139,20 +166,6 @@ func (r *Reconciler) attach(ctx context.Context, hc *hypershiftv1alpha1.HostedCl
 // NoAttachMessage is the attach error of every VolumeAttachment when this
 // operator attaches nothing.
 const NoAttachMessage = "this operator attaches no volumes: it runs without a machine image or --kubelet-dir (docs/volumes.md)"
-
-// refuseAttach says in each VolumeAttachment that is not being deleted
-// that nothing will attach it: the pod that waits for it says why.
-func (r *Reconciler) refuseAttach(ctx context.Context, kube kubernetes.Interface, attachments []guestAttachment) []error {
-	var errs []error
-	for i := range attachments {
-		if a := &attachments[i]; !a.deleting {
-			if err := r.setStatus(ctx, kube, a, false, NoAttachMessage); err != nil {
-				errs = append(errs, fmt.Errorf("VolumeAttachment %s: %w", a.va.Name, err))
-			}
-		}
-	}
-	return errs
-}
 
 // attachmentPods are the attachment pods of this cluster, by the UID of
 // their VolumeAttachment.
@@ -170,72 +183,118 @@ func (r *Reconciler) attachmentPods(ctx context.Context, hc *hypershiftv1alpha1.
 	return out, nil
 }
 
-func (r *Reconciler) attachOne(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface, ns string,
-	a *guestAttachment, handles map[string]string, byName map[string]*corev1.PersistentVolumeClaim, pod *corev1.Pod,
-) error {
+func (r *Reconciler) attachOne(ctx context.Context, sc *attachScope, a *guestAttachment) error {
+	pod := sc.pods[string(a.va.UID)]
 	if a.deleting {
-		return r.detach(ctx, kube, a, pod)
-	}
-	if !slices.Contains(a.va.Finalizers, AttachFinalizer) {
-		va := a.va.DeepCopy()
-		va.Finalizers = append(va.Finalizers, AttachFinalizer)
-		got, err := kube.StorageV1().VolumeAttachments().Update(ctx, va, metav1.UpdateOptions{}) // conditional: the resourceVersion read
-		if err != nil {
-			return fmt.Errorf("add finalizer: %w", err)
-		}
-		a.va = *got
+		return r.detach(ctx, sc.kube, a, pod)
 	}
 	if pod != nil {
-		return r.report(ctx, kube, a, pod)
+		return r.report(ctx, sc.kube, a, pod)
 	}
-	want, refusal := r.attachmentPod(ctx, hc, ns, a, handles, byName)
-	if refusal != "" {
-		return r.setStatus(ctx, kube, a, false, refusal)
+	if r.Attach == nil {
+		return r.setStatus(ctx, sc.kube, a, false, NoAttachMessage)
 	}
-	if want == nil {
-		return nil // waiting for the machine
+	want, refusal, err := r.attachmentPod(ctx, sc, a)
+	switch {
+	case err != nil:
+		return err
+	case refusal != "":
+		return r.setStatus(ctx, sc.kube, a, false, refusal)
+	case want == nil:
+		return nil // waiting: for the machine, or for a pass that reads the volume
+	case len(sc.pods) >= r.Limits.MaxAttachmentPods:
+		return r.setStatus(ctx, sc.kube, a, false, fmt.Sprintf("this cluster has %d attachment pods, the most it may have: detach a volume first", len(sc.pods)))
 	}
-	if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create attachment pod %s/%s: %w", ns, want.Name, err)
+	if !slices.Contains(a.va.Finalizers, AttachFinalizer) {
+		// A merge patch conditional on the version read: the finalizers
+		// as read and this one, nothing else of the object written.
+		if err := patchAttachment(ctx, sc.kube, a, map[string]any{
+			"metadata": map[string]any{"resourceVersion": a.va.ResourceVersion, "finalizers": append(slices.Clone(a.va.Finalizers), AttachFinalizer)},
+		}, ""); err != nil {
+			return fmt.Errorf("add finalizer: %w", err)
+		}
 	}
+	err = r.Client.Create(ctx, want)
+	if apierrors.IsAlreadyExists(err) {
+		// The pod of this volume and machine holds it for another
+		// VolumeAttachment (the guest made a second one).
+		return r.setStatus(ctx, sc.kube, a, false, fmt.Sprintf("volume %s is attached to %s for another VolumeAttachment", want.Spec.Volumes[0].PersistentVolumeClaim.ClaimName, a.va.Spec.NodeName))
+	}
+	if err != nil {
+		return fmt.Errorf("create attachment pod %s/%s: %w", sc.ns, want.Name, err)
+	}
+	sc.pods[string(a.va.UID)] = want
+	return nil
+}
+
+// patchAttachment merge-patches a's VolumeAttachment (its subresource
+// when set) and keeps what the API server returned.
+func patchAttachment(ctx context.Context, kube kubernetes.Interface, a *guestAttachment, body map[string]any, subresource string) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	var sub []string
+	if subresource != "" {
+		sub = []string{subresource}
+	}
+	got, err := kube.StorageV1().VolumeAttachments().Patch(ctx, a.va.Name, types.MergePatchType, data, metav1.PatchOptions{}, sub...)
+	if err != nil {
+		return err
+	}
+	a.va = *got
 	return nil
 }
 
 // attachmentPod is the pod that attaches a's volume to its node, or why
 // it cannot be made (refusal), or neither while the machine pod is not
-// on a node yet.
-func (r *Reconciler) attachmentPod(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, ns string,
-	a *guestAttachment, handles map[string]string, byName map[string]*corev1.PersistentVolumeClaim,
-) (*corev1.Pod, string) {
+// on a node yet or the pass did not read the volume.
+func (r *Reconciler) attachmentPod(ctx context.Context, sc *attachScope, a *guestAttachment) (*corev1.Pod, string, error) {
 	if a.volume == "" {
-		return nil, "only PersistentVolumes are attached by " + Driver + ", not inline volumes"
+		return nil, "only PersistentVolumes are attached by " + Driver + ", not inline volumes", nil
 	}
-	handle, ok := handles[a.volume]
-	if !ok {
-		return nil, fmt.Sprintf("PersistentVolume %s is not a volume of %s", a.volume, Driver)
+	handle, ok := sc.handles[a.volume]
+	switch {
+	case !ok && !sc.volumesComplete:
+		return nil, "", nil
+	case !ok:
+		return nil, fmt.Sprintf("PersistentVolume %s is not a volume of %s", a.volume, Driver), nil
 	}
-	claim := byName[handle]
+	claim := sc.byName[handle]
 	if claim == nil {
-		return nil, fmt.Sprintf("volume handle %q names no volume of this cluster", handle)
+		return nil, fmt.Sprintf("volume handle %q names no volume of this cluster", handle), nil
 	}
 	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == corev1.PersistentVolumeBlock {
-		return nil, "block volumes are not supported: only filesystem volumes are attached"
+		return nil, "block volumes are not supported: only filesystem volumes are attached", nil
 	}
 	node := a.va.Spec.NodeName
+	notMachine := fmt.Sprintf("node %q is not a machine of this cluster", node)
 	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
-		return nil, fmt.Sprintf("node %q is not a machine of this cluster", node)
+		return nil, notMachine, nil
 	}
 	machine := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, machine)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: sc.ns, Name: node}, machine)
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && (machine.Labels[kuberuntime.MachineLabel] != node || machine.Labels[kuberuntime.ManagedByLabel] != kuberuntime.ManagedBy)):
-		return nil, fmt.Sprintf("node %q is not a machine of this cluster", node)
+	case apierrors.IsNotFound(err):
+		return nil, notMachine, nil
 	case err != nil:
-		return nil, fmt.Sprintf("read machine %s: %v", node, err)
+		return nil, "", fmt.Errorf("read machine %s: %w", node, err)
+	case machine.Labels[kuberuntime.MachineLabel] != node || machine.Labels[kuberuntime.ManagedByLabel] != kuberuntime.ManagedBy:
+		return nil, notMachine, nil
+	case !hasHotplugDir(machine, kuberuntime.HotplugDir(r.Attach.KubeletDir, sc.ns, node)):
+		return nil, fmt.Sprintf("machine %s was made without the hot-plug directory under this operator's --kubelet-dir: replace it (delete its machine pod) to attach volumes to it", node), nil
 	case machine.Spec.NodeName == "" || machine.DeletionTimestamp != nil:
-		return nil, ""
+		return nil, "", nil
 	}
-	return r.renderAttachmentPod(hc, ns, a, handle, machine), ""
+	return r.renderAttachmentPod(sc.hc, sc.ns, a, handle, machine), "", nil
+}
+
+// hasHotplugDir: the machine pod has dir, its hot-plug directory, as a
+// host path: the volumes held there show in the machine.
+func hasHotplugDir(machine *corev1.Pod, dir string) bool {
+	return slices.ContainsFunc(machine.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.HostPath != nil && v.HostPath.Path == dir
+	})
 }
 
 // renderAttachmentPod: on the machine pod's management node, the claim
@@ -298,10 +357,18 @@ func (r *Reconciler) renderAttachmentPod(hc *hypershiftv1alpha1.HostedCluster, n
 }
 
 // report says in the VolumeAttachment's status whether its pod holds the
-// volume: attached once the pod is Ready; an error while it fails.
+// volume: attached once the pod is Ready; not while it goes (deleted or
+// evicted from outside) or has ended, and an ended pod is deleted for the
+// next pass to make again; an error while it fails or cannot be placed.
 func (r *Reconciler) report(ctx context.Context, kube kubernetes.Interface, a *guestAttachment, pod *corev1.Pod) error {
 	if pod.DeletionTimestamp != nil {
-		return nil // a pod of a previous attachment goes; the next pass makes one
+		return r.setStatus(ctx, kube, a, false, fmt.Sprintf("attachment pod %s is going: the volume is attached again once it is gone", pod.Name))
+	}
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		if err := r.setStatus(ctx, kube, a, false, fmt.Sprintf("attachment pod %s ended (%s): it is made again", pod.Name, pod.Status.Reason)); err != nil {
+			return err
+		}
+		return guestpass.DeleteOwned(ctx, r.Client, pod)
 	}
 	if podReady(pod) {
 		return r.setStatus(ctx, kube, a, true, "")

@@ -22,20 +22,27 @@ const (
 )
 
 // machinePod makes a pod in the machines' namespace as the kube runtime
-// makes a machine's (labelled as one when machine), on mgmtNode.
-func (f *fixture) machinePod(t *testing.T, name string, machine bool) {
+// makes a machine's (labelled as one when machine, with its hot-plug
+// directory when hotplug), on mgmtNode.
+func (f *fixture) machinePod(t *testing.T, name string, machine, hotplug bool) {
 	t.Helper()
 	labels := map[string]string{kuberuntime.ManagedByLabel: kuberuntime.ManagedBy}
 	if machine {
 		labels[kuberuntime.MachineLabel] = name
 	}
-	must(t, f.c.Create(t.Context(), &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: infraNamespace, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
 			NodeName:   mgmtNode,
 			Containers: []corev1.Container{{Name: "machine", Image: attachImage}},
 		},
-	}))
+	}
+	if hotplug {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "hotplug", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: kuberuntime.HotplugDir(kubeletDir, infraNamespace, name),
+		}}}}
+	}
+	must(t, f.c.Create(t.Context(), pod))
 }
 
 // attachment makes the guest VolumeAttachment the guest's attach/detach
@@ -106,8 +113,9 @@ func TestVolumeAttach(t *testing.T) {
 	f.r.Attach = &Attach{Image: attachImage, KubeletDir: kubeletDir}
 	// What the management cluster's controller manager would make.
 	must(t, f.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: infraNamespace, Name: "default"}}))
-	f.machinePod(t, "m1", true)
-	f.machinePod(t, "etcd-0", false) // in the namespace, not a machine
+	f.machinePod(t, "m1", true, true)
+	f.machinePod(t, "etcd-0", false, false) // in the namespace, not a machine
+	f.machinePod(t, "m-old", true, false)   // made before --kubelet-dir
 
 	va := f.attachment(t, "csi-a", pv, "m1")
 	f.pass(t)
@@ -157,6 +165,8 @@ func TestVolumeAttach(t *testing.T) {
 	}, metav1.CreateOptions{})
 	must(t, err)
 	refused := map[string]string{
+		f.attachment(t, "csi-old-machine", pv, "m-old").Name:       "machine m-old was made without the hot-plug directory",
+		f.attachment(t, "csi-second", pv, "m1").Name:               "is attached to m1 for another VolumeAttachment",
 		f.attachment(t, "csi-node-not-machine", pv, "etcd-0").Name: `node "etcd-0" is not a machine of this cluster`,
 		f.attachment(t, "csi-node-unknown", pv, "nowhere").Name:    `node "nowhere" is not a machine of this cluster`,
 		f.attachment(t, "csi-other-volume", "local-1", "m1").Name:  "PersistentVolume local-1 is not a volume of " + Driver,
@@ -171,6 +181,17 @@ func TestVolumeAttach(t *testing.T) {
 	}
 	if pods := f.attachmentPods(t); len(pods) != 1 {
 		t.Errorf("attachment pods %v after refused attachments, want only the first", keys(pods))
+	}
+	// Gone, they take nothing with them (the second would take the pod
+	// over once the first let go of it).
+	for name := range refused {
+		must(t, f.kube.StorageV1().VolumeAttachments().Delete(ctx, name, metav1.DeleteOptions{}))
+	}
+	f.pass(t)
+	for name := range refused {
+		if got := f.getAttachment(t, name); got != nil {
+			t.Errorf("refused VolumeAttachment %s still there once deleted (finalizers %v)", name, got.Finalizers)
+		}
 	}
 
 	// A pod of this cluster for no VolumeAttachment goes; another
@@ -190,6 +211,31 @@ func TestVolumeAttach(t *testing.T) {
 		t.Errorf("attachment pods %v, want the stray one gone and the other cluster's and the attached one kept", keys(pods))
 	}
 
+	// At most MaxAttachmentPods: a second machine's attachment waits.
+	f.machinePod(t, "m2", true, true)
+	f.r.Limits.MaxAttachmentPods = 1
+	capped := f.attachment(t, "csi-m2", pv, "m2")
+	f.pass(t)
+	if got := f.getAttachment(t, capped.Name); got.Status.AttachError == nil || !strings.Contains(got.Status.AttachError.Message, "the most it may have") {
+		t.Errorf("over the attachment pods' bound: status %+v", got.Status)
+	}
+	f.r.Limits.MaxAttachmentPods = DefaultLimits.MaxAttachmentPods
+	must(t, f.kube.StorageV1().VolumeAttachments().Delete(ctx, capped.Name, metav1.DeleteOptions{}))
+
+	// An attachment pod that ended (evicted) is reported detached, and
+	// made again.
+	ended := f.attachmentPods(t)[pod.Name]
+	ended.Status.Phase, ended.Status.Reason = corev1.PodFailed, "Evicted"
+	must(t, f.c.Status().Update(ctx, ended))
+	f.pass(t)
+	if got := f.getAttachment(t, va.Name); got.Status.Attached || got.Status.AttachError == nil || !strings.Contains(got.Status.AttachError.Message, "ended (Evicted)") {
+		t.Errorf("an ended attachment pod: status %+v, want not attached, saying so", got.Status)
+	}
+	f.pass(t)
+	if again := f.attachmentPods(t)[pod.Name]; again == nil || again.UID == ended.UID {
+		t.Fatalf("the ended attachment pod was not made again: %v", again)
+	}
+
 	// Detach: the pod goes first, then the finalizer.
 	must(t, f.kube.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}))
 	f.pass(t)
@@ -199,6 +245,21 @@ func TestVolumeAttach(t *testing.T) {
 	f.pass(t)
 	if got := f.getAttachment(t, va.Name); got != nil {
 		t.Errorf("VolumeAttachment still there (finalizers %v) once its pod is gone", got.Finalizers)
+	}
+
+	// An operator restarted without attaching still detaches what was
+	// attached: the pod goes, then the finalizer.
+	late := f.attachment(t, "csi-late", pv, "m1")
+	f.pass(t)
+	if f.attachmentPods(t)[pod.Name] == nil {
+		t.Fatal("no attachment pod for csi-late")
+	}
+	f.r.Attach = nil
+	must(t, f.kube.StorageV1().VolumeAttachments().Delete(ctx, late.Name, metav1.DeleteOptions{}))
+	f.pass(t)
+	f.pass(t)
+	if got, pods := f.getAttachment(t, late.Name), f.attachmentPods(t); got != nil || pods[pod.Name] != nil {
+		t.Errorf("without Attach, a deleted VolumeAttachment: %v, attachment pods %v; want both gone", got, keys(pods))
 	}
 }
 

@@ -120,7 +120,7 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	if err != nil {
 		return err
 	}
-	claims, volumes, attachments, scanErr := scan(ctx, kube, mapped, r.Limits)
+	claims, volumes, scanErr := scan(ctx, kube, mapped, r.Limits)
 	truncated := errors.Is(scanErr, guestpass.ErrTruncated)
 	if scanErr != nil && !truncated {
 		return scanErr
@@ -164,10 +164,19 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 			errs = append(errs, fmt.Errorf("volume %s: %w", v.Name, err))
 		}
 	}
-	if r.Attach != nil {
-		errs = append(errs, r.attach(ctx, hc, kube, ns, attachments, handleOf, byName, !truncated)...)
-	} else {
-		errs = append(errs, r.refuseAttach(ctx, kube, attachments)...)
+	// VolumeAttachments under a budget of their own: a guest with many
+	// claims still gets its volumes attached and detached.
+	attachments, attErr := scanAttachments(ctx, kube, r.Limits, &guestpass.Budget{Left: r.Limits.MaxBytes})
+	attTruncated := errors.Is(attErr, guestpass.ErrTruncated)
+	if attErr != nil && !attTruncated {
+		return errors.Join(append(errs, attErr)...)
+	}
+	sc := &attachScope{hc: hc, kube: kube, ns: ns, handles: handleOf, byName: byName, volumesComplete: !truncated}
+	errs = append(errs, r.attach(ctx, sc, attachments, !attTruncated)...)
+	if attTruncated {
+		r.event(hc, corev1.EventTypeWarning, ScanTruncatedReason, "Scan",
+			"the hosted cluster's VolumeAttachments were read only in part (%v): the first were attached or detached, the others wait", attErr)
+		errs = append(errs, attErr)
 	}
 	if truncated {
 		r.event(hc, corev1.EventTypeWarning, ScanTruncatedReason, "Scan",

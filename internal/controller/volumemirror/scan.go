@@ -25,13 +25,17 @@ type Limits struct {
 	PageSize int
 	// MaxBytes bounds the bytes of every list response of one pass.
 	MaxBytes int64
+	// MaxAttachmentPods bounds the attachment pods of one cluster: each is
+	// a privileged pod the guest's VolumeAttachments make.
+	MaxAttachmentPods int
 	// MaxVolumes bounds the claims of mirrored classes, and the mirrored
 	// volumes, of one cluster.
 	MaxVolumes int
 }
 
-// DefaultLimits are pages of 100 objects, 8 MiB a pass and 100 volumes.
-var DefaultLimits = Limits{PageSize: 100, MaxBytes: 8 << 20, MaxVolumes: 100}
+// DefaultLimits are pages of 100 objects, 8 MiB a pass (and 8 more for
+// VolumeAttachments), 100 volumes and 100 attachment pods.
+var DefaultLimits = Limits{PageSize: 100, MaxBytes: 8 << 20, MaxVolumes: 100, MaxAttachmentPods: 100}
 
 // ClassMapping ties a guest StorageClass to the infrastructure
 // StorageClass the volumes of its claims are made of.
@@ -120,21 +124,17 @@ func reclaimOf(sc *storagev1.StorageClass) corev1.PersistentVolumeReclaimPolicy 
 	return corev1.PersistentVolumeReclaimDelete
 }
 
-// scan reads the guest's claims of the mapped classes, its volumes of
-// this driver and its VolumeAttachments of this driver under one budget;
-// the first read that fails (or is truncated) ends it.
-func scan(ctx context.Context, kube kubernetes.Interface, mapped map[string]class, l Limits) ([]guestClaim, []guestVolume, []guestAttachment, error) {
+// scan reads the guest's claims of the mapped classes and its volumes of
+// this driver under one budget; the first read that fails (or is
+// truncated) ends it.
+func scan(ctx context.Context, kube kubernetes.Interface, mapped map[string]class, l Limits) ([]guestClaim, []guestVolume, error) {
 	b := &guestpass.Budget{Left: l.MaxBytes}
 	claims, err := scanClaims(ctx, kube, mapped, l, b)
 	if err != nil {
-		return claims, nil, nil, err
+		return claims, nil, err
 	}
 	volumes, err := scanVolumes(ctx, kube, l, b)
-	if err != nil {
-		return claims, volumes, nil, err
-	}
-	atts, err := scanAttachments(ctx, kube, l, b)
-	return claims, volumes, atts, err
+	return claims, volumes, err
 }
 
 // scanClaims reads the guest's claims and returns those of the mapped

@@ -306,16 +306,15 @@ func New(opts Options) (ctrl.Manager, error) {
 }
 
 // setupLoadBalancerMirrors registers the load-balancer mirrors of guest
-// Services where the runtime runs pods (internal/controller/lbmirror):
-// the machines of Host clusters are then pods of the management cluster,
-// whose load balancer serves their guests' LoadBalancer Services.
+// Services (internal/controller/lbmirror): KubeVirt clusters get them
+// from their infrastructure cluster on every runtime, and Host clusters
+// where the runtime runs pods — their machines are then pods of the
+// management cluster, whose load balancer serves their guests.
 func setupLoadBalancerMirrors(mgr ctrl.Manager, rt runtime.Runtime, clusters *clustercache.Cache) error {
-	if podsLayout(rt) == nil {
-		return nil
-	}
 	return (&lbmirror.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Guests: guestpass.NewGuests(clusters, mgr.GetClient(), "lbmirror"),
-		Recorder: mgr.GetEventRecorder("lbmirror-controller"),
+		Recorder:        mgr.GetEventRecorder("lbmirror-controller"),
+		HostMachinePods: podsLayout(rt) != nil,
 	}).SetupWithManager(mgr)
 }
 

@@ -17,6 +17,9 @@ import (
 	"hypershift.dev/internal/hostedref"
 )
 
+// finalizeRetry is how soon an unfinished Finalize runs again.
+const finalizeRetry = 5 * time.Second
+
 // Loop runs a controller's passes over the hosted clusters it applies
 // to: one when a HostedCluster's spec changes and one every Interval
 // while it applies, each once the cluster's control plane is Available
@@ -36,6 +39,10 @@ type Loop struct {
 	// Pass runs one pass; its error is logged, and the next pass comes
 	// after Interval all the same.
 	Pass func(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface) error
+	// Finalize, when set, runs for a HostedCluster being deleted until it
+	// says it is done: what a pass made outside the cluster's
+	// control-plane namespace does not go with it.
+	Finalize func(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (bool, error)
 }
 
 // SetupWithManager registers the loop as a controller of HostedClusters.
@@ -62,7 +69,17 @@ func (l *Loop) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, er
 	// control-plane namespace.
 	if hc.DeletionTimestamp != nil || !l.Applies(hc) {
 		l.Guests.Forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		if hc.DeletionTimestamp == nil || l.Finalize == nil {
+			return ctrl.Result{}, nil
+		}
+		done, err := l.Finalize(ctx, hc)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("finalize", "controller", l.Name, "error", err.Error())
+		}
+		if done {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: finalizeRetry}, nil
 	}
 	again := ctrl.Result{RequeueAfter: l.Interval}
 	hcp := &hypershiftv1alpha1.HostedControlPlane{}

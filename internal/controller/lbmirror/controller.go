@@ -62,7 +62,7 @@ const (
 )
 
 // Reconciler mirrors the guest LoadBalancer Services of HostedClusters of
-// platform Host.
+// platform Host (machines that are pods) and KubeVirt.
 type Reconciler struct {
 	// Client reads HostedClusters, HostedControlPlanes and HostMachines
 	// (cached) and writes mirrors.
@@ -77,10 +77,14 @@ type Reconciler struct {
 	Interval time.Duration
 	// Recorder may be nil.
 	Recorder events.EventRecorder
+	// HostMachinePods says that the machines of platform Host are pods of
+	// the management cluster (the kube runtime): only then do its
+	// clusters get mirrors. KubeVirt clusters get them on every runtime.
+	HostMachinePods bool
 }
 
 // SetupWithManager registers the controller: a pass for each
-// HostedCluster of platform Host every Interval.
+// HostedCluster it applies to every Interval.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Limits == (Limits{}) {
 		r.Limits = DefaultLimits
@@ -90,11 +94,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return (&guestpass.Loop{
 		Name: "lbmirror", Client: r.Client, Guests: r.Guests, Interval: r.Interval,
-		Applies: func(hc *hypershiftv1alpha1.HostedCluster) bool {
-			return hc.Spec.Platform.Type == hypershiftv1alpha1.HostPlatform
-		},
-		Pass: r.Pass,
+		Applies:  r.applies,
+		Pass:     r.Pass,
+		Finalize: r.Finalize,
 	}).SetupWithManager(mgr)
+}
+
+// applies: platform Host where its machines are pods, and KubeVirt.
+func (r *Reconciler) applies(hc *hypershiftv1alpha1.HostedCluster) bool {
+	switch hc.Spec.Platform.Type {
+	case hypershiftv1alpha1.HostPlatform:
+		return r.HostMachinePods
+	case hypershiftv1alpha1.KubeVirtPlatform:
+		return true
+	}
+	return false
 }
 
 // Pass reads the hosted cluster's LoadBalancer Services and brings their
@@ -102,8 +116,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // write is conditional on the resource version (or, for a delete, the
 // UID) read in the pass.
 func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface) error {
-	ns := hostedref.ControlPlaneNamespace(hc)
-	machines, err := r.machines(ctx, ns)
+	in, err := r.infraOf(ctx, hc)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	machines, err := r.machinesOf(ctx, hc, in)
 	if err != nil {
 		return err
 	}
@@ -114,26 +132,33 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 		return scanErr
 	}
 	mirrors := &corev1.ServiceList{}
-	if err := r.APIReader.List(ctx, mirrors, client.InNamespace(ns),
+	if err := in.reader.List(ctx, mirrors, client.InNamespace(in.namespace),
 		client.MatchingLabels{hostedref.OwnerUIDLabel: string(hc.UID)}, client.HasLabels{GuestUIDLabel}); err != nil {
-		return fmt.Errorf("mirrors in %s: %w", ns, err)
+		return fmt.Errorf("mirrors in %s: %w", in.namespace, err)
 	}
 	byGuest := map[string]*corev1.Service{}
 	for i := range mirrors.Items {
 		m := &mirrors.Items[i]
 		byGuest[m.Labels[GuestUIDLabel]] = m
 	}
+	if in.remote && slices.ContainsFunc(guests, func(g guestService) bool { return g.LoadBalancer && !g.Deleting }) {
+		// Mirrors outside the control-plane namespace do not go with it:
+		// the cluster's deletion waits for them (Finalize).
+		if err := r.addClusterFinalizer(ctx, hc); err != nil {
+			return err
+		}
+	}
 	var errs []error
 	keep := map[string]bool{}
 	for _, g := range guests {
 		if g.LoadBalancer && !g.Deleting {
 			keep[g.UID] = true
-			if err := r.ensure(ctx, hc, ns, kube, g, byGuest[g.UID], machines, b); err != nil {
+			if err := r.ensure(ctx, hc, in, kube, g, byGuest[g.UID], machines, b); err != nil {
 				errs = append(errs, fmt.Errorf("%s/%s: %w", g.Namespace, g.Name, err))
 			}
 			continue
 		}
-		if err := r.release(ctx, kube, g, byGuest[g.UID]); err != nil {
+		if err := r.release(ctx, in, kube, g, byGuest[g.UID]); err != nil {
 			errs = append(errs, fmt.Errorf("%s/%s: %w", g.Namespace, g.Name, err))
 		}
 		keep[g.UID] = true // its mirror was deleted above
@@ -149,11 +174,19 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 		if keep[uid] {
 			continue
 		}
-		if err := guestpass.DeleteOwned(ctx, r.Client, m); err != nil {
+		if err := guestpass.DeleteOwned(ctx, in.client, m); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// machinesOf are the cluster's ready machines, of its platform.
+func (r *Reconciler) machinesOf(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, in *infra) ([]machine, error) {
+	if hc.Spec.Platform.Type == hypershiftv1alpha1.KubeVirtPlatform {
+		return r.kubevirtMachines(ctx, hc, in)
+	}
+	return r.machines(ctx, in.namespace)
 }
 
 // machines are the cluster's ready machines: HostMachines of the
@@ -192,10 +225,10 @@ func (r *Reconciler) machines(ctx context.Context, ns string) ([]machine, error)
 
 // ensure keeps g's finalizer, its mirror, the mirror's endpoints and g's
 // status.
-func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, ns string, kube kubernetes.Interface,
+func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, in *infra, kube kubernetes.Interface,
 	g guestService, mirror *corev1.Service, machines []machine, b *guestpass.Budget,
 ) error {
-	want := mirrorService(hc, ns, g)
+	want := mirrorService(hc, in.namespace, g)
 	if len(want.Spec.Ports) == 0 {
 		return errors.New("no port has a node port (spec.allocateLoadBalancerNodePorts false): nothing to mirror to")
 	}
@@ -206,7 +239,7 @@ func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCl
 		}
 		g.ResourceVersion = rv // the status write below is conditional on it
 	}
-	mirror, err := r.ensureMirror(ctx, hc, want, mirror)
+	mirror, err := r.ensureMirror(ctx, hc, in, want, mirror)
 	if err != nil || mirror == nil {
 		return err
 	}
@@ -217,7 +250,7 @@ func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCl
 		}
 		machines = slices.DeleteFunc(slices.Clone(machines), func(m machine) bool { return !nodes[m.Node] })
 	}
-	if err := r.ensureSlices(ctx, mirror, endpointSlices(mirror, machines)); err != nil {
+	if err := r.ensureSlices(ctx, in, mirror, endpointSlices(mirror, machines)); err != nil {
 		return err
 	}
 	return copyIngress(ctx, kube, g, mirror.Status.LoadBalancer.Ingress)
@@ -226,9 +259,9 @@ func (r *Reconciler) ensure(ctx context.Context, hc *hypershiftv1alpha1.HostedCl
 // ensureMirror creates the mirror, or updates this cluster's mirror of g
 // when its spec differs. A Service of the name that is not that mirror is
 // reported and left alone (nil, nil).
-func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, want, have *corev1.Service) (*corev1.Service, error) {
+func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, in *infra, want, have *corev1.Service) (*corev1.Service, error) {
 	if have == nil {
-		err := r.Client.Create(ctx, want)
+		err := in.client.Create(ctx, want)
 		if err == nil {
 			return want, nil
 		}
@@ -236,7 +269,7 @@ func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.Ho
 			return nil, fmt.Errorf("create mirror %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		have = &corev1.Service{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		if err := in.reader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
 			return nil, err
 		}
 	}
@@ -264,7 +297,7 @@ func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.Ho
 	upd.Spec.Type, upd.Spec.Ports, upd.Spec.ExternalTrafficPolicy, upd.Spec.Selector = want.Spec.Type, ports, want.Spec.ExternalTrafficPolicy, nil
 	upd.Spec.LoadBalancerSourceRanges = want.Spec.LoadBalancerSourceRanges
 	upd.Spec.HealthCheckNodePort = 0
-	if err := r.Client.Update(ctx, upd); err != nil { // conditional: have's resourceVersion
+	if err := in.client.Update(ctx, upd); err != nil { // conditional: have's resourceVersion
 		return nil, fmt.Errorf("update mirror %s/%s: %w", upd.Namespace, upd.Name, err)
 	}
 	return upd, nil
@@ -273,9 +306,9 @@ func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.Ho
 // ensureSlices makes the mirror's EndpointSlices what want says, creating,
 // updating (conditionally) and deleting (by UID) only slices labelled as
 // this mirror's.
-func (r *Reconciler) ensureSlices(ctx context.Context, mirror *corev1.Service, want []*discoveryv1.EndpointSlice) error {
+func (r *Reconciler) ensureSlices(ctx context.Context, in *infra, mirror *corev1.Service, want []*discoveryv1.EndpointSlice) error {
 	have := &discoveryv1.EndpointSliceList{}
-	if err := r.APIReader.List(ctx, have, client.InNamespace(mirror.Namespace),
+	if err := in.reader.List(ctx, have, client.InNamespace(mirror.Namespace),
 		client.MatchingLabels{
 			discoveryv1.LabelServiceName: mirror.Name, discoveryv1.LabelManagedBy: ManagedBy,
 			hostedref.OwnerUIDLabel: mirror.Labels[hostedref.OwnerUIDLabel],
@@ -292,19 +325,19 @@ func (r *Reconciler) ensureSlices(ctx context.Context, mirror *corev1.Service, w
 		delete(byName, w.Name)
 		switch {
 		case h == nil:
-			if err := r.Client.Create(ctx, w); err != nil {
+			if err := in.client.Create(ctx, w); err != nil {
 				errs = append(errs, fmt.Errorf("create EndpointSlice %s: %w", w.Name, err))
 			}
 		case !apiequality.Semantic.DeepEqual(h.Endpoints, w.Endpoints) || !apiequality.Semantic.DeepEqual(h.Ports, w.Ports):
 			upd := h.DeepCopy()
 			upd.Endpoints, upd.Ports = w.Endpoints, w.Ports
-			if err := r.Client.Update(ctx, upd); err != nil {
+			if err := in.client.Update(ctx, upd); err != nil {
 				errs = append(errs, fmt.Errorf("update EndpointSlice %s: %w", w.Name, err))
 			}
 		}
 	}
 	for _, h := range byName {
-		if err := guestpass.DeleteOwned(ctx, r.Client, h); err != nil {
+		if err := guestpass.DeleteOwned(ctx, in.client, h); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -313,9 +346,9 @@ func (r *Reconciler) ensureSlices(ctx context.Context, mirror *corev1.Service, w
 
 // release deletes g's mirror and then takes the finalizer off g: g is
 // being deleted, or no longer a LoadBalancer.
-func (r *Reconciler) release(ctx context.Context, kube kubernetes.Interface, g guestService, mirror *corev1.Service) error {
+func (r *Reconciler) release(ctx context.Context, in *infra, kube kubernetes.Interface, g guestService, mirror *corev1.Service) error {
 	if mirror != nil {
-		if err := guestpass.DeleteOwned(ctx, r.Client, mirror); err != nil {
+		if err := guestpass.DeleteOwned(ctx, in.client, mirror); err != nil {
 			return err
 		}
 	}

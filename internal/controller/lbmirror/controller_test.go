@@ -118,7 +118,7 @@ func (f *fixture) mirrorOf(t *testing.T, g *corev1.Service) *corev1.Service {
 func (f *fixture) endpoints(t *testing.T, m *corev1.Service) []string {
 	t.Helper()
 	list := &discoveryv1.EndpointSliceList{}
-	must(t, f.c.List(t.Context(), list, client.InNamespace(cpNamespace), client.MatchingLabels{discoveryv1.LabelServiceName: m.Name}))
+	must(t, f.c.List(t.Context(), list, client.InNamespace(m.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: m.Name}))
 	var out []string
 	for _, es := range list.Items {
 		for _, e := range es.Endpoints {

@@ -1,0 +1,294 @@
+package lbmirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/hostedref"
+	"hypershift.dev/internal/kubeconfig"
+)
+
+// infra is where a cluster's mirrors are made and its machines run: the
+// control-plane namespace of the management cluster (platform Host, and
+// KubeVirt without credentials), or the namespace of the virtual machines
+// in the external infrastructure cluster (KubeVirt with credentials).
+type infra struct {
+	namespace string
+	// client writes mirrors and slices; reader reads them, and the
+	// virt-launcher pods, from the API server.
+	client client.Client
+	reader client.Reader
+	// remote: the user's infrastructure cluster, reached with the user's
+	// credentials; close lets its connections go.
+	remote bool
+	close  func()
+}
+
+// KubeVirt's names, as KubeVirt and cluster-api-provider-kubevirt set
+// them: the launcher pod of a VirtualMachineInstance carries
+// kubevirt.io=virt-launcher and is controlled by its VMI, which CAPK names
+// like the KubevirtMachine (and the guest's hostname).
+const (
+	launcherLabel = "kubevirt.io"
+	launcherValue = "virt-launcher"
+	vmiGroup      = "kubevirt.io"
+	vmiKind       = "VirtualMachineInstance"
+	kubevirtKind  = "KubevirtMachine"
+)
+
+// MaxResponseBytes bounds each response of an external infrastructure
+// cluster, whose server the user names: 16 MiB, well above a page of 100
+// pods.
+const MaxResponseBytes = 16 << 20
+
+// maxLaunchers bounds the virt-launcher pods one pass reads.
+const maxLaunchers = 2000
+
+var machineListGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineList"}
+
+// infraOf is the cluster's infrastructure.
+func (r *Reconciler) infraOf(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (*infra, error) {
+	cp := hostedref.ControlPlaneNamespace(hc)
+	kv := hc.Spec.Platform.KubeVirt
+	if hc.Spec.Platform.Type != hypershiftv1alpha1.KubeVirtPlatform || kv == nil || kv.Credentials == nil {
+		return &infra{namespace: cp, client: r.Client, reader: r.APIReader, close: func() {}}, nil
+	}
+	return r.remoteInfra(ctx, hc)
+}
+
+// remoteInfra reaches the external infrastructure cluster with the
+// kubeconfig of the user's Secret, of which only the server, CA, server
+// name and inline credentials are read (kubeconfig.Parse): no exec plugin,
+// file or proxy of the user's runs with the operator's rights. Every
+// response is read under MaxResponseBytes, and no discovery is made.
+func (r *Reconciler) remoteInfra(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (*infra, error) {
+	creds := hc.Spec.Platform.KubeVirt.Credentials
+	ref := creds.InfraKubeConfigSecret
+	s := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: ref.Name}, s); err != nil {
+		return nil, fmt.Errorf("spec.platform.kubevirt.credentials.infraKubeConfigSecret %s: %w", ref.Name, err)
+	}
+	data, ok := s.Data[ref.Key]
+	if !ok {
+		return nil, fmt.Errorf("secret %s/%s, named by spec.platform.kubevirt.credentials.infraKubeConfigSecret, has no key %q", s.Namespace, s.Name, ref.Key)
+	}
+	cfg, err := kubeconfig.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s/%s, named by spec.platform.kubevirt.credentials.infraKubeConfigSecret: %w", s.Namespace, s.Name, err)
+	}
+	cfg.Timeout = 30 * time.Second
+	cfg.QPS, cfg.Burst = 20, 40
+	cfg.UserAgent = "hypershift-lbmirror-controller"
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedBodies{rt} })
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: infraScheme, Mapper: infraMapper})
+	if err != nil {
+		return nil, err
+	}
+	return &infra{namespace: creds.InfraNamespace, client: c, reader: c, remote: true, close: httpClient.CloseIdleConnections}, nil
+}
+
+// infraScheme and infraMapper are the kinds the mirror reads and writes
+// in an infrastructure cluster, mapped without asking its discovery.
+var (
+	infraScheme = func() *runtime.Scheme {
+		s := runtime.NewScheme()
+		if err := errors.Join(corev1.AddToScheme(s), discoveryv1.AddToScheme(s)); err != nil {
+			panic(err)
+		}
+		return s
+	}()
+	infraMapper = func() meta.RESTMapper {
+		m := meta.NewDefaultRESTMapper(nil)
+		for _, gvk := range []schema.GroupVersionKind{
+			corev1.SchemeGroupVersion.WithKind("Service"), corev1.SchemeGroupVersion.WithKind("Pod"),
+			discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
+		} {
+			m.Add(gvk, meta.RESTScopeNamespace)
+		}
+		return m
+	}()
+)
+
+// boundedBodies cuts every response body at MaxResponseBytes, with an
+// error rather than a short read.
+type boundedBodies struct{ next http.RoundTripper }
+
+func (b boundedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	}
+	return resp, err
+}
+
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// The end of a response of exactly the bound is not past it.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("response larger than %d bytes", MaxResponseBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// kubevirtMachines are the cluster's ready KubeVirt machines: Cluster API
+// Machines of the control-plane namespace, running and not being deleted,
+// whose KubevirtMachine's VirtualMachineInstance has a running, ready
+// launcher pod in the infrastructure namespace, at that pod's addresses.
+// The addresses are the pod's, which the infrastructure cluster's network
+// gives it, never an address the VM's guest agent reports (what the
+// hosted cluster's admin, root on the VM, could choose). A VMI with more
+// than one ready launcher pod (a live migration) is reached at the one
+// started last.
+func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, in *infra) ([]machine, error) {
+	nodes, err := r.runningMachines(ctx, hostedref.ControlPlaneNamespace(hc))
+	if err != nil || len(nodes) == 0 {
+		return nil, err
+	}
+	launchers := map[string]*corev1.Pod{}
+	read, cont := 0, ""
+	for {
+		pods := &corev1.PodList{}
+		opts := []client.ListOption{
+			client.InNamespace(in.namespace), client.Limit(int64(r.Limits.PageSize)),
+			client.MatchingLabels{launcherLabel: launcherValue, hostedref.ClusterUIDLabel: string(hc.UID)},
+		}
+		if cont != "" {
+			opts = append(opts, client.Continue(cont))
+		}
+		if err := in.reader.List(ctx, pods, opts...); err != nil {
+			return nil, fmt.Errorf("virt-launcher pods in %s: %w", in.namespace, err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			vmi := launcherOf(p)
+			if vmi == "" || nodes[vmi] == "" || !podReady(p) {
+				continue
+			}
+			if have := launchers[vmi]; have == nil || startedAfter(p, have) {
+				launchers[vmi] = p
+			}
+		}
+		if read += len(pods.Items); read > maxLaunchers {
+			return nil, fmt.Errorf("more than %d virt-launcher pods of the cluster in %s", maxLaunchers, in.namespace)
+		}
+		if cont = pods.Continue; cont == "" {
+			break
+		}
+	}
+	out := make([]machine, 0, len(launchers))
+	for vmi, p := range launchers {
+		m := machine{Node: nodes[vmi]}
+		for _, a := range p.Status.PodIPs {
+			if ip := net.ParseIP(a.IP); ip != nil {
+				m.IPs = append(m.IPs, ip)
+			}
+		}
+		if len(m.IPs) > 0 {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b machine) int { return strings.Compare(a.Node, b.Node) })
+	return out, nil
+}
+
+// runningMachines maps the VMI name (the KubevirtMachine's) of each
+// running Machine of the namespace that has a Node to that Node's name.
+func (r *Reconciler) runningMachines(ctx context.Context, ns string) (map[string]string, error) {
+	out := map[string]string{}
+	read, cont := 0, ""
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(machineListGVK)
+		opts := []client.ListOption{client.InNamespace(ns), client.Limit(int64(r.Limits.PageSize))}
+		if cont != "" {
+			opts = append(opts, client.Continue(cont))
+		}
+		if err := r.APIReader.List(ctx, list, opts...); err != nil {
+			if meta.IsNoMatchError(err) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("machines in %s: %w", ns, err)
+		}
+		for _, m := range list.Items {
+			kind, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "kind")
+			vmi, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+			node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+			phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+			if m.GetDeletionTimestamp() == nil && kind == kubevirtKind && vmi != "" && node != "" && phase == "Running" {
+				out[vmi] = node
+			}
+		}
+		if read += len(list.Items); read > maxLaunchers {
+			return nil, fmt.Errorf("more than %d Machines in %s", maxLaunchers, ns)
+		}
+		if cont = list.GetContinue(); cont == "" {
+			return out, nil
+		}
+	}
+}
+
+// launcherOf is the name of the VirtualMachineInstance controlling p.
+func launcherOf(p *corev1.Pod) string {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != vmiKind {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != vmiGroup {
+		return ""
+	}
+	return ref.Name
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func startedAfter(a, b *corev1.Pod) bool {
+	if a.Status.StartTime == nil || b.Status.StartTime == nil {
+		return a.Status.StartTime != nil
+	}
+	return a.Status.StartTime.After(b.Status.StartTime.Time)
+}

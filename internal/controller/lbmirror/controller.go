@@ -81,6 +81,10 @@ type Reconciler struct {
 	// the management cluster (the kube runtime): only then do its
 	// clusters get mirrors. KubeVirt clusters get them on every runtime.
 	HostMachinePods bool
+	// GiveUpAfter is how long a deleted cluster's mirrors in an external
+	// infrastructure cluster that answers with errors are tried; zero:
+	// DefaultGiveUpAfter.
+	GiveUpAfter time.Duration
 }
 
 // SetupWithManager registers the controller: a pass for each
@@ -116,11 +120,11 @@ func (r *Reconciler) applies(hc *hypershiftv1alpha1.HostedCluster) bool {
 // write is conditional on the resource version (or, for a delete, the
 // UID) read in the pass.
 func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, kube kubernetes.Interface) error {
-	in, err := r.infraOf(ctx, hc)
+	ctx, in, done, err := r.connect(ctx, hc)
 	if err != nil {
 		return err
 	}
-	defer in.close()
+	defer done()
 	machines, err := r.machinesOf(ctx, hc, in)
 	if err != nil {
 		return err
@@ -131,15 +135,12 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 	if scanErr != nil && !truncated {
 		return scanErr
 	}
-	mirrors := &corev1.ServiceList{}
-	if err := in.reader.List(ctx, mirrors, client.InNamespace(in.namespace),
-		client.MatchingLabels{hostedref.OwnerUIDLabel: string(hc.UID)}, client.HasLabels{GuestUIDLabel}); err != nil {
-		return fmt.Errorf("mirrors in %s: %w", in.namespace, err)
-	}
-	byGuest := map[string]*corev1.Service{}
-	for i := range mirrors.Items {
-		m := &mirrors.Items[i]
-		byGuest[m.Labels[GuestUIDLabel]] = m
+	byGuest, err := r.mirrors(ctx, hc, in)
+	switch {
+	case errors.Is(err, guestpass.ErrTruncated):
+		scanErr, truncated = errors.Join(scanErr, err), true
+	case err != nil:
+		return err
 	}
 	if in.remote && slices.ContainsFunc(guests, func(g guestService) bool { return g.LoadBalancer && !g.Deleting }) {
 		// Mirrors outside the control-plane namespace do not go with it:
@@ -179,6 +180,44 @@ func (r *Reconciler) Pass(ctx context.Context, hc *hypershiftv1alpha1.HostedClus
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// connect opens the cluster's infrastructure, reporting on the
+// HostedCluster what is wrong with its Secret, in the operator's words
+// (nothing an infrastructure cluster answered is repeated there). A pass
+// on an external infrastructure cluster has remoteTimeout; done ends it.
+func (r *Reconciler) connect(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (context.Context, *infra, func(), error) {
+	in, err := r.infraOf(ctx, hc, false)
+	if err != nil {
+		r.event(hc, corev1.EventTypeWarning, MirrorFailedReason, "Connect", "no load balancer is mirrored: %v", err)
+		return ctx, nil, nil, err
+	}
+	if !in.remote {
+		return ctx, in, in.close, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	return ctx, in, func() { cancel(); in.close() }, nil
+}
+
+// mirrors are the cluster's mirrors in its infrastructure namespace, by
+// guest Service UID: as many as there may be LoadBalancers, and as many
+// again being replaced. More (another writer's, in an infrastructure
+// namespace) are ErrTruncated with those read: a pass that deletes none.
+func (r *Reconciler) mirrors(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, in *infra) (map[string]*corev1.Service, error) {
+	list := &corev1.ServiceList{}
+	if err := in.reader.List(ctx, list, client.InNamespace(in.namespace), client.Limit(int64(2*r.Limits.MaxServices)),
+		client.MatchingLabels{hostedref.OwnerUIDLabel: string(hc.UID)}, client.HasLabels{GuestUIDLabel}); err != nil {
+		return nil, fmt.Errorf("mirrors in %s: %w", in.namespace, err)
+	}
+	byGuest := map[string]*corev1.Service{}
+	for i := range list.Items {
+		m := &list.Items[i]
+		byGuest[m.Labels[GuestUIDLabel]] = m
+	}
+	if list.Continue != "" {
+		return byGuest, fmt.Errorf("more than %d mirrors in %s: %w", 2*r.Limits.MaxServices, in.namespace, guestpass.ErrTruncated)
+	}
+	return byGuest, nil
 }
 
 // machinesOf are the cluster's ready machines, of its platform.
@@ -303,12 +342,15 @@ func (r *Reconciler) ensureMirror(ctx context.Context, hc *hypershiftv1alpha1.Ho
 	return upd, nil
 }
 
+// maxSlices bounds the slices of one mirror read (it has one per family).
+const maxSlices = 8
+
 // ensureSlices makes the mirror's EndpointSlices what want says, creating,
 // updating (conditionally) and deleting (by UID) only slices labelled as
 // this mirror's.
 func (r *Reconciler) ensureSlices(ctx context.Context, in *infra, mirror *corev1.Service, want []*discoveryv1.EndpointSlice) error {
 	have := &discoveryv1.EndpointSliceList{}
-	if err := in.reader.List(ctx, have, client.InNamespace(mirror.Namespace),
+	if err := in.reader.List(ctx, have, client.InNamespace(mirror.Namespace), client.Limit(maxSlices),
 		client.MatchingLabels{
 			discoveryv1.LabelServiceName: mirror.Name, discoveryv1.LabelManagedBy: ManagedBy,
 			hostedref.OwnerUIDLabel: mirror.Labels[hostedref.OwnerUIDLabel],

@@ -2,14 +2,11 @@ package lbmirror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -23,47 +20,55 @@ import (
 // with the control-plane namespace.
 const ClusterFinalizer = "hypershift.dev/load-balancer-mirrors"
 
-// GiveUpAfter is how long a deleted cluster waits for an infrastructure
-// cluster that answers with errors before its mirrors there are left
-// (reported by a MirrorsLeftReason event).
-const GiveUpAfter = 10 * time.Minute
+// DefaultGiveUpAfter is how long a deleted cluster waits for an
+// infrastructure cluster that answers with errors before its mirrors
+// there are left (reported by a MirrorsLeftReason event).
+const DefaultGiveUpAfter = 10 * time.Minute
 
 // MirrorsLeftReason is the event of a deleted cluster whose mirrors in the
 // infrastructure cluster could not be deleted; it says how to delete them.
 const MirrorsLeftReason = "LoadBalancerMirrorsLeft"
 
-// addClusterFinalizer adds ClusterFinalizer to hc, conditional on the
-// resource version read.
+// addClusterFinalizer adds ClusterFinalizer to hc, by an update on the
+// resource version read (the operator updates HostedClusters' finalizers,
+// it does not patch them).
 func (r *Reconciler) addClusterFinalizer(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) error {
 	if controllerutil.ContainsFinalizer(hc, ClusterFinalizer) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": hc.ResourceVersion, "finalizers": append(slices.Clone(hc.Finalizers), ClusterFinalizer),
-	}})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Patch(ctx, hc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	upd := hc.DeepCopy()
+	controllerutil.AddFinalizer(upd, ClusterFinalizer)
+	if err := r.Client.Update(ctx, upd); err != nil {
 		return fmt.Errorf("add finalizer %s: %w", ClusterFinalizer, err)
 	}
+	upd.DeepCopyInto(hc)
 	return nil
 }
 
 // Finalize deletes a deleted cluster's mirrors in its external
 // infrastructure cluster (their EndpointSlices go with them: the mirror
 // owns them), then takes ClusterFinalizer off. An infrastructure cluster
-// that cannot be reached at all (its Secret gone or unreadable) or that
-// fails for GiveUpAfter is reported, naming what to delete by hand, and
-// the cluster goes.
+// that cannot be reached at all (its Secret, and the control-plane
+// namespace's copy, gone or refused) or that fails for GiveUpAfter is
+// reported, naming what to delete by hand, and the cluster goes.
 func (r *Reconciler) Finalize(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (bool, error) {
 	if !controllerutil.ContainsFinalizer(hc, ClusterFinalizer) {
 		return true, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	defer cancel()
 	err := r.deleteRemoteMirrors(ctx, hc)
 	if err != nil {
 		var unreachable errUnreachable
-		if !errors.As(err, &unreachable) && time.Since(hc.DeletionTimestamp.Time) < GiveUpAfter {
+		giveUp := r.GiveUpAfter
+		if giveUp == 0 {
+			giveUp = DefaultGiveUpAfter
+		}
+		why := "the infrastructure cluster answered with errors for " + giveUp.String()
+		switch {
+		case errors.As(err, &unreachable):
+			why = unreachable.Error() // the operator's words about the Secret
+		case time.Since(hc.DeletionTimestamp.Time) < giveUp:
 			return false, err
 		}
 		ns := ""
@@ -71,28 +76,21 @@ func (r *Reconciler) Finalize(ctx context.Context, hc *hypershiftv1alpha1.Hosted
 			ns = kv.Credentials.InfraNamespace
 		}
 		r.event(hc, corev1.EventTypeWarning, MirrorsLeftReason, "Finalize",
-			"the load-balancer mirrors in the infrastructure cluster could not be deleted (%v): delete the Services labelled %s=%s in its namespace %s",
-			err, hostedref.OwnerUIDLabel, hc.UID, ns)
+			"the load-balancer mirrors in the infrastructure cluster were not deleted (%s): delete the Services labelled %s=%s in its namespace %s",
+			why, hostedref.OwnerUIDLabel, hc.UID, ns)
 	}
-	patch, perr := guestpass.FinalizerRemoval(hc.Finalizers, ClusterFinalizer)
-	if perr != nil {
-		return false, perr
-	}
-	if perr := r.Client.Patch(ctx, hc, client.RawPatch(types.JSONPatchType, patch)); client.IgnoreNotFound(perr) != nil {
-		return false, fmt.Errorf("remove finalizer %s: %w", ClusterFinalizer, perr)
+	upd := hc.DeepCopy()
+	controllerutil.RemoveFinalizer(upd, ClusterFinalizer)
+	if uerr := r.Client.Update(ctx, upd); client.IgnoreNotFound(uerr) != nil {
+		return false, fmt.Errorf("remove finalizer %s: %w", ClusterFinalizer, uerr)
 	}
 	return true, err
 }
 
-// errUnreachable: no connection to the infrastructure cluster can be made.
-type errUnreachable struct{ error }
-
-func (e errUnreachable) Unwrap() error { return e.error }
-
 func (r *Reconciler) deleteRemoteMirrors(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) error {
-	in, err := r.infraOf(ctx, hc)
+	in, err := r.infraOf(ctx, hc, true)
 	if err != nil {
-		return errUnreachable{err}
+		return err
 	}
 	defer in.close()
 	if !in.remote {

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	kubevirtplatform "hypershift.dev/internal/controller/nodepool/platform/kubevirt"
 	"hypershift.dev/internal/hostedref"
 	"hypershift.dev/internal/kubeconfig"
 )
@@ -59,40 +61,72 @@ const (
 // pods.
 const MaxResponseBytes = 16 << 20
 
-// maxLaunchers bounds the virt-launcher pods one pass reads.
-const maxLaunchers = 2000
+// maxPages bounds the pages of virt-launcher pods, and of Machines, one
+// pass reads: 2,000 objects in pages of 100, whatever continue tokens a
+// server hands out.
+const maxPages = 20
+
+// remoteTimeout bounds a pass, or a deletion's attempt, that talks to an
+// external infrastructure cluster: a slow server of the user's holds one
+// of the controller's workers that long at most.
+const remoteTimeout = 2 * time.Minute
 
 var machineListGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineList"}
 
-// infraOf is the cluster's infrastructure.
-func (r *Reconciler) infraOf(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (*infra, error) {
+// infraOf is the cluster's infrastructure; fallback: a deleted cluster's,
+// which may be reached with the control-plane namespace's copy of the
+// kubeconfig once the user's Secret is gone.
+func (r *Reconciler) infraOf(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, fallback bool) (*infra, error) {
 	cp := hostedref.ControlPlaneNamespace(hc)
 	kv := hc.Spec.Platform.KubeVirt
 	if hc.Spec.Platform.Type != hypershiftv1alpha1.KubeVirtPlatform || kv == nil || kv.Credentials == nil {
 		return &infra{namespace: cp, client: r.Client, reader: r.APIReader, close: func() {}}, nil
 	}
-	return r.remoteInfra(ctx, hc)
+	return r.remoteInfra(ctx, hc, fallback)
 }
 
 // remoteInfra reaches the external infrastructure cluster with the
-// kubeconfig of the user's Secret, of which only the server, CA, server
-// name and inline credentials are read (kubeconfig.Parse): no exec plugin,
-// file or proxy of the user's runs with the operator's rights. Every
-// response is read under MaxResponseBytes, and no discovery is made.
-func (r *Reconciler) remoteInfra(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster) (*infra, error) {
+// kubeconfig of the user's Secret — or, once that is gone (a cluster
+// deleted with its Secret), the copy the NodePool controller made in the
+// control-plane namespace, if it is this cluster's. Only the server, CA,
+// server name and inline credentials are read (kubeconfig.Sanitize, then
+// Parse): no exec plugin, file or proxy of the user's runs with the
+// operator's rights. Redirects are refused (the server is the user's, and
+// so would be where it sends the operator), every response is read under
+// MaxResponseBytes, and no discovery is made. Errors about the Secret
+// (missing, no key, refused content) are errUnreachable.
+func (r *Reconciler) remoteInfra(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, fallback bool) (*infra, error) {
 	creds := hc.Spec.Platform.KubeVirt.Credentials
 	ref := creds.InfraKubeConfigSecret
+	const field = "spec.platform.kubevirt.credentials.infraKubeConfigSecret"
 	s := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: ref.Name}, s); err != nil {
-		return nil, fmt.Errorf("spec.platform.kubevirt.credentials.infraKubeConfigSecret %s: %w", ref.Name, err)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hc.Namespace, Name: ref.Name}, s)
+	key := ref.Key
+	if apierrors.IsNotFound(err) && fallback {
+		cp := client.ObjectKey{Namespace: hostedref.ControlPlaneNamespace(hc), Name: kubevirtplatform.InfraKubeconfigSecret(hc.Name)}
+		err = r.APIReader.Get(ctx, cp, s)
+		if err == nil && s.Labels[hostedref.OwnerUIDLabel] != string(hc.UID) {
+			err = apierrors.NewNotFound(corev1.Resource("secrets"), cp.Name)
+		}
+		key = "kubeconfig"
 	}
-	data, ok := s.Data[ref.Key]
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, errUnreachable{fmt.Errorf("secret %s/%s, named by %s, does not exist", hc.Namespace, ref.Name, field)}
+	case err != nil:
+		return nil, fmt.Errorf("secret %s/%s, named by %s: %w", hc.Namespace, ref.Name, field, err)
+	}
+	data, ok := s.Data[key]
 	if !ok {
-		return nil, fmt.Errorf("secret %s/%s, named by spec.platform.kubevirt.credentials.infraKubeConfigSecret, has no key %q", s.Namespace, s.Name, ref.Key)
+		return nil, errUnreachable{fmt.Errorf("secret %s/%s, named by %s, has no key %q", s.Namespace, s.Name, field, key)}
 	}
-	cfg, err := kubeconfig.Parse(data)
+	clean, err := kubeconfig.Sanitize(data)
 	if err != nil {
-		return nil, fmt.Errorf("secret %s/%s, named by spec.platform.kubevirt.credentials.infraKubeConfigSecret: %w", s.Namespace, s.Name, err)
+		return nil, errUnreachable{fmt.Errorf("secret %s/%s, named by %s: %w", s.Namespace, s.Name, field, err)}
+	}
+	cfg, err := kubeconfig.Parse(clean)
+	if err != nil {
+		return nil, errUnreachable{fmt.Errorf("secret %s/%s, named by %s: %w", s.Namespace, s.Name, field, err)}
 	}
 	cfg.Timeout = 30 * time.Second
 	cfg.QPS, cfg.Burst = 20, 40
@@ -100,14 +134,23 @@ func (r *Reconciler) remoteInfra(ctx context.Context, hc *hypershiftv1alpha1.Hos
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedBodies{rt} })
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, err
+		return nil, errUnreachable{err}
+	}
+	httpClient.CheckRedirect = func(*http.Request, []*http.Request) error {
+		return errors.New("the infrastructure cluster answered with a redirect, which is not followed")
 	}
 	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: infraScheme, Mapper: infraMapper})
 	if err != nil {
-		return nil, err
+		return nil, errUnreachable{err}
 	}
 	return &infra{namespace: creds.InfraNamespace, client: c, reader: c, remote: true, close: httpClient.CloseIdleConnections}, nil
 }
+
+// errUnreachable: no connection to the infrastructure cluster can be
+// made, whatever the wait: its Secret is gone, or refused.
+type errUnreachable struct{ error }
+
+func (e errUnreachable) Unwrap() error { return e.error }
 
 // infraScheme and infraMapper are the kinds the mirror reads and writes
 // in an infrastructure cluster, mapped without asking its discovery.
@@ -171,17 +214,24 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 // launcher pod in the infrastructure namespace, at that pod's addresses.
 // The addresses are the pod's, which the infrastructure cluster's network
 // gives it, never an address the VM's guest agent reports (what the
-// hosted cluster's admin, root on the VM, could choose). A VMI with more
-// than one ready launcher pod (a live migration) is reached at the one
-// started last.
+// hosted cluster's admin, root on the VM, could choose). A VMI with two
+// ready launcher pods is being live-migrated: the VM runs in the older
+// one until the migration ends, when that pod ends too.
 func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha1.HostedCluster, in *infra) ([]machine, error) {
 	nodes, err := r.runningMachines(ctx, hostedref.ControlPlaneNamespace(hc))
 	if err != nil || len(nodes) == 0 {
 		return nil, err
 	}
-	launchers := map[string]*corev1.Pod{}
-	read, cont := 0, ""
-	for {
+	type launcher struct {
+		ips   []net.IP
+		start time.Time
+	}
+	launchers := map[string]launcher{}
+	cont := ""
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("virt-launcher pods in %s: more than %d pages", in.namespace, maxPages)
+		}
 		pods := &corev1.PodList{}
 		opts := []client.ListOption{
 			client.InNamespace(in.namespace), client.Limit(int64(r.Limits.PageSize)),
@@ -199,28 +249,26 @@ func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha
 			if vmi == "" || nodes[vmi] == "" || !podReady(p) {
 				continue
 			}
-			if have := launchers[vmi]; have == nil || startedAfter(p, have) {
-				launchers[vmi] = p
+			l := launcher{start: p.CreationTimestamp.Time}
+			if p.Status.StartTime != nil {
+				l.start = p.Status.StartTime.Time
 			}
-		}
-		if read += len(pods.Items); read > maxLaunchers {
-			return nil, fmt.Errorf("more than %d virt-launcher pods of the cluster in %s", maxLaunchers, in.namespace)
+			for _, a := range p.Status.PodIPs {
+				if ip := net.ParseIP(a.IP); ip != nil && len(l.ips) < 2 {
+					l.ips = append(l.ips, ip)
+				}
+			}
+			if have, ok := launchers[vmi]; len(l.ips) > 0 && (!ok || l.start.Before(have.start)) {
+				launchers[vmi] = l
+			}
 		}
 		if cont = pods.Continue; cont == "" {
 			break
 		}
 	}
 	out := make([]machine, 0, len(launchers))
-	for vmi, p := range launchers {
-		m := machine{Node: nodes[vmi]}
-		for _, a := range p.Status.PodIPs {
-			if ip := net.ParseIP(a.IP); ip != nil {
-				m.IPs = append(m.IPs, ip)
-			}
-		}
-		if len(m.IPs) > 0 {
-			out = append(out, m)
-		}
+	for vmi, l := range launchers {
+		out = append(out, machine{Node: nodes[vmi], IPs: l.ips})
 	}
 	slices.SortFunc(out, func(a, b machine) int { return strings.Compare(a.Node, b.Node) })
 	return out, nil
@@ -230,8 +278,11 @@ func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha
 // running Machine of the namespace that has a Node to that Node's name.
 func (r *Reconciler) runningMachines(ctx context.Context, ns string) (map[string]string, error) {
 	out := map[string]string{}
-	read, cont := 0, ""
-	for {
+	cont := ""
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("machines in %s: more than %d pages", ns, maxPages)
+		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(machineListGVK)
 		opts := []client.ListOption{client.InNamespace(ns), client.Limit(int64(r.Limits.PageSize))}
@@ -240,7 +291,7 @@ func (r *Reconciler) runningMachines(ctx context.Context, ns string) (map[string
 		}
 		if err := r.APIReader.List(ctx, list, opts...); err != nil {
 			if meta.IsNoMatchError(err) {
-				return out, nil
+				return nil, errors.New("cluster API's Machine kind (cluster.x-k8s.io/v1beta2) is not served: no KubeVirt machine can be found")
 			}
 			return nil, fmt.Errorf("machines in %s: %w", ns, err)
 		}
@@ -252,9 +303,6 @@ func (r *Reconciler) runningMachines(ctx context.Context, ns string) (map[string
 			if m.GetDeletionTimestamp() == nil && kind == kubevirtKind && vmi != "" && node != "" && phase == "Running" {
 				out[vmi] = node
 			}
-		}
-		if read += len(list.Items); read > maxLaunchers {
-			return nil, fmt.Errorf("more than %d Machines in %s", maxLaunchers, ns)
 		}
 		if cont = list.GetContinue(); cont == "" {
 			return out, nil
@@ -284,11 +332,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func startedAfter(a, b *corev1.Pod) bool {
-	if a.Status.StartTime == nil || b.Status.StartTime == nil {
-		return a.Status.StartTime != nil
-	}
-	return a.Status.StartTime.After(b.Status.StartTime.Time)
 }

@@ -1,7 +1,11 @@
 package lbmirror
 
 import (
+	"context"
+	"encoding/pem"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
@@ -101,39 +106,41 @@ func (f *kvFixture) cluster(t *testing.T, name, secret string) *hypershiftv1alph
 	return hc
 }
 
-// machine makes a Machine of CAPK's KubevirtMachine vm in namespace ns,
-// in phase (with a Node named like the VM when Running), reporting
-// agentIP as its address, as CAPK copies the VMI's guest-agent addresses.
-func (f *kvFixture) machine(t *testing.T, ns, vm, phase, agentIP string) {
+// machine makes a Machine of infrastructure kind (CAPK's KubevirtMachine)
+// vm in namespace ns, in phase, with Node node (none when empty),
+// reporting agentIP as its address, as CAPK copies the VMI's guest-agent
+// addresses.
+func (f *kvFixture) machine(t *testing.T, ns, kind, vm, phase, node, agentIP string) *unstructured.Unstructured {
 	t.Helper()
 	m := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 		"clusterName":       "kv",
 		"bootstrap":         map[string]any{"dataSecretName": vm},
-		"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": kubevirtKind, "name": vm},
+		"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": kind, "name": vm},
 	}}}
 	m.SetGroupVersionKind(machineListGVK.GroupVersion().WithKind("Machine"))
 	m.SetNamespace(ns)
 	m.SetName(vm)
 	must(t, f.c.Create(t.Context(), m))
 	status := map[string]any{"phase": phase, "addresses": []any{map[string]any{"type": "InternalIP", "address": agentIP}}}
-	if phase == "Running" {
-		status["nodeRef"] = map[string]any{"name": vm}
+	if node != "" {
+		status["nodeRef"] = map[string]any{"name": node}
 	}
 	m.Object["status"] = status
 	must(t, f.c.Status().Update(t.Context(), m))
+	return m
 }
 
 // launcher makes a virt-launcher pod of VMI vmi (owner: the controller
 // kind of KubeVirt's, or another) of cluster uid, running and ready at ip,
 // started at start, as KubeVirt and the kubelet make and report it.
-func (f *kvFixture) launcher(t *testing.T, ns, name, ownerKind, vmi, uid, ip string, start time.Time) {
+func (f *kvFixture) launcher(t *testing.T, ns, name, ownerAPIVersion, ownerKind, vmi, uid, ip string, start time.Time) {
 	t.Helper()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
 			Labels: map[string]string{launcherLabel: launcherValue, hostedref.ClusterUIDLabel: uid},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "kubevirt.io/v1", Kind: ownerKind, Name: vmi, UID: types.UID("vmi-" + name), Controller: ptr.To(true),
+				APIVersion: ownerAPIVersion, Kind: ownerKind, Name: vmi, UID: types.UID("vmi-" + name), Controller: ptr.To(true),
 			}},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
@@ -173,20 +180,37 @@ func TestKubeVirtLoadBalancerMirror(t *testing.T) {
 	hc := f.cluster(t, "kv", "infra")
 	uid := string(hc.UID)
 	now := time.Now()
-	// vm1 runs; vm2 is being live-migrated (two ready launcher pods, the
-	// newer serves); vm3's Machine has no Node yet. A pod of vm1's name
-	// controlled by another kind, and one of another cluster, are no
-	// launchers of this cluster. The Machines' own addresses (the guest
+	// vm1 runs; vm2 is being live-migrated (two ready launcher pods: the
+	// VM runs in the older until the migration ends). vm3 is provisioned,
+	// vm4 has no Node yet, vm5 is not CAPK's, vm6 is being deleted. Pods
+	// of vm1's name controlled by another kind, or by a
+	// VirtualMachineInstance of another group, or of another cluster, are
+	// no launchers of this cluster. The Machines' own addresses (the guest
 	// agent's) are never used.
-	f.machine(t, "clusters-kv", "vm1", "Running", "192.0.2.66")
-	f.machine(t, "clusters-kv", "vm2", "Running", "192.0.2.67")
-	f.machine(t, "clusters-kv", "vm3", "Provisioning", "192.0.2.68")
-	f.launcher(t, infraNamespace, "virt-launcher-vm1-a", vmiKind, "vm1", uid, "10.1.0.1", now)
-	f.launcher(t, infraNamespace, "virt-launcher-vm2-a", vmiKind, "vm2", uid, "10.1.0.2", now.Add(-time.Hour))
-	f.launcher(t, infraNamespace, "virt-launcher-vm2-b", vmiKind, "vm2", uid, "10.1.0.22", now)
-	f.launcher(t, infraNamespace, "virt-launcher-vm3-a", vmiKind, "vm3", uid, "10.1.0.3", now)
-	f.launcher(t, infraNamespace, "forged-vm1", "ReplicaSet", "vm1", uid, "10.9.9.9", now)
-	f.launcher(t, infraNamespace, "other-vm1", vmiKind, "vm1", "another-cluster", "10.9.9.8", now)
+	const kv = "kubevirt.io/v1"
+	f.machine(t, "clusters-kv", kubevirtKind, "vm1", "Running", "vm1", "192.0.2.66")
+	f.machine(t, "clusters-kv", kubevirtKind, "vm2", "Running", "vm2", "192.0.2.67")
+	f.machine(t, "clusters-kv", kubevirtKind, "vm3", "Provisioning", "", "192.0.2.68")
+	f.machine(t, "clusters-kv", kubevirtKind, "vm4", "Running", "", "192.0.2.69")
+	f.machine(t, "clusters-kv", "HostMachine", "vm5", "Running", "vm5", "192.0.2.70")
+	vm6 := f.machine(t, "clusters-kv", kubevirtKind, "vm6", "Running", "vm6", "192.0.2.71")
+	vm6.SetFinalizers([]string{"example.dev/hold"})
+	must(t, f.c.Update(ctx, vm6))
+	must(t, f.c.Delete(ctx, vm6))
+	t.Cleanup(func() {
+		vm6.SetFinalizers(nil)
+		_ = f.c.Update(context.Background(), vm6)
+	})
+	must(t, f.c.Get(ctx, client.ObjectKeyFromObject(vm6), vm6))
+	f.launcher(t, infraNamespace, "virt-launcher-vm1-a", kv, vmiKind, "vm1", uid, "10.1.0.1", now)
+	f.launcher(t, infraNamespace, "virt-launcher-vm2-a", kv, vmiKind, "vm2", uid, "10.1.0.2", now.Add(-time.Hour))
+	f.launcher(t, infraNamespace, "virt-launcher-vm2-b", kv, vmiKind, "vm2", uid, "10.1.0.22", now)
+	for i, vm := range []string{"vm3", "vm4", "vm5", "vm6"} {
+		f.launcher(t, infraNamespace, "virt-launcher-"+vm+"-a", kv, vmiKind, vm, uid, "10.1.0."+itoa(int32(3+i)), now)
+	}
+	f.launcher(t, infraNamespace, "forged-vm1", kv, "ReplicaSet", "vm1", uid, "10.9.9.9", now.Add(-2*time.Hour))
+	f.launcher(t, infraNamespace, "forged-group-vm1", "example.com/v1", vmiKind, "vm1", uid, "10.9.9.7", now.Add(-2*time.Hour))
+	f.launcher(t, infraNamespace, "other-vm1", kv, vmiKind, "vm1", "another-cluster", "10.9.9.8", now.Add(-2*time.Hour))
 
 	g := f.guest(t, "web")
 	pass := func() {
@@ -206,8 +230,8 @@ func TestKubeVirtLoadBalancerMirror(t *testing.T) {
 	g, err := f.kube.CoreV1().Services(guestNamespace).Get(ctx, g.Name, metav1.GetOptions{})
 	must(t, err)
 	np := itoa(g.Spec.Ports[0].NodePort)
-	if got, want := f.endpoints(t, m), []string{"IPv4 10.1.0.1:" + np, "IPv4 10.1.0.22:" + np}; !slices.Equal(got, want) {
-		t.Fatalf("endpoints %v, want %v: the ready launchers of running machines, the newer of a migrating VM", got, want)
+	if got, want := f.endpoints(t, m), []string{"IPv4 10.1.0.1:" + np, "IPv4 10.1.0.2:" + np}; !slices.Equal(got, want) {
+		t.Fatalf("endpoints %v, want %v: the ready launchers of running machines with Nodes, the older of a migrating VM", got, want)
 	}
 	must(t, f.c.Get(ctx, client.ObjectKeyFromObject(hc), hc))
 	if !controllerutil.ContainsFinalizer(hc, ClusterFinalizer) {
@@ -243,8 +267,8 @@ func TestKubeVirtLoadBalancerMirror(t *testing.T) {
 
 	t.Run("without credentials the mirror is in the control-plane namespace", func(t *testing.T) {
 		local := f.cluster(t, "local", "")
-		f.machine(t, "clusters-local", "vm9", "Running", "192.0.2.69")
-		f.launcher(t, "clusters-local", "virt-launcher-vm9-a", vmiKind, "vm9", string(local.UID), "10.1.0.9", now)
+		f.machine(t, "clusters-local", kubevirtKind, "vm9", "Running", "vm9", "192.0.2.72")
+		f.launcher(t, "clusters-local", "virt-launcher-vm9-a", kv, vmiKind, "vm9", string(local.UID), "10.1.0.9", now)
 		if err := f.r.Pass(ctx, local, f.kube); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +285,34 @@ func TestKubeVirtLoadBalancerMirror(t *testing.T) {
 		}
 	})
 
+	t.Run("an infrastructure cluster that fails is waited for, then let go", func(t *testing.T) {
+		failing := f.cluster(t, "failing", "refusing")
+		f.secret(t, "refusing", inlineKubeconfig(t, &rest.Config{Host: "https://127.0.0.1:1", TLSClientConfig: rest.TLSClientConfig{CAData: caOf(t, f.kc)}, BearerToken: "x"}))
+		controllerutil.AddFinalizer(failing, ClusterFinalizer)
+		must(t, f.c.Update(ctx, failing))
+		must(t, f.c.Delete(ctx, failing))
+		must(t, f.c.Get(ctx, client.ObjectKeyFromObject(failing), failing))
+		if done, err := f.r.Finalize(ctx, failing); done || err == nil {
+			t.Fatalf("Finalize: done %v, %v; want it to wait", done, err)
+		}
+		r := *f.r
+		r.GiveUpAfter = time.Nanosecond
+		if done, err := r.Finalize(ctx, failing); !done || err == nil {
+			t.Fatalf("Finalize past GiveUpAfter: done %v, %v; want done, with the error", done, err)
+		}
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(failing), failing); !apierrors.IsNotFound(err) {
+			t.Fatalf("the cluster is still there (%v)", err)
+		}
+	})
+
 	t.Run("the cluster's deletion deletes its mirrors in the infrastructure cluster", func(t *testing.T) {
+		// The user's Secret went with the cluster: the control-plane
+		// namespace's copy, labelled as this cluster's, is used.
+		must(t, f.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "infra"}}))
+		must(t, f.c.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "clusters-kv", Name: "kv-infra-kubeconfig", Labels: map[string]string{hostedref.OwnerUIDLabel: uid}},
+			Data:       map[string][]byte{"kubeconfig": f.kc},
+		}))
 		must(t, f.c.Delete(ctx, hc))
 		must(t, f.c.Get(ctx, client.ObjectKeyFromObject(hc), hc))
 		done, err := f.r.Finalize(ctx, hc)
@@ -271,6 +322,7 @@ func TestKubeVirtLoadBalancerMirror(t *testing.T) {
 		if m := f.mirror(t, infraNamespace, g); m != nil {
 			t.Fatalf("mirror %s still there", m.Name)
 		}
+		must(t, f.c.Get(ctx, client.ObjectKeyFromObject(hc), hc))
 		if done, err = f.r.Finalize(ctx, hc); !done || err != nil {
 			t.Fatalf("second Finalize: done %v, %v", done, err)
 		}
@@ -293,6 +345,63 @@ func TestKubeVirtLoadBalancerMirror(t *testing.T) {
 			t.Fatalf("the cluster is still there (%v)", err)
 		}
 	})
+}
+
+// caOf is the CA of kubeconfig kc.
+func caOf(t *testing.T, kc []byte) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kc)
+	must(t, err)
+	for _, c := range cfg.Clusters {
+		return c.CertificateAuthorityData
+	}
+	t.Fatal("no cluster")
+	return nil
+}
+
+// The client of an infrastructure cluster follows no redirect and reads
+// no response past MaxResponseBytes.
+func TestInfrastructureClientIsBounded(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/pods") {
+			http.Redirect(w, req, "http://127.0.0.1:1/internal", http.StatusTemporaryRedirect)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"ServiceList","apiVersion":"v1","metadata":{},"items":[],"padding":"`)
+		_, _ = io.Copy(w, io.LimitReader(spaces{}, MaxResponseBytes))
+		_, _ = io.WriteString(w, `"}`)
+	}))
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc := inlineKubeconfig(t, &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, BearerToken: "t"})
+	hc := hypershiftv1alpha1.NewHostedCluster("clusters", "kv", hypershiftv1alpha1.KubeVirtPlatform, version.KubernetesVersion)
+	hc.Spec.Platform.KubeVirt = &hypershiftv1alpha1.KubeVirtPlatformSpec{Credentials: &hypershiftv1alpha1.KubeVirtPlatformCredentials{
+		InfraKubeConfigSecret: hypershiftv1alpha1.KubeconfigSecretRef{Name: "infra", Key: "kubeconfig"}, InfraNamespace: infraNamespace,
+	}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "infra"}, Data: map[string][]byte{"kubeconfig": kc}}
+	c := fake.NewClientBuilder().WithObjects(secret).Build()
+	r := &Reconciler{Client: c, APIReader: c, Limits: DefaultLimits}
+	in, err := r.infraOf(t.Context(), hc, false)
+	must(t, err)
+	defer in.close()
+	err = in.reader.List(t.Context(), &corev1.PodList{}, client.InNamespace(infraNamespace))
+	if err == nil || !strings.Contains(err.Error(), "redirect") {
+		t.Fatalf("a redirect: %v; want it refused", err)
+	}
+	err = in.reader.List(t.Context(), &corev1.ServiceList{}, client.InNamespace(infraNamespace))
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("a response past the bound: %v; want it cut", err)
+	}
+}
+
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }
 
 // An infrastructure cluster's response is read only up to

@@ -421,3 +421,25 @@ func TestBoundedBodies(t *testing.T) {
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// KubeVirt clusters get mirrors on every runtime; Host clusters only
+// where their machines are pods; the others never.
+func TestApplies(t *testing.T) {
+	for _, c := range []struct {
+		platform hypershiftv1alpha1.PlatformType
+		pods     bool
+		want     bool
+	}{
+		{hypershiftv1alpha1.KubeVirtPlatform, false, true},
+		{hypershiftv1alpha1.KubeVirtPlatform, true, true},
+		{hypershiftv1alpha1.HostPlatform, true, true},
+		{hypershiftv1alpha1.HostPlatform, false, false},
+		{hypershiftv1alpha1.AWSPlatform, true, false},
+		{hypershiftv1alpha1.NonePlatform, true, false},
+	} {
+		hc := hypershiftv1alpha1.NewHostedCluster("clusters", "a", c.platform, version.KubernetesVersion)
+		if got := (&Reconciler{HostMachinePods: c.pods}).applies(hc); got != c.want {
+			t.Errorf("%s with machine pods %v: applies %v, want %v", c.platform, c.pods, got, c.want)
+		}
+	}
+}

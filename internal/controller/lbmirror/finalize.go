@@ -55,9 +55,11 @@ func (r *Reconciler) Finalize(ctx context.Context, hc *hypershiftv1alpha1.Hosted
 	if !controllerutil.ContainsFinalizer(hc, ClusterFinalizer) {
 		return true, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	// The infrastructure cluster gets remoteTimeout; the finalizer's
+	// removal below does not depend on what it left of it.
+	rctx, cancel := context.WithTimeout(ctx, remoteTimeout)
 	defer cancel()
-	err := r.deleteRemoteMirrors(ctx, hc)
+	err := r.deleteRemoteMirrors(rctx, hc)
 	if err != nil {
 		var unreachable errUnreachable
 		giveUp := r.GiveUpAfter

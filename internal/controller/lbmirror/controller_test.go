@@ -105,8 +105,14 @@ func (f *fixture) pass(t *testing.T) {
 
 func (f *fixture) mirrorOf(t *testing.T, g *corev1.Service) *corev1.Service {
 	t.Helper()
+	return f.mirrorIn(t, cpNamespace, g)
+}
+
+// mirrorIn is g's mirror in namespace ns, nil when there is none.
+func (f *fixture) mirrorIn(t *testing.T, ns string, g *corev1.Service) *corev1.Service {
+	t.Helper()
 	m := &corev1.Service{}
-	err := f.c.Get(t.Context(), types.NamespacedName{Namespace: cpNamespace, Name: mirrorName(string(g.UID))}, m)
+	err := f.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: mirrorName(string(g.UID))}, m)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

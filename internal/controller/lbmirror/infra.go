@@ -227,22 +227,7 @@ func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha
 		start time.Time
 	}
 	launchers := map[string]launcher{}
-	cont := ""
-	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, fmt.Errorf("virt-launcher pods in %s: more than %d pages", in.namespace, maxPages)
-		}
-		pods := &corev1.PodList{}
-		opts := []client.ListOption{
-			client.InNamespace(in.namespace), client.Limit(int64(r.Limits.PageSize)),
-			client.MatchingLabels{launcherLabel: launcherValue, hostedref.ClusterUIDLabel: string(hc.UID)},
-		}
-		if cont != "" {
-			opts = append(opts, client.Continue(cont))
-		}
-		if err := in.reader.List(ctx, pods, opts...); err != nil {
-			return nil, fmt.Errorf("virt-launcher pods in %s: %w", in.namespace, err)
-		}
+	err = listPages(ctx, in.reader, r.Limits.PageSize, func() *corev1.PodList { return &corev1.PodList{} }, func(pods *corev1.PodList) {
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			vmi := launcherOf(p)
@@ -262,9 +247,9 @@ func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha
 				launchers[vmi] = l
 			}
 		}
-		if cont = pods.Continue; cont == "" {
-			break
-		}
+	}, client.InNamespace(in.namespace), client.MatchingLabels{launcherLabel: launcherValue, hostedref.ClusterUIDLabel: string(hc.UID)})
+	if err != nil {
+		return nil, fmt.Errorf("virt-launcher pods in %s: %w", in.namespace, err)
 	}
 	out := make([]machine, 0, len(launchers))
 	for vmi, l := range launchers {
@@ -278,23 +263,12 @@ func (r *Reconciler) kubevirtMachines(ctx context.Context, hc *hypershiftv1alpha
 // running Machine of the namespace that has a Node to that Node's name.
 func (r *Reconciler) runningMachines(ctx context.Context, ns string) (map[string]string, error) {
 	out := map[string]string{}
-	cont := ""
-	for page := 0; ; page++ {
-		if page == maxPages {
-			return nil, fmt.Errorf("machines in %s: more than %d pages", ns, maxPages)
-		}
+	newList := func() *unstructured.UnstructuredList {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(machineListGVK)
-		opts := []client.ListOption{client.InNamespace(ns), client.Limit(int64(r.Limits.PageSize))}
-		if cont != "" {
-			opts = append(opts, client.Continue(cont))
-		}
-		if err := r.APIReader.List(ctx, list, opts...); err != nil {
-			if meta.IsNoMatchError(err) {
-				return nil, errors.New("cluster API's Machine kind (cluster.x-k8s.io/v1beta2) is not served: no KubeVirt machine can be found")
-			}
-			return nil, fmt.Errorf("machines in %s: %w", ns, err)
-		}
+		return list
+	}
+	err := listPages(ctx, r.APIReader, r.Limits.PageSize, newList, func(list *unstructured.UnstructuredList) {
 		for _, m := range list.Items {
 			kind, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "kind")
 			vmi, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
@@ -304,10 +278,37 @@ func (r *Reconciler) runningMachines(ctx context.Context, ns string) (map[string
 				out[vmi] = node
 			}
 		}
+	}, client.InNamespace(ns))
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, errors.New("cluster API's Machine kind (cluster.x-k8s.io/v1beta2) is not served: no KubeVirt machine can be found")
+	case err != nil:
+		return nil, fmt.Errorf("machines in %s: %w", ns, err)
+	}
+	return out, nil
+}
+
+// listPages lists page by page, pageSize objects a page (each into a
+// new list, so nothing of one page is left in the next) and at most
+// maxPages pages whatever continue tokens the server hands out, calling
+// each with every page. A List error is returned as it is.
+func listPages[L client.ObjectList](ctx context.Context, c client.Reader, pageSize int, newList func() L, each func(L), opts ...client.ListOption) error {
+	cont := ""
+	for range maxPages {
+		page := append(slices.Clone(opts), client.Limit(int64(pageSize)))
+		if cont != "" {
+			page = append(page, client.Continue(cont))
+		}
+		list := newList()
+		if err := c.List(ctx, list, page...); err != nil {
+			return err
+		}
+		each(list)
 		if cont = list.GetContinue(); cont == "" {
-			return out, nil
+			return nil
 		}
 	}
+	return fmt.Errorf("more than %d pages", maxPages)
 }
 
 // launcherOf is the name of the VirtualMachineInstance controlling p.

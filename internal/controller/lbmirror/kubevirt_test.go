@@ -155,13 +155,7 @@ func (f *kvFixture) launcher(t *testing.T, ns, name, ownerAPIVersion, ownerKind,
 
 func (f *kvFixture) mirror(t *testing.T, ns string, g *corev1.Service) *corev1.Service {
 	t.Helper()
-	m := &corev1.Service{}
-	err := f.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: mirrorName(string(g.UID))}, m)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	must(t, err)
-	return m
+	return (&fixture{c: f.c}).mirrorIn(t, ns, g)
 }
 
 func (f *kvFixture) guest(t *testing.T, name string) *corev1.Service {
@@ -441,5 +435,27 @@ func TestApplies(t *testing.T) {
 		if got := (&Reconciler{HostMachinePods: c.pods}).applies(hc); got != c.want {
 			t.Errorf("%s with machine pods %v: applies %v, want %v", c.platform, c.pods, got, c.want)
 		}
+	}
+}
+
+// endless hands out a continue token with every page.
+type endless struct {
+	client.Reader
+	pages int
+}
+
+func (e *endless) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	e.pages++
+	list.(*corev1.PodList).Continue = "more"
+	return nil
+}
+
+// A server that always has another page is read for maxPages pages, then
+// refused.
+func TestListPagesIsBounded(t *testing.T) {
+	e := &endless{}
+	err := listPages(t.Context(), e, 100, func() *corev1.PodList { return &corev1.PodList{} }, func(*corev1.PodList) {})
+	if err == nil || e.pages != maxPages {
+		t.Fatalf("%d pages read, %v; want %d and an error", e.pages, err, maxPages)
 	}
 }

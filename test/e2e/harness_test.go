@@ -298,21 +298,30 @@ func writeFile(t *testing.T, path, content string) {
 
 // eventually checks cond until it holds, and fails the test with cond's
 // last error after timeout. It checks again after 100 ms, then half as
-// long again each time, up to every second: most conditions run kubectl or
-// the hypershift CLI, a process that costs 0.2–0.4 CPU-seconds to start, and
-// polling one every 200 ms for minutes took a core that the tests running
-// beside it needed.
+// long again each time, up to every second, and past 20 s of waiting
+// every twentieth of the time waited so far, up to every 3 s: most
+// conditions run kubectl or the hypershift CLI, a process that costs
+// 0.2–0.4 CPU-seconds to start. Polling one every 200 ms for minutes took
+// a core that the tests running beside it needed; every second, the
+// waits of minutes (a machine's boot, a rollout) were most of the checks.
+// A wait then ends at most 5 % (and 3 s) after its condition holds.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var err error
-	for interval := 100 * time.Millisecond; time.Now().Before(deadline); interval = min(interval*3/2, time.Second) {
+	for interval := 100 * time.Millisecond; time.Now().Before(deadline); interval = pollInterval(interval, time.Since(start)) {
 		if err = cond(); err == nil {
 			return
 		}
 		time.Sleep(interval)
 	}
 	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+}
+
+// pollInterval is eventually's next interval after last, waited so far.
+func pollInterval(last, waited time.Duration) time.Duration {
+	return min(max(min(last*3/2, time.Second), waited/20), 3*time.Second)
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
@@ -435,4 +444,30 @@ func (s *spawnCounter) String() string {
 		parts = append(parts, fmt.Sprintf("%s %d runs, %.0f CPU-s", program, t.runs, t.cpu.Seconds()))
 	}
 	return "processes the tests ran: " + strings.Join(parts, "; ")
+}
+
+func TestPollInterval(t *testing.T) {
+	interval, waited := 100*time.Millisecond, time.Duration(0)
+	var checks int
+	for waited < 5*time.Minute {
+		waited += interval
+		checks++
+		interval = pollInterval(interval, waited)
+		if interval > 3*time.Second {
+			t.Fatalf("after %s an interval of %s, over 3 s", waited, interval)
+		}
+		if waited > 20*time.Second && interval < waited/20 && interval < 3*time.Second {
+			t.Fatalf("after %s an interval of %s, under a twentieth of the wait", waited, interval)
+		}
+	}
+	// 5 minutes of waiting: a check a second would be 300.
+	if checks < 100 || checks > 140 {
+		t.Errorf("%d checks over 5 minutes, want 100–140", checks)
+	}
+	if got := pollInterval(100*time.Millisecond, 150*time.Millisecond); got != 150*time.Millisecond {
+		t.Errorf("second interval %s, want 150ms", got)
+	}
+	if got := pollInterval(time.Second, 10*time.Second); got != time.Second {
+		t.Errorf("interval at 10 s %s, want 1s", got)
+	}
 }

@@ -17,8 +17,6 @@ LDFLAGS := -X hypershift.dev/internal/version.Version=$(VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT_VERSION := v2.15.0
-# Test packages run in parallel; each starts its own API servers.
-TEST_PARALLEL ?= 2
 DEMO_DIR ?= $(CURDIR)/.demo
 
 export HYPERSHIFT_BIN := $(BIN)/hypershift
@@ -116,15 +114,9 @@ $(BIN)/testreport: $(wildcard hack/testreport/*.go)
 run_tests = $(GO) test -json -count=1 $(1) 2>&1 | $(BIN)/testreport \
 	-json $(BIN)/test-artifacts/$(2).json -report $(BIN)/test-artifacts/$(2)-report.txt | tee $(BIN)/$(2).log
 
-# The packages that have tests, the end-to-end tests first. go test given a
-# package without tests still compiles it, and under -race that meant
-# compiling all of k8s.io/kubernetes a second time (cmd/hypershift links it):
-# on an empty build cache, minutes for no test. `go build ./...` (below,
-# without -race, sharing make build's cache) still checks that every package
-# compiles. go test builds and runs packages in the order given: test/e2e,
-# the longest, starts first and the others run beside it; their results are
-# printed after its own (the report has them all).
-TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./test/e2e ./...)
+# The packages that have tests (make unit's; make test's are in
+# hack/test.sh). go test given a package without tests still compiles it.
+TEST_PACKAGES = $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
 
 # How many end-to-end tests run side by side at most (test/e2e/lanes_test.go):
 # a test starts beside others only while the CPU pressure is low, a quiet
@@ -133,15 +125,12 @@ E2E_SLOTS ?= 3
 export HYPERSHIFT_E2E_SLOTS := $(E2E_SLOTS)
 
 .PHONY: test
-# The test binaries are built (and run with no test) first: a compile at
-# normal priority beside the end-to-end tests starved their control planes,
-# which run at nice 10. The other packages' tests run at nice 10 too
-# (hack/testexec).
+# hack/test.sh builds the test binaries first, then runs the end-to-end
+# tests (without -race) beside the other packages' (with -race, one at a
+# time, at nice 10) and reads both streams into one report.
 test: deps build $(BIN)/testreport ## Run every test: unit, controller (real API server), golden, e2e.
-	@mkdir -p $(BIN)/test-artifacts
 	CGO_ENABLED=0 $(GO) build ./...
-	$(GO) test -race -count=1 -run '^$$' $(TEST_PACKAGES) >/dev/null
-	$(call run_tests,-race -p $(TEST_PARALLEL) -exec $(CURDIR)/hack/testexec -timeout 80m -artifacts -outputdir $(BIN)/test-artifacts $(TEST_PACKAGES),test)
+	GO=$(GO) BIN=$(BIN) ./hack/test.sh
 	@echo "test log: $(BIN)/test.log; time report: $(BIN)/test-artifacts/test-report.txt"
 
 .PHONY: unit

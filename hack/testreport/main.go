@@ -1,4 +1,6 @@
-// Command testreport reads `go test -json` on standard input, prints what a
+// Command testreport reads `go test -json` on standard input, or from the
+// files named as arguments side by side (one per `go test` run: make test
+// runs the end-to-end package apart from the others), prints what a
 // person needs while the tests run (package results, and the whole output of
 // every test that fails), keeps the raw stream, and ends with where the time
 // went: each package's wall time, the slowest tests, the skipped tests with
@@ -22,13 +24,18 @@ func main() {
 	reportPath := flag.String("report", "", "also write the closing report to this file")
 	slowest := flag.Int("slowest", 25, "how many of the slowest tests the report lists")
 	flag.Parse()
-	if err := run(os.Stdin, os.Stdout, *jsonPath, *reportPath, *slowest); err != nil {
+	ins, err := inputs(flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(1)
+	}
+	if err := run(ins, os.Stdout, *jsonPath, *reportPath, *slowest); err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in io.Reader, out io.Writer, jsonPath, reportPath string, slowest int) error {
+func run(ins []io.Reader, out io.Writer, jsonPath, reportPath string, slowest int) error {
 	raw := io.Discard
 	var rawFile *os.File
 	if jsonPath != "" {
@@ -39,7 +46,7 @@ func run(in io.Reader, out io.Writer, jsonPath, reportPath string, slowest int) 
 		raw, rawFile = f, f
 	}
 	s := newSummary(out)
-	err := s.read(in, raw)
+	err := s.read(raw, ins...)
 	if rawFile != nil {
 		err = errors.Join(err, rawFile.Close())
 	}
@@ -66,4 +73,22 @@ func create(path string) (*os.File, error) {
 		return nil, err
 	}
 	return os.Create(path)
+}
+
+// inputs opens the streams named by args (standard input when none). A
+// named pipe opens once its writer has opened it. The files stay open
+// until the process ends.
+func inputs(args []string) ([]io.Reader, error) {
+	if len(args) == 0 {
+		return []io.Reader{os.Stdin}, nil
+	}
+	ins := make([]io.Reader, 0, len(args))
+	for _, path := range args {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, f)
+	}
+	return ins, nil
 }

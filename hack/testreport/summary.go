@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,25 +78,54 @@ func newSummary(out io.Writer) *summary {
 	return &summary{out: out, output: map[testKey][]string{}, packages: map[string]*packageResult{}}
 }
 
-// read consumes the stream, copying every line to raw and printing what
-// a person should see as it comes.
-func (s *summary) read(in io.Reader, raw io.Writer) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if _, err := raw.Write(append(line, '\n')); err != nil {
-			return err
-		}
-		var e event
-		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
-			// Not an event: the go command's own messages.
-			fmt.Fprintf(s.out, "%s\n", line)
-			continue
-		}
-		s.handle(e)
+// read consumes the streams (one per `go test` run, read side by side and
+// handled a whole line at a time), copying every line to raw and printing
+// what a person should see as it comes.
+func (s *summary) read(raw io.Writer, ins ...io.Reader) error {
+	lines := make(chan []byte)
+	errs := make(chan error, len(ins))
+	for _, in := range ins {
+		go func() {
+			sc := bufio.NewScanner(in)
+			sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+			for sc.Scan() {
+				lines <- bytes.Clone(sc.Bytes())
+			}
+			err := sc.Err()
+			if err != nil {
+				// The writer must not block on a stream no longer read.
+				_, _ = io.Copy(io.Discard, in)
+			}
+			errs <- err
+		}()
 	}
-	return sc.Err()
+	var err error
+	for open := len(ins); open > 0; {
+		select {
+		case line := <-lines:
+			if werr := s.line(line, raw); werr != nil && err == nil {
+				err = werr
+			}
+		case rerr := <-errs:
+			open--
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+func (s *summary) line(line []byte, raw io.Writer) error {
+	if _, err := raw.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	var e event
+	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+		// Not an event: the go command's own messages.
+		fmt.Fprintf(s.out, "%s\n", line)
+		return nil
+	}
+	s.handle(e)
+	return nil
 }
 
 func (s *summary) handle(e event) {

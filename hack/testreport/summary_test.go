@@ -50,7 +50,7 @@ func TestSkips(t *testing.T) { t.Skip("needs a thing this host lacks") }
 	var out bytes.Buffer
 	jsonPath := filepath.Join(dir, "artifacts", "test.json")
 	reportPath := filepath.Join(dir, "artifacts", "report.txt")
-	err = run(bytes.NewReader(stream), &out, jsonPath, reportPath, 2)
+	err = run([]io.Reader{bytes.NewReader(stream)}, &out, jsonPath, reportPath, 2)
 	if err == nil || !strings.Contains(err.Error(), "1 packages failed") {
 		t.Errorf("run returned %v, want the failed package named", err)
 	}
@@ -101,7 +101,7 @@ func TestVerdict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(strings.NewReader(tc.stream), &out, "", "", 25)
+			err := run([]io.Reader{strings.NewReader(tc.stream)}, &out, "", "", 25)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("failed: %v\n%s", err, out.String())
@@ -109,6 +109,41 @@ func TestVerdict(t *testing.T) {
 				t.Fatalf("returned %v, want %q\n%s", err, tc.want, out.String())
 			}
 		})
+	}
+}
+
+// TestStreamsSideBySide: two streams (make test's end-to-end run and the
+// others') are read together, each line whole, and the verdict covers
+// both: a failure in either fails the run, and the raw stream has every
+// line of both.
+func TestStreamsSideBySide(t *testing.T) {
+	long := strings.Repeat("x", 100*1024) // a line longer than a pipe's atomic write
+	e2e := `{"Action":"output","Package":"e","Test":"TestE","Output":"` + long + `\n"}
+{"Action":"pass","Package":"e","Test":"TestE","Elapsed":1}
+{"Action":"pass","Package":"e","Elapsed":1}
+`
+	others := `{"Action":"pass","Package":"o","Test":"TestO","Elapsed":0.1}
+{"Action":"fail","Package":"o","Test":"TestBroken","Elapsed":0.1}
+{"Action":"fail","Package":"o","Elapsed":0.2}
+`
+	var out, raw bytes.Buffer
+	s := newSummary(&out)
+	if err := s.read(&raw, strings.NewReader(e2e), strings.NewReader(others)); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(raw.String(), "\n"); n != 6 {
+		t.Errorf("raw stream has %d lines, want 6", n)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(raw.String(), "\n"), "\n") {
+		if !strings.HasPrefix(line, "{") || !strings.HasSuffix(line, "}") {
+			t.Errorf("a line of the raw stream is not whole: %.80s…", line)
+		}
+	}
+	if err := s.verdict(); err == nil {
+		t.Errorf("no failure reported for TestBroken of the second stream")
+	}
+	if got := s.report(5); !strings.Contains(got, "2 passed, 1 failed") {
+		t.Errorf("report does not count both streams:\n%s", got)
 	}
 }
 

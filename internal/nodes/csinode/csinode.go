@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
@@ -53,7 +52,12 @@ type Plugin struct {
 	// PodsDir is the kubelet's pods directory: every target path lies
 	// under it.
 	PodsDir string
-	Log     logr.Logger
+	// Disks, when set, is disk mode (disk.go): volumes are disks found by
+	// their serial, staged at a staging path under PluginsDir (the
+	// kubelet's plugins directory), not directories under AttachedDir.
+	Disks      Disks
+	PluginsDir string
+	Log        logr.Logger
 }
 
 // GetPluginInfo implements csi.IdentityServer.
@@ -72,10 +76,19 @@ func (p *Plugin) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, 
 	return &csi.ProbeResponse{}, nil
 }
 
-// NodeGetCapabilities implements csi.NodeServer: no staging, publishing
-// alone.
+// NodeGetCapabilities implements csi.NodeServer: publishing alone, or in
+// disk mode staging and expansion too.
 func (p *Plugin) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	return &csi.NodeGetCapabilitiesResponse{}, nil
+	if p.Disks == nil {
+		return &csi.NodeGetCapabilitiesResponse{}, nil
+	}
+	capability := func(t csi.NodeServiceCapability_RPC_Type) *csi.NodeServiceCapability {
+		return &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}}
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{
+		capability(csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME),
+		capability(csi.NodeServiceCapability_RPC_EXPAND_VOLUME),
+	}}, nil
 }
 
 // NodeGetInfo implements csi.NodeServer.
@@ -84,10 +97,10 @@ func (p *Plugin) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.Nod
 }
 
 // NodePublishVolume implements csi.NodeServer: the attached volume's
-// directory is bind-mounted to the target path (read-only if asked).
-// Publishing again what is published is done.
+// directory (in disk mode its staging path) is bind-mounted to the target
+// path (read-only if asked). Publishing again what is published is done.
 func (p *Plugin) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
-	source, err := p.attached(req.GetVolumeId())
+	source, err := p.source(req)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +159,25 @@ func (p *Plugin) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 
+// source is what NodePublishVolume binds: the attached directory, or in
+// disk mode the staging path, which must be a mount point.
+func (p *Plugin) source(req *csi.NodePublishVolumeRequest) (string, error) {
+	if p.Disks == nil {
+		return p.attached(req.GetVolumeId())
+	}
+	if !handlePattern.MatchString(req.GetVolumeId()) {
+		return "", status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", req.GetVolumeId(), Driver)
+	}
+	staging, err := under(p.PluginsDir, req.GetStagingTargetPath(), "staging path", "the kubelet's plugins directory")
+	if err != nil {
+		return "", err
+	}
+	if mounted, err := mountinfo.Mounted(staging); err != nil || !mounted {
+		return "", status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", req.GetVolumeId(), staging)
+	}
+	return staging, nil
+}
+
 // attached is the directory of volume handle id, which must have the
 // provisioner's form and be a mount point (attached to this node).
 func (p *Plugin) attached(id string) (string, error) {
@@ -163,33 +195,9 @@ func (p *Plugin) attached(id string) (string, error) {
 	return dir, nil
 }
 
-// target is path, which must be absolute and lie under the pods
-// directory once cleaned; no part of it under the pods directory that
-// exists may be a symlink (the bind would follow it out).
+// target is path, which must lie under the pods directory (under).
 func (p *Plugin) target(path string) (string, error) {
-	if path == "" || !filepath.IsAbs(path) {
-		return "", status.Errorf(codes.InvalidArgument, "target path %q is not absolute", path)
-	}
-	clean := filepath.Clean(path)
-	rel, err := filepath.Rel(p.PodsDir, clean)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return "", status.Errorf(codes.InvalidArgument, "target path %s is not under the kubelet's pods directory %s", path, p.PodsDir)
-	}
-	at := p.PodsDir
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		at = filepath.Join(at, part)
-		fi, err := os.Lstat(at)
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if err != nil {
-			return "", status.Errorf(codes.Internal, "target path %s: %v", path, err)
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			return "", status.Errorf(codes.InvalidArgument, "target path %s passes through the symlink %s", path, at)
-		}
-	}
-	return clean, nil
+	return under(p.PodsDir, path, "target path", "the kubelet's pods directory")
 }
 
 // String names the plugin in logs.

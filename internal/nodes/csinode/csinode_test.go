@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +190,191 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// mapDisks finds the test's loop devices by the serial the test gave them
+// (a loop device has no serial of its own).
+type mapDisks map[string]string
+
+func (m mapDisks) Find(_ context.Context, serial string) (string, error) { return m[serial], nil }
+
+// TestNodePluginDisks is disk mode, as the kubelet calls it, on loop
+// devices standing for hot-plugged disks: a blank disk is formatted ext4
+// and staged, published to a pod, unstaged and staged again with what the
+// pod wrote kept; it grows with the disk; a disk holding something else is
+// refused and left as it was; a volume with no disk, a staging path
+// outside the kubelet's plugins directory and another filesystem are
+// refused.
+func TestNodePluginDisks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping disk mode: loop devices and mounts need root (run the tests as root)")
+	}
+	base := testenv.ShortTempDir(t)
+	pods, plugins, reg := filepath.Join(base, "pods"), filepath.Join(base, "plugins"), filepath.Join(base, "reg")
+	for _, d := range []string{pods, plugins, reg} {
+		must(t, os.MkdirAll(d, 0o750))
+	}
+	disk := loopDevice(t, filepath.Join(base, "disk.img"), 32<<20)
+	swap := loopDevice(t, filepath.Join(base, "swap.img"), 8<<20)
+	if out, err := exec.Command("mkswap", swap).CombinedOutput(); err != nil {
+		t.Fatalf("mkswap: %v: %s", err, out)
+	}
+	const other = "vol-0a1b2c3d-1111-2222-3333-777777777777"
+	p := &Plugin{
+		NodeID: "vm-a", PodsDir: pods, PluginsDir: plugins, Log: testenv.Logger(),
+		Disks: mapDisks{DiskSerial(handle): disk, DiskSerial(other): swap},
+	}
+	endpoint := filepath.Join(base, "csi.sock")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, p, endpoint, reg) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	node := csi.NewNodeClient(dial(t, endpoint))
+	t.Cleanup(func() { unmountUnder(t, base) })
+
+	caps, err := node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+	must(t, err)
+	var got []csi.NodeServiceCapability_RPC_Type
+	for _, c := range caps.GetCapabilities() {
+		got = append(got, c.GetRpc().GetType())
+	}
+	if !slices.Contains(got, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) || !slices.Contains(got, csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
+		t.Errorf("capabilities %v, want staging and expansion", got)
+	}
+
+	mountCap := func(fs string) *csi.VolumeCapability {
+		return &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: fs}}}
+	}
+	staging := filepath.Join(plugins, "kubernetes.io", "csi", Driver, "abc", "globalmount")
+	stage := func(volume, staging, fs string) error {
+		_, err := node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: volume, StagingTargetPath: staging, VolumeCapability: mountCap(fs)})
+		return err
+	}
+	unstage := func(volume, staging string) {
+		t.Helper()
+		_, err := node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volume, StagingTargetPath: staging})
+		must(t, err)
+	}
+	wantCode(t, "a volume with no disk", stage("vol-0a1b2c3d-1111-2222-3333-000000000000", staging, ""), codes.FailedPrecondition)
+	wantCode(t, "a staging path outside the plugins directory", stage(handle, filepath.Join(pods, "x"), ""), codes.InvalidArgument)
+	wantCode(t, "another filesystem", stage(handle, staging, "xfs"), codes.InvalidArgument)
+	wantCode(t, "a disk holding swap", stage(other, filepath.Join(plugins, "other"), ""), codes.FailedPrecondition)
+	if out, _ := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", swap).Output(); string(out) != "swap\n" {
+		t.Errorf("the swap disk after the refusal: %q, want it left as swap", out)
+	}
+	if fs, _ := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", disk).Output(); len(fs) != 0 {
+		t.Fatalf("a refused request formatted the disk: %q", fs)
+	}
+
+	must(t, stage(handle, staging, "ext4"))
+	must(t, stage(handle, staging, "")) // again: done
+	if fs, _ := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", disk).Output(); string(fs) != "ext4\n" {
+		t.Errorf("the staged disk holds %q, want ext4", fs)
+	}
+	target := filepath.Join(pods, "uid-1", "volumes", "kubernetes.io~csi", "pv", "mount")
+	publish := func(staging string) error {
+		_, err := node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: handle, StagingTargetPath: staging, TargetPath: target, VolumeCapability: mountCap("")})
+		return err
+	}
+	wantCode(t, "publishing from a path that is not staged", publish(filepath.Join(plugins, "not-staged")), codes.FailedPrecondition)
+	must(t, publish(staging))
+	must(t, os.WriteFile(filepath.Join(target, "written"), []byte("by the pod"), 0o600))
+	_, err = node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: handle, TargetPath: target})
+	must(t, err)
+	unstage(handle, staging)
+	if _, err := os.Lstat(staging); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("staging path after unstage: %v", err)
+	}
+	unstage(handle, staging) // again: done
+
+	// Staged again (the disk moved back to this machine): not formatted
+	// again, what the pod wrote is there.
+	must(t, stage(handle, staging, ""))
+	if got, err := os.ReadFile(filepath.Join(staging, "written")); err != nil || string(got) != "by the pod" {
+		t.Errorf("after staging again: %q, %v", got, err)
+	}
+
+	// The disk grows (as an expanded claim's does); the filesystem follows.
+	t.Run("growth", func(t *testing.T) {
+		if !hasCapability(t, unix.CAP_SYS_RESOURCE) {
+			t.Skip("skipping online growth: ext4 grows mounted only with CAP_SYS_RESOURCE, which root lacks here")
+		}
+		before := fsBytes(t, staging)
+		must(t, os.Truncate(filepath.Join(base, "disk.img"), 64<<20))
+		if out, err := exec.Command("losetup", "--set-capacity", disk).CombinedOutput(); err != nil {
+			t.Fatalf("losetup --set-capacity: %v: %s", err, out)
+		}
+		resp, err := node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: handle, VolumePath: target, StagingTargetPath: staging})
+		must(t, err)
+		if after := fsBytes(t, staging); after < before+(24<<20) || resp.GetCapacityBytes() != 64<<20 {
+			t.Errorf("filesystem %d bytes before, %d after growing the disk to 64 MiB (reported %d)", before, after, resp.GetCapacityBytes())
+		}
+	})
+	unstage(handle, staging)
+}
+
+// hasCapability reports whether the process has capability c in its
+// effective set.
+func hasCapability(t *testing.T, c uint) bool {
+	t.Helper()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	must(t, unix.Capget(&hdr, &data[0]))
+	return data[c/32].Effective&(1<<(c%32)) != 0
+}
+
+// loopDevice attaches a sparse file of size bytes as a loop device,
+// detached when the test ends.
+func loopDevice(t *testing.T, file string, size int64) string {
+	t.Helper()
+	f, err := os.Create(file)
+	must(t, err)
+	must(t, f.Truncate(size))
+	must(t, f.Close())
+	out, err := exec.Command("losetup", "--find", "--show", file).CombinedOutput()
+	if err != nil {
+		t.Skipf("skipping disk mode: no loop device: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+		}
+	})
+	return dev
+}
+
+func fsBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	must(t, unix.Statfs(path, &st))
+	return int64(st.Blocks) * st.Bsize
+}
+
+func TestDiskBySerial(t *testing.T) {
+	lsblk := []byte(`{"blockdevices":[
+	{"path":"/dev/vda","serial":null,"type":"disk"},
+	{"path":"/dev/sda","serial":"0a1b2c3d-1111-2222-3333-444455556666","type":"disk"},
+	{"path":"/dev/sr0","serial":"0a1b2c3d-1111-2222-3333-777777777777","type":"rom"},
+	{"path":"/dev/sdb","serial":"twice","type":"disk"},
+	{"path":"/dev/sdc","serial":"twice","type":"disk"}]}`)
+	for serial, want := range map[string]string{
+		"0a1b2c3d-1111-2222-3333-444455556666": "/dev/sda",
+		"0a1b2c3d-1111-2222-3333-777777777777": "", // not a disk
+		"none":                                 "",
+	} {
+		if got, err := diskBySerial(lsblk, serial); err != nil || got != want {
+			t.Errorf("serial %s: %q, %v; want %q", serial, got, err, want)
+		}
+	}
+	if _, err := diskBySerial(lsblk, "twice"); err == nil {
+		t.Error("two disks of one serial: no error")
+	}
+	if DiskSerial(handle) != "0a1b2c3d-1111-2222-3333-444455556666" {
+		t.Errorf("DiskSerial(%s) = %s", handle, DiskSerial(handle))
 	}
 }

@@ -62,6 +62,9 @@ type packageResult struct {
 	// cpu is the package's "CPU by test" table (test/e2e's CPU meter):
 	// its heading line and the indented lines after it.
 	cpu []string
+	// said: the stream had go test's own line for the package's result
+	// ("ok  \tpkg\t…"); a binary run through test2json alone has none.
+	said bool
 }
 
 // summary follows one `go test -json` stream.
@@ -162,6 +165,9 @@ func (s *summary) pkg(e event) {
 		if e.Output != "PASS\n" {
 			fmt.Fprint(s.out, e.Output)
 		}
+		if strings.HasPrefix(e.Output, "ok  \t") || strings.HasPrefix(e.Output, "FAIL\t") {
+			p.said = true
+		}
 		switch {
 		case strings.HasPrefix(e.Output, cpuTableHeading):
 			p.cpu = []string{e.Output}
@@ -172,6 +178,10 @@ func (s *summary) pkg(e event) {
 		p.action, p.elapsed = e.Action, e.Elapsed
 		if e.FailedBuild != "" {
 			s.builds = append(s.builds, e.FailedBuild)
+		}
+		if !p.said && e.Action != "skip" {
+			word := map[string]string{"pass": "ok  ", "fail": "FAIL"}[e.Action]
+			fmt.Fprintf(s.out, "%s\t%s\t%.3fs\n", word, e.Package, e.Elapsed)
 		}
 	}
 }

@@ -145,6 +145,13 @@ func TestStreamsSideBySide(t *testing.T) {
 	if got := s.report(5); !strings.Contains(got, "2 passed, 1 failed") {
 		t.Errorf("report does not count both streams:\n%s", got)
 	}
+	// test2json run on a binary writes no "ok" line of go test's: the
+	// report says each package's result as it comes all the same.
+	for _, want := range []string{"ok  \te\t1.000s\n", "FAIL\to\t0.200s\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the live output lacks %q:\n%.300s", want, out.String())
+		}
+	}
 }
 
 func write(t *testing.T, path, content string) {

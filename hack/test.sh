@@ -20,6 +20,11 @@
 set -uo pipefail
 GO=${GO:-go}
 BIN=${BIN:?BIN is the bin directory}
+# go test puts its own toolchain first on the test binaries' PATH (tests run
+# go list and go build); so does this.
+PATH="$("$GO" env GOROOT)/bin:$PATH"
+export PATH
+[ -x "$BIN/testreport" ] || { echo "no $BIN/testreport: make builds it" >&2; exit 1; }
 e2e=hypershift.dev/test/e2e
 art=$BIN/test-artifacts
 bins=$BIN/test-binaries
@@ -37,7 +42,7 @@ dir() { awk -v p="$1" '$1 == p {print $2}' <<<"$listing"; }
 # go test -c -o DIR/ names a binary after the package's last element; the
 # packages that share one are built apart, named after their import path.
 shared=$(awk -F/ '{print $NF}' <<<"$others" | sort | uniq -d)
-shares() { grep -qx "${1##*/}" <<<"$shared"; }
+shares() { grep -qxF "${1##*/}" <<<"$shared"; }
 binary() {
 	if shares "$1"; then echo "$bins/race/${1//\//_}.test"; else echo "$bins/race/${1##*/}.test"; fi
 }
@@ -50,10 +55,17 @@ for pkg in "${apart[@]}"; do
 	"$GO" test -race -c -o "$(binary "$pkg")" "$pkg" || exit
 done
 "$GO" test -c -o "$bins/e2e.test" ./test/e2e || exit
+for pkg in $others; do
+	[ -x "$(binary "$pkg")" ] || { echo "no test binary $(binary "$pkg") for $pkg" >&2; exit 1; }
+done
 
 streams=$(mktemp -d)
 trap 'rm -rf "$streams"' EXIT
 mkfifo "$streams/e2e" "$streams/others"
+# A binary times itself out (-test.timeout). test2json then waits for
+# every process holding the binary's output: tests give the processes
+# they start pipes or files of their own, never the binary's stdout or
+# stderr.
 flags=(-test.v=test2json -test.count=1 -test.timeout=80m -test.paniconexit0 -test.artifacts "-test.outputdir=$art")
 (cd test/e2e && exec "$GO" tool test2json -t -p "$e2e" "$bins/e2e.test" "${flags[@]}") >"$streams/e2e" 2>&1 &
 e2e_pid=$!

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hypershiftv1alpha1 "hypershift.dev/api/v1alpha1"
+	"hypershift.dev/internal/testenv"
 )
 
 // TestDashboard drives `hypershift dashboard` in a real headless browser
@@ -257,13 +258,19 @@ func startDashboard(t *testing.T, hs *cli) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	// Not the test binary's own stderr: a dashboard left running would
+	// hold it, and the stream of the run with it (hack/test.sh).
+	var stderr testenv.SyncBuffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("hypershift dashboard's stderr:\n%s", stderr.String())
+		}
 	})
 	lines := make(chan string, 1)
 	go func() {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
@@ -58,6 +59,9 @@ type Plugin struct {
 	Disks      Disks
 	PluginsDir string
 	Log        logr.Logger
+
+	mu   sync.Mutex
+	busy map[string]bool // volumes with an operation in progress (disk mode)
 }
 
 // GetPluginInfo implements csi.IdentityServer.

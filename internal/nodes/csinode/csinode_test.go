@@ -3,6 +3,7 @@ package csinode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,10 +221,13 @@ func TestNodePluginDisks(t *testing.T) {
 	if out, err := exec.Command("mkswap", swap).CombinedOutput(); err != nil {
 		t.Fatalf("mkswap: %v: %s", err, out)
 	}
+	data := filepath.Join(base, "data.img")
+	dataDisk := loopDevice(t, data, 8<<20)
 	const other = "vol-0a1b2c3d-1111-2222-3333-777777777777"
+	const third = "vol-0a1b2c3d-1111-2222-3333-888888888888"
 	p := &Plugin{
 		NodeID: "vm-a", PodsDir: pods, PluginsDir: plugins, Log: testenv.Logger(),
-		Disks: mapDisks{DiskSerial(handle): disk, DiskSerial(other): swap},
+		Disks: mapDisks{DiskSerial(handle): disk, DiskSerial(other): swap, DiskSerial(third): dataDisk},
 	}
 	endpoint := filepath.Join(base, "csi.sock")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -259,10 +263,27 @@ func TestNodePluginDisks(t *testing.T) {
 		_, err := node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: volume, StagingTargetPath: staging})
 		must(t, err)
 	}
-	wantCode(t, "a volume with no disk", stage("vol-0a1b2c3d-1111-2222-3333-000000000000", staging, ""), codes.FailedPrecondition)
+	wantCode(t, "a volume with no disk", stage("vol-0a1b2c3d-1111-2222-3333-000000000000", staging, ""), codes.NotFound)
 	wantCode(t, "a staging path outside the plugins directory", stage(handle, filepath.Join(pods, "x"), ""), codes.InvalidArgument)
 	wantCode(t, "another filesystem", stage(handle, staging, "xfs"), codes.InvalidArgument)
 	wantCode(t, "a disk holding swap", stage(other, filepath.Join(plugins, "other"), ""), codes.FailedPrecondition)
+	// Data of no kind blkid knows, at the disk's end: not blank either.
+	f, err := os.OpenFile(data, os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteAt([]byte("a user's bytes"), 8<<20-100)
+	must(t, err)
+	must(t, f.Close())
+	err = stage(third, filepath.Join(plugins, "third"), "")
+	wantCode(t, "a disk holding data of no known kind", err, codes.FailedPrecondition)
+	if !strings.Contains(fmt.Sprint(err), "data of no kind blkid knows") {
+		t.Errorf("the refusal of the data disk says %v", err)
+	}
+	if got := readAt(t, data, 8<<20-100, 14); got != "a user's bytes" {
+		t.Errorf("the data disk after the refusal: %q", got)
+	}
+	flagged := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{MountFlags: []string{"noatime"}}}}
+	_, err = node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: handle, StagingTargetPath: staging, VolumeCapability: flagged})
+	wantCode(t, "mount flags", err, codes.InvalidArgument)
 	if out, _ := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", swap).Output(); string(out) != "swap\n" {
 		t.Errorf("the swap disk after the refusal: %q, want it left as swap", out)
 	}
@@ -346,6 +367,35 @@ func loopDevice(t *testing.T, file string, size int64) string {
 		}
 	})
 	return dev
+}
+
+func readAt(t *testing.T, file string, at int64, n int) string {
+	t.Helper()
+	f, err := os.Open(file)
+	must(t, err)
+	defer f.Close()
+	buf := make([]byte, n)
+	_, err = f.ReadAt(buf, at)
+	must(t, err)
+	return string(buf)
+}
+
+// One operation on a volume at a time: a second one while it runs is
+// refused with Aborted, one after it goes through.
+func TestVolumeLock(t *testing.T) {
+	p := &Plugin{}
+	unlock, err := p.lock(handle)
+	must(t, err)
+	if _, err := p.lock(handle); status.Code(err) != codes.Aborted {
+		t.Errorf("a second operation on the volume: %v, want Aborted", err)
+	}
+	other, err := p.lock("vol-0a1b2c3d-1111-2222-3333-777777777777")
+	must(t, err)
+	other()
+	unlock()
+	again, err := p.lock(handle)
+	must(t, err)
+	again()
 }
 
 func fsBytes(t *testing.T, path string) int64 {

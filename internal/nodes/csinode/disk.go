@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,10 @@ import (
 // the plugin stages it — finds the disk, makes an ext4 filesystem on it
 // when it is blank, mounts it at the kubelet's staging path — before it
 // publishes the staging path to pods, as KubeVirt CSI does
-// (docs/volumes.md). A disk that holds anything but ext4 (another
-// filesystem, a partition table, any signature blkid knows) is never
+// (docs/volumes.md). A disk is formatted only when blkid finds nothing on
+// it and its first and last MiB read back as zeros: a disk that holds
+// anything else (another filesystem, a partition table, any signature
+// blkid knows, data of no known kind, or that cannot be read) is never
 // formatted.
 
 // DiskSerial is the serial a volume's disk is hot-plugged with: the guest
@@ -99,7 +102,7 @@ func (p *Plugin) staged(ctx context.Context, id, stagingPath string) (device, st
 		return "", "", status.Errorf(codes.Internal, "volume %s: %v", id, err)
 	}
 	if device == "" {
-		return "", "", status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s: no disk of serial %s", id, p.NodeID, DiskSerial(id))
+		return "", "", status.Errorf(codes.NotFound, "volume %s is not attached to node %s: no disk of serial %s", id, p.NodeID, DiskSerial(id))
 	}
 	return device, staging, nil
 }
@@ -118,15 +121,27 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if fs := mount.GetFsType(); fs != "" && fs != "ext4" {
 		return nil, status.Errorf(codes.InvalidArgument, "filesystem %q: only ext4 is made", fs)
 	}
+	if flags := mount.GetMountFlags(); len(flags) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "mount flags %q: none are taken (the StorageClass's mountOptions)", flags)
+	}
+	unlock, err := p.lock(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	device, staging, err := p.staged(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
-	if source, err := mountSource(staging); err != nil {
+	if held, err := mountedDevice(staging); err != nil {
 		return nil, status.Errorf(codes.Internal, "staging path %s: %v", staging, err)
-	} else if source != "" {
-		if source != device {
-			return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s, not the volume's disk %s", staging, source, device)
+	} else if held != nil {
+		same, err := held.is(device)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "disk %s: %v", device, err)
+		}
+		if !same {
+			return nil, status.Errorf(codes.AlreadyExists, "staging path %s holds %s, not the volume's disk %s", staging, held.source, device)
 		}
 		return &csi.NodeStageVolumeResponse{}, nil
 	}
@@ -156,6 +171,11 @@ func (p *Plugin) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := p.lock(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := unmountAndRemove(staging); err != nil {
 		return nil, err
 	}
@@ -169,12 +189,22 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if p.Disks == nil {
 		return nil, status.Error(codes.Unimplemented, "this node publishes attached directories: the attachment grows them")
 	}
+	if req.GetVolumePath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "no volume path")
+	}
+	unlock, err := p.lock(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	device, staging, err := p.staged(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
-	if source, err := mountSource(staging); err != nil || source != device {
+	if held, err := mountedDevice(staging); err != nil || held == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s (%v)", req.GetVolumeId(), staging, err)
+	} else if same, err := held.is(device); err != nil || !same {
+		return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s, not the volume's disk %s (%v)", staging, held.source, device, err)
 	}
 	if out, err := exec.CommandContext(ctx, "resize2fs", device).CombinedOutput(); err != nil { //nolint:gosec // a host program; device is the disk found by its serial
 		return nil, status.Errorf(codes.Internal, "resize2fs %s: %v: %s", device, err, bytes.TrimSpace(out))
@@ -189,40 +219,108 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
 }
 
-// formatIfBlank makes an ext4 filesystem on device if blkid finds nothing
-// on it; ext4 is left as it is; anything else is refused.
+// formatIfBlank makes an ext4 filesystem on device if it is blank (blank);
+// ext4 is left as it is; anything else is refused.
 func formatIfBlank(ctx context.Context, device string) error {
-	out, err := exec.CommandContext(ctx, "blkid", "--probe", "--output", "export", device).Output() //nolint:gosec // a host program; device is the disk found by its serial
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "blkid", "--probe", "--output", "export", device) //nolint:gosec // a host program; device is the disk found by its serial
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	var exit *exec.ExitError
 	switch {
-	case errors.As(err, &exit) && exit.ExitCode() == 2: // nothing found: blank
+	case errors.As(err, &exit) && exit.ExitCode() == 2 && stderr.Len() == 0:
+		// blkid found nothing (exit 2 is also how it fails to read).
 	case err != nil:
-		return status.Errorf(codes.Internal, "blkid %s: %v", device, err)
+		return status.Errorf(codes.Internal, "blkid %s: %v: %s", device, err, bytes.TrimSpace(stderr.Bytes()))
 	default:
-		if !bytes.Contains(out, []byte("\nTYPE=ext4\n")) && !bytes.HasPrefix(out, []byte("TYPE=ext4\n")) {
+		if !bytes.Contains(append([]byte("\n"), out...), []byte("\nTYPE=ext4\n")) {
 			return status.Errorf(codes.FailedPrecondition, "disk %s holds something other than ext4, left as it is: %s", device, bytes.Join(bytes.Fields(out), []byte(" ")))
 		}
 		return nil
 	}
-	// No -F: should anything appear on the disk meanwhile, mkfs asks,
-	// reads no answer and stops.
-	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", device) //nolint:gosec // a host program; device is a blank disk found by its serial
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if err := blank(device); err != nil {
+		return status.Errorf(codes.FailedPrecondition, "disk %s, left as it is: %v", device, err)
+	}
+	// mkfs.ext4 checks for what a disk holds only when run from a
+	// terminal: what guards the disk is the check above.
+	if out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", device).CombinedOutput(); err != nil { //nolint:gosec // a host program; device is a blank disk found by its serial
 		return status.Errorf(codes.Internal, "mkfs.ext4 %s: %v: %s", device, err, bytes.TrimSpace(out))
 	}
 	return nil
 }
 
-// mountSource is what is mounted at path ("" for nothing or no path).
-func mountSource(path string) (string, error) {
-	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
+// blank checks that device's first and last MiB read back as zeros, as a
+// new disk's do: a disk with data blkid knows no kind of, or that cannot
+// be read, is not blank.
+func blank(device string) error {
+	f, err := os.Open(device)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if len(mounts) == 0 {
-		return "", nil
+	defer f.Close()
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
 	}
-	return mounts[len(mounts)-1].Source, nil
+	const span = 1 << 20
+	buf := make([]byte, min(span, size))
+	for _, at := range []int64{0, max(0, size-span)} {
+		if _, err := f.ReadAt(buf, at); err != nil {
+			return fmt.Errorf("read at %d: %w", at, err)
+		}
+		if !bytes.Equal(buf, make([]byte, len(buf))) {
+			return fmt.Errorf("data of no kind blkid knows at %d", at)
+		}
+	}
+	return nil
+}
+
+// mount is what is mounted at a path.
+type mount struct {
+	source       string
+	major, minor int
+}
+
+// mountedDevice is what is mounted at path, nil for nothing (or no path).
+func mountedDevice(path string) (*mount, error) {
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(path))
+	if err != nil || len(mounts) == 0 {
+		return nil, err
+	}
+	m := mounts[len(mounts)-1]
+	return &mount{source: m.Source, major: m.Major, minor: m.Minor}, nil
+}
+
+// is tells whether the mount is of device, by device number: the name a
+// mount records is the one the disk had when it was mounted.
+func (m *mount) is(device string) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(device, &st); err != nil {
+		return false, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		return false, fmt.Errorf("%s is not a block device", device)
+	}
+	return int(unix.Major(st.Rdev)) == m.major && int(unix.Minor(st.Rdev)) == m.minor, nil
+}
+
+// lock holds volume id's operations one at a time; a second one while one
+// runs is refused with Aborted (the kubelet retries).
+func (p *Plugin) lock(id string) (func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy == nil {
+		p.busy = map[string]bool{}
+	}
+	if p.busy[id] {
+		return nil, status.Errorf(codes.Aborted, "an operation on volume %s is in progress", id)
+	}
+	p.busy[id] = true
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.busy, id)
+	}, nil
 }
 
 // unmountAndRemove unmounts path if it is a mount point and removes it.

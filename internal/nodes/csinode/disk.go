@@ -107,6 +107,21 @@ func (p *Plugin) staged(ctx context.Context, id, stagingPath string) (device, st
 	return device, staging, nil
 }
 
+// stagedLocked is staged, with the volume's operations held (lock) until
+// unlock is called.
+func (p *Plugin) stagedLocked(ctx context.Context, id, stagingPath string) (device, staging string, unlock func(), err error) {
+	unlock, err = p.lock(id)
+	if err != nil {
+		return "", "", nil, err
+	}
+	device, staging, err = p.staged(ctx, id, stagingPath)
+	if err != nil {
+		unlock()
+		return "", "", nil, err
+	}
+	return device, staging, unlock, nil
+}
+
 // NodeStageVolume implements csi.NodeServer in disk mode: the volume's
 // disk, formatted ext4 if it is blank, is mounted at the staging path.
 // Staging again what is staged is done.
@@ -124,15 +139,11 @@ func (p *Plugin) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if flags := mount.GetMountFlags(); len(flags) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "mount flags %q: none are taken (the StorageClass's mountOptions)", flags)
 	}
-	unlock, err := p.lock(req.GetVolumeId())
+	device, staging, unlock, err := p.stagedLocked(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	device, staging, err := p.staged(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
-	if err != nil {
-		return nil, err
-	}
 	if held, err := mountedDevice(staging); err != nil {
 		return nil, status.Errorf(codes.Internal, "staging path %s: %v", staging, err)
 	} else if held != nil {
@@ -192,15 +203,11 @@ func (p *Plugin) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	if req.GetVolumePath() == "" {
 		return nil, status.Error(codes.InvalidArgument, "no volume path")
 	}
-	unlock, err := p.lock(req.GetVolumeId())
+	device, staging, unlock, err := p.stagedLocked(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	device, staging, err := p.staged(ctx, req.GetVolumeId(), req.GetStagingTargetPath())
-	if err != nil {
-		return nil, err
-	}
 	if held, err := mountedDevice(staging); err != nil || held == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s (%v)", req.GetVolumeId(), staging, err)
 	} else if same, err := held.is(device); err != nil || !same {

@@ -137,27 +137,15 @@ func (p *Plugin) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 // NodeUnpublishVolume implements csi.NodeServer: the target path is
 // unmounted and removed. A target that is gone is done.
 func (p *Plugin) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
-	if !handlePattern.MatchString(req.GetVolumeId()) {
-		return nil, status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", req.GetVolumeId(), Driver)
+	if err := checkHandle(req.GetVolumeId()); err != nil {
+		return nil, err
 	}
 	target, err := p.target(req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
-	mounted, err := mountinfo.Mounted(target)
-	if errors.Is(err, os.ErrNotExist) {
-		return &csi.NodeUnpublishVolumeResponse{}, nil
-	}
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "target %s: %v", target, err)
-	}
-	if mounted {
-		if err := unix.Unmount(target, 0); err != nil {
-			return nil, status.Errorf(codes.Internal, "unmount %s: %v", target, err)
-		}
-	}
-	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, status.Errorf(codes.Internal, "remove %s: %v", target, err)
+	if err := unmountAndRemove(target); err != nil {
+		return nil, err
 	}
 	p.Log.Info("unpublished", "volume", req.GetVolumeId(), "target", target)
 	return &csi.NodeUnpublishVolumeResponse{}, nil
@@ -169,10 +157,10 @@ func (p *Plugin) source(req *csi.NodePublishVolumeRequest) (string, error) {
 	if p.Disks == nil {
 		return p.attached(req.GetVolumeId())
 	}
-	if !handlePattern.MatchString(req.GetVolumeId()) {
-		return "", status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", req.GetVolumeId(), Driver)
+	if err := checkHandle(req.GetVolumeId()); err != nil {
+		return "", err
 	}
-	staging, err := under(p.PluginsDir, req.GetStagingTargetPath(), "staging path", "the kubelet's plugins directory")
+	staging, err := p.staging(req.GetStagingTargetPath())
 	if err != nil {
 		return "", err
 	}
@@ -185,8 +173,8 @@ func (p *Plugin) source(req *csi.NodePublishVolumeRequest) (string, error) {
 // attached is the directory of volume handle id, which must have the
 // provisioner's form and be a mount point (attached to this node).
 func (p *Plugin) attached(id string) (string, error) {
-	if !handlePattern.MatchString(id) {
-		return "", status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", id, Driver)
+	if err := checkHandle(id); err != nil {
+		return "", err
 	}
 	dir := filepath.Join(p.AttachedDir, id)
 	mounted, err := mountinfo.Mounted(dir)
@@ -197,6 +185,20 @@ func (p *Plugin) attached(id string) (string, error) {
 		return "", status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s", id, p.NodeID)
 	}
 	return dir, nil
+}
+
+// checkHandle refuses a volume handle not of the provisioner's form.
+func checkHandle(id string) error {
+	if !handlePattern.MatchString(id) {
+		return status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", id, Driver)
+	}
+	return nil
+}
+
+// staging is path, which must lie under the kubelet's plugins directory
+// (under).
+func (p *Plugin) staging(path string) (string, error) {
+	return under(p.PluginsDir, path, "staging path", "the kubelet's plugins directory")
 }
 
 // target is path, which must lie under the pods directory (under).

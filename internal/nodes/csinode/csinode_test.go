@@ -46,18 +46,7 @@ func TestNodePlugin(t *testing.T) {
 	must(t, os.Symlink(base, filepath.Join(pods, "escape")))
 	p := &Plugin{NodeID: "node-a", AttachedDir: attached, PodsDir: pods, Log: testenv.Logger()}
 	endpoint := filepath.Join(base, "csi.sock")
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, p, endpoint, reg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		if _, err := os.Lstat(RegistrationSocket(reg)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("registration socket left after Serve returned: %v", err)
-		}
-	})
+	ctx := serve(t, p, endpoint, reg)
 	regConn := dial(t, RegistrationSocket(reg))
 	info, err := registerapi.NewRegistrationClient(regConn).GetInfo(ctx, &registerapi.InfoRequest{})
 	must(t, err)
@@ -127,6 +116,26 @@ func TestNodePlugin(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(data, "written")); err != nil || string(got) != "by the pod" {
 		t.Errorf("the volume's data after unpublish: %q, %v", got, err)
 	}
+}
+
+// serve runs Serve until the test ends, then checks that it returned
+// without error and took its registration socket away. The context is
+// the one Serve runs under.
+func serve(t *testing.T, p *Plugin, endpoint, reg string) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, p, endpoint, reg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if _, err := os.Lstat(RegistrationSocket(reg)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("registration socket left after Serve returned: %v", err)
+		}
+	})
+	return ctx
 }
 
 // Serve refuses a path that holds something other than a socket, and
@@ -230,13 +239,7 @@ func TestNodePluginDisks(t *testing.T) {
 		Disks: mapDisks{DiskSerial(handle): disk, DiskSerial(other): swap, DiskSerial(third): dataDisk},
 	}
 	endpoint := filepath.Join(base, "csi.sock")
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, p, endpoint, reg) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	ctx := serve(t, p, endpoint, reg)
 	node := csi.NewNodeClient(dial(t, endpoint))
 	t.Cleanup(func() { unmountUnder(t, base) })
 
@@ -336,6 +339,21 @@ func TestNodePluginDisks(t *testing.T) {
 		}
 	})
 	unstage(handle, staging)
+
+	// Unstage unmounts only what staging mounts: not a path outside the
+	// plugins directory, not a mount of anything but a volume's ext4.
+	foreign := filepath.Join(plugins, "kubernetes.io", "csi", Driver, "def", "globalmount")
+	must(t, os.MkdirAll(foreign, 0o750))
+	must(t, unix.Mount("tmpfs", foreign, "tmpfs", 0, "size=1m"))
+	for what, path := range map[string]string{"a staging path outside the plugins directory": pods, "a tmpfs at a staging path": foreign} {
+		_, err := node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: handle, StagingTargetPath: path})
+		if err == nil {
+			t.Errorf("%s: unstaged", what)
+		}
+	}
+	if mounted, err := mountinfo.Mounted(foreign); err != nil || !mounted {
+		t.Errorf("the tmpfs after the refused unstage: mounted %v, %v", mounted, err)
+	}
 }
 
 // hasCapability reports whether the process has capability c in its

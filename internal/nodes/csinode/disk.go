@@ -90,10 +90,10 @@ func diskBySerial(lsblk []byte, serial string) (string, error) {
 // staged is the device of volume id, and the staging path, which must lie
 // under the kubelet's plugins directory.
 func (p *Plugin) staged(ctx context.Context, id, stagingPath string) (device, staging string, err error) {
-	if !handlePattern.MatchString(id) {
-		return "", "", status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", id, Driver)
+	if err := checkHandle(id); err != nil {
+		return "", "", err
 	}
-	staging, err = under(p.PluginsDir, stagingPath, "staging path", "the kubelet's plugins directory")
+	staging, err = p.staging(stagingPath)
 	if err != nil {
 		return "", "", err
 	}
@@ -175,10 +175,10 @@ func (p *Plugin) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	if p.Disks == nil {
 		return nil, status.Error(codes.Unimplemented, "this node publishes attached directories: no staging")
 	}
-	if !handlePattern.MatchString(req.GetVolumeId()) {
-		return nil, status.Errorf(codes.InvalidArgument, "volume %q is not one of %s", req.GetVolumeId(), Driver)
+	if err := checkHandle(req.GetVolumeId()); err != nil {
+		return nil, err
 	}
-	staging, err := under(p.PluginsDir, req.GetStagingTargetPath(), "staging path", "the kubelet's plugins directory")
+	staging, err := p.staging(req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +187,13 @@ func (p *Plugin) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 		return nil, err
 	}
 	defer unlock()
+	// Only what staging mounts is unmounted: an ext4 filesystem of a
+	// block device (the disk itself may be gone by now).
+	if held, err := mountedDevice(staging); err != nil {
+		return nil, status.Errorf(codes.Internal, "staging path %s: %v", staging, err)
+	} else if held != nil && held.fsType != "ext4" {
+		return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds %s (%s), not a volume's disk: left mounted", staging, held.source, held.fsType)
+	}
 	if err := unmountAndRemove(staging); err != nil {
 		return nil, err
 	}
@@ -284,8 +291,8 @@ func blank(device string) error {
 
 // mount is what is mounted at a path.
 type mount struct {
-	source       string
-	major, minor int
+	source, fsType string
+	major, minor   int
 }
 
 // mountedDevice is what is mounted at path, nil for nothing (or no path).
@@ -295,7 +302,7 @@ func mountedDevice(path string) (*mount, error) {
 		return nil, err
 	}
 	m := mounts[len(mounts)-1]
-	return &mount{source: m.Source, major: m.Major, minor: m.Minor}, nil
+	return &mount{source: m.Source, fsType: m.FSType, major: m.Major, minor: m.Minor}, nil
 }
 
 // is tells whether the mount is of device, by device number: the name a

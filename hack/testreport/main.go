@@ -1,6 +1,7 @@
 // Command testreport reads `go test -json` on standard input, or from the
-// files named as arguments side by side (one per `go test` run: make test
-// runs the end-to-end package apart from the others), prints what a
+// files named as arguments side by side (one stream each, as go tool
+// test2json writes it: make test runs the end-to-end package apart from
+// the others), prints what a
 // person needs while the tests run (package results, and the whole output of
 // every test that fails), keeps the raw stream, and ends with where the time
 // went: each package's wall time, the slowest tests, the skipped tests with
